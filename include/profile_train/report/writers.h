@@ -1,0 +1,29 @@
+// Presentation: everything a person or another tool reads. Writers are sinks; they never analyze.
+// Owner: report component.
+#pragma once
+
+#include <filesystem>
+#include <ostream>
+
+#include <nlohmann/json.hpp>
+
+#include "profile_train/common/status.h"
+#include "profile_train/trace/model.h"
+
+namespace profile_train::report {
+
+struct TextOptions {
+  bool color = false;   // ANSI colors (on a TTY unless NO_COLOR)
+  bool verbose = false;
+};
+
+// Terminal summary: verdict first, then headline figures, breakdown, recommendations.
+void write_text_summary(const nlohmann::json& report, std::ostream& out, const TextOptions& options = {});
+
+// Self-contained HTML (no network, no external assets). `trace` may be null (then no timeline).
+Status write_html(const nlohmann::json& report, const trace::Trace* trace, const std::filesystem::path& path);
+
+// Timeline as Chrome-trace JSON (Perfetto UI / chrome://tracing).
+Status write_perfetto(const trace::Trace& trace, const std::filesystem::path& path);
+
+}  // namespace profile_train::report

@@ -1,0 +1,173 @@
+// The owned trace model. It does not know where its data came from: the Kineto JSON importer and the
+// native-capture reader (the agent's files) both fill it, and every analyzer reads only this.
+//
+// Units: all times are integer nanoseconds on one clock per trace (absolute Unix-epoch ns when the source
+// says so, otherwise whatever the source clock is; only differences are meaningful to analyzers).
+// Ownership: a Trace owns all of its strings (interned in `strings`). Not thread-safe for mutation.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace profile_train::trace {
+
+using TimeNs = int64_t;
+using StringId = uint32_t;
+
+// Interned strings. Ids are dense and stable; id 0 is the empty string.
+class StringTable {
+ public:
+  StringTable() { intern(""); }
+  StringId intern(std::string_view s) {
+    auto it = index_.find(s);
+    if (it != index_.end()) return it->second;
+    storage_.emplace_back(s);
+    const auto id = static_cast<StringId>(storage_.size() - 1);
+    index_.emplace(std::string_view(storage_.back()), id);
+    return id;
+  }
+  const std::string& get(StringId id) const { return storage_.at(id); }
+  size_t size() const { return storage_.size(); }
+
+ private:
+  std::deque<std::string> storage_;  // deque: references stay valid as it grows
+  std::unordered_map<std::string_view, StringId> index_;
+};
+
+// What an event is. Names follow modern Kineto categories; the native capture maps onto the same set.
+enum class Category : uint8_t {
+  kCpuOp,           // framework operator (aten op, autograd node)
+  kUserAnnotation,  // record_function / NVTX range on a CPU thread (ProfilerStep#N, DataLoader, ...)
+  kPythonFunction,  // Python frame (with_stack)
+  kRuntime,         // CUDA/HIP runtime API call on a CPU thread
+  kDriver,          // CUDA driver API call on a CPU thread
+  kKernel,          // GPU kernel execution
+  kMemcpy,          // GPU copy
+  kMemset,          // GPU memset
+  kSync,            // GPU-side synchronization record (cuda_sync / CUPTI synchronization)
+  kGpuAnnotation,   // annotation projected on a GPU stream (ignored for step windows)
+  kOverhead,        // profiler overhead spans
+  kOther,
+};
+
+enum class CopyKind : uint8_t { kUnknown, kHtoD, kDtoH, kDtoD, kHtoH, kPtoP };
+enum class MemoryKind : uint8_t { kUnknown, kPageable, kPinned, kDevice, kManaged };
+enum class SyncKind : uint8_t { kUnknown, kEventSync, kStreamWaitEvent, kStreamSync, kContextSync };
+
+const char* to_string(Category c);
+const char* to_string(CopyKind k);
+const char* to_string(MemoryKind k);
+const char* to_string(SyncKind k);
+
+// One duration event (instants have dur_ns == 0). Plain data, ~100 bytes.
+struct Event {
+  TimeNs start_ns = 0;
+  TimeNs dur_ns = 0;
+  int64_t pid = 0;           // CPU: OS process id; GPU: device index
+  int64_t tid = 0;           // CPU: OS thread id;  GPU: stream id
+  int64_t correlation = -1;  // runtime/driver call <-> GPU activity; -1 if none
+  int64_t external_id = -1;  // cpu op <-> runtime call / GPU activity; -1 if none
+  int64_t bytes = -1;        // memcpy / memset bytes; -1 if unknown
+  StringId name = 0;
+  Category cat = Category::kOther;
+  CopyKind copy_kind = CopyKind::kUnknown;   // memcpy only
+  MemoryKind src_mem = MemoryKind::kUnknown; // memcpy only
+  MemoryKind dst_mem = MemoryKind::kUnknown; // memcpy / memset
+  SyncKind sync_kind = SyncKind::kUnknown;   // kSync only
+  bool is_gpu = false;       // true for kernel/memcpy/memset/sync/gpu-annotation (pid = device, tid = stream)
+  int32_t device = -1;       // GPU events: device index (== pid); -1 otherwise
+  // Kernel launch configuration; 0 / -1 when unknown.
+  uint64_t grid_blocks = 0;        // gridX*gridY*gridZ
+  uint32_t block_threads = 0;      // blockX*blockY*blockZ
+  int32_t registers_per_thread = -1;
+  int32_t shared_mem_bytes = -1;   // static + dynamic
+  float blocks_per_sm = -1.f;      // as reported by the source, if any
+  float occupancy_pct = -1.f;      // estimated achieved occupancy %, if reported
+
+  TimeNs end_ns() const { return start_ns + dur_ns; }
+};
+
+// Allocator sample (PyTorch [memory] instants, CUPTI memory records).
+struct MemorySample {
+  TimeNs ts_ns = 0;
+  int32_t device_type = 0;  // 0 = CPU, 1 = CUDA/HIP
+  int32_t device_id = -1;
+  int64_t bytes_delta = 0;        // + allocation / - free
+  int64_t total_allocated = -1;   // -1 if unknown
+  int64_t total_reserved = -1;
+};
+
+struct DeviceInfo {
+  int32_t id = -1;
+  std::string name;
+  std::string vendor;             // "nvidia", "amd", "" if unknown
+  int32_t compute_major = -1, compute_minor = -1;
+  int32_t num_sms = -1;
+  int32_t max_threads_per_sm = -1;
+  int32_t max_threads_per_block = -1;
+  int32_t regs_per_sm = -1;
+  int64_t shared_mem_per_sm = -1;
+  int64_t total_memory_bytes = -1;
+};
+
+// Counted data problems; never silent. Importers and readers increment these.
+struct DataQuality {
+  int64_t events_total = 0;            // events seen in the source (all phases)
+  int64_t events_imported = 0;
+  int64_t malformed_events = 0;        // wrong field types / missing required fields
+  int64_t unknown_categories = 0;
+  int64_t flow_events_skipped = 0;     // ph s/f (joins use correlation ids instead)
+  int64_t negative_durations = 0;
+  int64_t clock_anomalies = 0;         // e.g. GPU activity before its launch, timestamps out of range
+  int64_t unmatched_correlations = 0;  // filled by analysis: GPU activity without a runtime call, or vice versa
+  int64_t dropped_records = 0;         // capture: records lost (buffers full, process exit)
+  bool missing_device_properties = false;
+  std::vector<std::string> notes;      // human-readable, deterministic order
+};
+
+struct TraceMeta {
+  std::vector<std::string> source_files;
+  std::string format;            // "kineto_json" | "native"
+  std::string format_version;    // e.g. schemaVersion "1", native "1.0"
+  std::string producer;          // e.g. "PyTorch Profiler", "profile-train agent 0.1"
+  int64_t base_time_ns = 0;      // Kineto baseTimeNanoseconds, already applied to event times
+  int32_t rank = -1, world_size = -1;
+  std::string distributed_backend;
+  int64_t main_pid = -1;         // process that ran the training loop, if known
+  std::map<std::string, std::string> versions;  // cuda_runtime_version, cupti_version, torch, ...
+  std::map<std::pair<int64_t, int64_t>, std::string> thread_names;  // (pid, tid) -> name
+  std::map<int64_t, std::string> process_names;
+  bool gpu_capture_attempted = true;     // false when the source could not record GPU activity at all
+  std::string gpu_capture_status;        // why GPU activity is missing, if it is ("no CUDA driver", ...)
+};
+
+struct Trace {
+  StringTable strings;
+  std::vector<Event> events;          // sorted by (start_ns, longer first) after finalize()
+  std::vector<MemorySample> memory;   // sorted by ts after finalize()
+  std::vector<DeviceInfo> devices;
+  TraceMeta meta;
+  DataQuality quality;
+  // Configuration facts recorded by the capture (Python shim, workload) or inferred by importers.
+  // A JSON object; keys are documented in reports/REPORT_FORMAT.md ("facts").
+  nlohmann::json facts = nlohmann::json::object();
+
+  const std::string& name(const Event& e) const { return strings.get(e.name); }
+  const DeviceInfo* device(int32_t id) const {
+    for (const auto& d : devices)
+      if (d.id == id) return &d;
+    return nullptr;
+  }
+  // Sorts events and memory samples; call once after filling.
+  void finalize();
+};
+
+}  // namespace profile_train::trace

@@ -1,0 +1,19 @@
+// One small unit per subcommand: add_X registers X's options on `app` (parsing) and returns the runner that
+// executes it (running). main() picks the runner of the parsed subcommand.
+#pragma once
+
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+namespace profile_train::cli {
+
+using Runner = std::function<int()>;
+
+Runner add_analyze(CLI::App& app);  // cmd_analyze.cpp
+Runner add_rules(CLI::App& app);    // cmd_rules.cpp
+Runner add_run(CLI::App& app);      // cmd_run.cpp
+Runner add_diff(CLI::App& app);     // cmd_diff.cpp
+Runner add_tune(CLI::App& app);     // cmd_tune.cpp
+
+}  // namespace profile_train::cli

@@ -1,0 +1,1 @@
+// Kineto Chrome-trace JSON importer (owner: trace component).

@@ -1,0 +1,1 @@
+// Native capture format reader (owner: agent component).

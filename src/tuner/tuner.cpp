@@ -1,0 +1,1 @@
+// tuner (owner: tuner component).
