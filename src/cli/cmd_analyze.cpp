@@ -1,17 +1,181 @@
+// `profile-train analyze TRACE... [--out DIR] [--format text,json,html] [--perfetto FILE] [--rules DIR]...
+//                                 [--explain RULE_ID] [--fail-on BOTTLENECK,...]`
+// Parsing is declared in add_analyze(); the runner loads each trace and hands it to report_trace().
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <iomanip>
 #include <iostream>
+#include <memory>
+#include <set>
+#include <sstream>
 
 #include "commands.h"
+#include "pipeline.h"
 #include "profile_train/common/status.h"
+#include "profile_train/common/terminal.h"
+#include "profile_train/rules/engine.h"
+#include "profile_train/trace/importer.h"
 
 namespace profile_train::cli {
 
+namespace {
+
+struct AnalyzeArgs {
+  std::vector<std::string> traces;
+  std::string out = "profile-train-out";
+  std::vector<std::string> formats = {"text", "json", "html"};
+  std::string perfetto;
+  std::vector<std::string> rules_dirs;
+  std::string explain;
+  std::vector<std::string> fail_on;
+  bool quiet = false;
+};
+
+const std::set<std::string> kBottlenecks = {"input_pipeline", "host_to_device", "cpu_overhead",
+                                            "synchronization", "gpu_compute",    "gpu_memory",
+                                            "communication",   "cpu_only",       "unknown"};
+
+// "runs/worker0.123.pt.trace.json.gz" -> "worker0.123"; only [A-Za-z0-9._-], never empty.
+std::string safe_name(const std::filesystem::path& p) {
+  std::string s = p.filename().string();
+  for (const char* ext : {".gz", ".json", ".pt.trace", ".trace"})
+    if (s.size() > std::strlen(ext) && s.ends_with(ext)) s.resize(s.size() - std::strlen(ext));
+  for (auto& c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '_';
+  if (s.empty() || s == "." || s == "..") s = "trace";
+  return s;
+}
+
+// One line naming the file and the problem; the importer's message usually starts with the path already.
+void print_load_error(const std::string& file, const Status& s) {
+  const std::string& m = s.message();
+  if (m.rfind(file, 0) == 0) std::cerr << "profile-train: " << m << "\n";
+  else std::cerr << "profile-train: " << file << ": " << m << "\n";
+}
+
+int run_analyze(const AnalyzeArgs& a) {
+  for (const auto& f : a.formats) {
+    if (f != "text" && f != "json" && f != "html") {
+      std::cerr << "profile-train: --format: unknown format '" << f << "' (use text, json, html)\n";
+      return kExitBadInput;
+    }
+  }
+  for (const auto& b : a.fail_on) {
+    if (!kBottlenecks.count(b)) {
+      std::cerr << "profile-train: --fail-on: unknown bottleneck '" << b << "'\n";
+      return kExitBadInput;
+    }
+  }
+  OutputOptions base;
+  base.out_dir = a.out;
+  base.formats = a.formats;
+  base.quiet = a.quiet;
+  for (const auto& d : a.rules_dirs) base.rules_dirs.emplace_back(d);
+  if (!a.perfetto.empty()) base.perfetto = std::filesystem::path(a.perfetto);
+
+  // Fail fast, before any work: output folder, rules.
+  const bool writes = std::find(a.formats.begin(), a.formats.end(), "json") != a.formats.end() ||
+                      std::find(a.formats.begin(), a.formats.end(), "html") != a.formats.end() || base.perfetto;
+  if (writes) {
+    if (Status s = check_writable_dir(base.out_dir); !s.ok()) {
+      std::cerr << "profile-train: " << s.message() << "\n";
+      return kExitBadInput;
+    }
+  }
+  auto rules = rules::load_rules(base.rules_dirs);
+  if (!rules.ok()) {
+    std::cerr << "profile-train: " << rules.status().message() << "\n";
+    return rules.status().exit_code();
+  }
+
+  const bool multi = a.traces.size() > 1;
+  std::set<std::string> used_names;
+  struct Row { std::string file, verdict, folder; double confidence = 0, mean_ms = -1, util = -1; };
+  std::vector<Row> rows;
+  int worst = kExitOk;
+  bool gate = false;
+  const bool tty = ::isatty(2) == 1;
+  for (const auto& file : a.traces) {
+    trace::LoadOptions lo;
+    auto progress = std::make_shared<Progress>(std::cerr, "loading " + std::filesystem::path(file).filename().string(), tty);
+    lo.progress = [progress](uint64_t done, uint64_t total) { progress->update(done, total, "B"); };
+    auto loaded = trace::load_trace(file, lo);
+    progress->finish();
+    if (!loaded.ok()) {
+      print_load_error(file, loaded.status());
+      worst = kExitBadInput;
+      continue;
+    }
+    OutputOptions o = base;
+    std::string folder;
+    if (multi) {
+      folder = safe_name(file);
+      for (int k = 2; used_names.count(folder); ++k) folder = safe_name(file) + "-" + std::to_string(k);
+      used_names.insert(folder);
+      o.out_dir = base.out_dir / folder;
+      if (o.perfetto) o.perfetto = o.out_dir / base.perfetto->filename();
+      if (!a.quiet && std::find(a.formats.begin(), a.formats.end(), "text") != a.formats.end())
+        std::cout << "== " << file << " ==\n";
+    }
+    nlohmann::json report;
+    const int rc = report_trace(*loaded, o, &report);
+    if (rc != kExitOk) {
+      worst = std::max(worst, rc);
+      continue;
+    }
+    if (!a.explain.empty()) std::cout << rules::explain_rule(**rules, a.explain, report) << "\n";
+    Row row;
+    row.file = file;
+    row.folder = folder;
+    row.verdict = report["verdict"].value("bottleneck", "unknown");
+    row.confidence = report["verdict"].value("confidence", 0.0);
+    if (report["steps"]["mean_ms"].is_number()) row.mean_ms = report["steps"]["mean_ms"].get<double>();
+    if (report["gpu"]["utilization"].is_number()) row.util = report["gpu"]["utilization"].get<double>();
+    if (std::find(a.fail_on.begin(), a.fail_on.end(), row.verdict) != a.fail_on.end()) gate = true;
+    rows.push_back(row);
+    if (multi && !a.quiet) std::cout << "\n";
+  }
+  if (multi && !rows.empty() && !a.quiet) {
+    std::cout << "Summary (" << rows.size() << " trace(s), reports under " << base.out_dir.string() << "/<name>/)\n";
+    std::cout << "  " << std::left << std::setw(40) << "trace" << std::setw(18) << "verdict" << std::setw(6) << "conf"
+              << std::setw(12) << "step ms" << "GPU util\n";
+    for (const auto& r : rows) {
+      std::ostringstream ms, ut, cf;
+      ms << std::fixed << std::setprecision(2) << r.mean_ms;
+      ut << std::fixed << std::setprecision(1) << 100.0 * r.util << "%";
+      cf << std::fixed << std::setprecision(2) << r.confidence;
+      std::cout << "  " << std::left << std::setw(40) << r.folder << std::setw(18) << r.verdict << std::setw(6) << cf.str()
+                << std::setw(12) << (r.mean_ms >= 0 ? ms.str() : "n/a") << (r.util >= 0 ? ut.str() : "n/a") << "\n";
+    }
+  }
+  if (worst != kExitOk) return worst;
+  if (gate) {
+    std::cerr << "profile-train: --fail-on: verdict in {";
+    for (size_t i = 0; i < a.fail_on.size(); ++i) std::cerr << (i ? "," : "") << a.fail_on[i];
+    std::cerr << "}\n";
+    return kExitThreshold;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
 Runner add_analyze(CLI::App& app) {
-  auto* sub = app.add_subcommand("analyze", "(not implemented yet)");
-  (void)sub;
-  return [] {
-    std::cerr << "profile-train analyze: not implemented yet\n";
-    return kExitFailure;
-  };
+  auto args = std::make_shared<AnalyzeArgs>();
+  auto* sub = app.add_subcommand("analyze", "Diagnose existing profiler traces (Kineto JSON .json/.json.gz, native captures)");
+  sub->add_option("TRACE", args->traces, "Trace file(s)")->required();
+  sub->add_option("--out,-o", args->out, "Output folder (one sub-folder per trace when several)")->capture_default_str();
+  sub->add_option("--format", args->formats, "Outputs: text,json,html")->delimiter(',')->capture_default_str();
+  sub->add_option("--perfetto", args->perfetto, "Also write the timeline as Chrome-trace JSON to FILE");
+  sub->add_option("--rules", args->rules_dirs, "Extra rules folder (repeatable; same id overrides a built-in rule)");
+  sub->add_option("--explain", args->explain, "Explain why rule RULE_ID did or did not fire");
+  sub->add_option("--fail-on", args->fail_on, "Exit 3 when the verdict is one of these bottlenecks (CI gate)")
+      ->delimiter(',');
+  sub->add_flag("--quiet,-q", args->quiet, "No terminal summary");
+  return [args] { return run_analyze(*args); };
 }
 
 }  // namespace profile_train::cli

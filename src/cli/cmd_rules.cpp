@@ -1,16 +1,131 @@
+// `profile-train rules list | show ID | check PATH | explain ID REPORT`: the technique catalog.
+#include <algorithm>
+#include <fstream>
+#include <iomanip>
 #include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "commands.h"
 #include "profile_train/common/status.h"
+#include "profile_train/rules/engine.h"
 
 namespace profile_train::cli {
+namespace {
+
+struct RulesArgs {
+  std::vector<std::string> rules_dirs;  // --rules DIR (added / overriding rules)
+  std::string id;
+  std::string path;
+  std::string report;
+  bool json = false;
+};
+
+int fail(const Status& s) {
+  std::cerr << "profile-train rules: " << s.message() << "\n";
+  return s.exit_code();
+}
+
+StatusOr<std::shared_ptr<const rules::RuleSet>> load(const RulesArgs& a) {
+  std::vector<std::filesystem::path> dirs(a.rules_dirs.begin(), a.rules_dirs.end());
+  return rules::load_rules(dirs);
+}
+
+int run_list(const RulesArgs& a) {
+  auto set = load(a);
+  if (!set.ok()) return fail(set.status());
+  const auto all = rules::list_rules(**set);
+  if (a.json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& r : all)
+      out.push_back({{"id", r.id}, {"title", r.title}, {"tier", r.tier}, {"file", r.file}, {"builtin", r.builtin},
+                     {"knobs", r.knobs}});
+    std::cout << out.dump(2) << "\n";
+    return kExitOk;
+  }
+  std::cout << "tier  id                             title\n";
+  for (const auto& r : all) {
+    std::cout << "  " << r.tier << "   " << std::left << std::setw(30) << r.id << " " << r.title;
+    if (!r.builtin) std::cout << "   [" << r.file << "]";
+    std::cout << "\n";
+  }
+  std::cout << all.size() << " rules (tier 1 = cheapest, lowest risk; `profile-train rules show ID` for details)\n";
+  return kExitOk;
+}
+
+int run_show(const RulesArgs& a) {
+  auto set = load(a);
+  if (!set.ok()) return fail(set.status());
+  if (a.json) {
+    auto j = rules::rule_json(**set, a.id);
+    if (!j.ok()) return fail(j.status());
+    std::cout << j->dump(2) << "\n";
+    return kExitOk;
+  }
+  auto text = rules::describe_rule(**set, a.id);
+  if (!text.ok()) return fail(text.status());
+  std::cout << *text;
+  return kExitOk;
+}
+
+int run_check(const RulesArgs& a) {
+  auto found = rules::check_rules(a.path);
+  if (!found.ok()) return fail(found.status());
+  // A user folder is also checked together with the built-ins (ids that replace built-ins are reported).
+  auto set = rules::load_rules({std::filesystem::path(a.path)});
+  if (!set.ok()) return fail(set.status());
+  std::vector<std::string> builtin_ids;
+  if (auto builtins = rules::load_rules({}); builtins.ok())
+    for (const auto& r : rules::list_rules(**builtins)) builtin_ids.push_back(r.id);
+  std::cout << "OK: " << found->size() << " rule(s) in " << a.path << "\n";
+  for (const auto& r : *found) {
+    const bool replaces = std::find(builtin_ids.begin(), builtin_ids.end(), r.id) != builtin_ids.end();
+    std::cout << "  " << r.id << " (tier " << r.tier << ")" << (replaces ? " replaces the built-in rule" : "") << "\n";
+  }
+  return kExitOk;
+}
+
+int run_explain(const RulesArgs& a) {
+  auto set = load(a);
+  if (!set.ok()) return fail(set.status());
+  std::ifstream in(a.report);
+  if (!in) return fail(IoError(a.report + ": cannot read the report"));
+  nlohmann::json report;
+  try {
+    report = nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    return fail(BadInput(a.report + ": not a JSON report: " + e.what()));
+  }
+  std::cout << rules::explain_rule(**set, a.id, report);
+  return kExitOk;
+}
+
+}  // namespace
 
 Runner add_rules(CLI::App& app) {
-  auto* sub = app.add_subcommand("rules", "(not implemented yet)");
-  (void)sub;
-  return [] {
-    std::cerr << "profile-train rules: not implemented yet\n";
-    return kExitFailure;
+  auto args = std::make_shared<RulesArgs>();
+  auto* sub = app.add_subcommand("rules", "List, show and check technique rules (the recommendation catalog)");
+  sub->require_subcommand(1);
+  auto* list = sub->add_subcommand("list", "List the rules (built-in catalog plus --rules folders)");
+  list->add_option("--rules", args->rules_dirs, "Folder of extra rule files (*.json); same id replaces a built-in");
+  list->add_flag("--json", args->json, "Print JSON");
+  auto* show = sub->add_subcommand("show", "Show one rule: condition, evidence, gain, fixes, caveats");
+  show->add_option("id", args->id, "Rule id")->required();
+  show->add_option("--rules", args->rules_dirs, "Folder of extra rule files (*.json)");
+  show->add_flag("--json", args->json, "Print the rule file as JSON");
+  auto* check = sub->add_subcommand("check", "Validate user rule files (a folder of *.json or one file)");
+  check->add_option("path", args->path, "Folder or rule file")->required();
+  auto* explain = sub->add_subcommand("explain", "Why a rule does or does not fire on a report.json");
+  explain->add_option("id", args->id, "Rule id")->required();
+  explain->add_option("report", args->report, "report.json written by analyze/run")->required();
+  explain->add_option("--rules", args->rules_dirs, "Folder of extra rule files (*.json)");
+  return [args, list, show, check, explain]() -> int {
+    if (list->parsed()) return run_list(*args);
+    if (show->parsed()) return run_show(*args);
+    if (check->parsed()) return run_check(*args);
+    if (explain->parsed()) return run_explain(*args);
+    return kExitBadInput;
   };
 }
 

@@ -1,17 +1,376 @@
+// `profile-train run [options] -- CMD ARGS...`: launch CMD with the capture agent injected, wait, merge the
+// per-process capture files per rank, analyze and report.
+//
+// Exit codes: 0 ok; 2 bad usage, unwritable --out, command not found; 4 the wrapped command failed (non-zero
+// exit or killed by a signal; the report is still written from the partial capture); 130 interrupted by
+// SIGINT (the command was stopped, the report written); 1 internal error (e.g. the agent library is missing).
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "pipeline.h"
+#include "profile_train/agent/native_reader.h"
 #include "profile_train/common/status.h"
 
+extern char** environ;
+
 namespace profile_train::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct RunOptions {
+  std::string out_dir = "profile-train-out";
+  int64_t warmup_steps = 0;
+  int64_t steps = 0;
+  bool no_python = false;
+  std::vector<std::string> rules_dirs;
+  std::string perfetto;
+  bool quiet = false;
+  std::vector<std::string> command;
+};
+
+// ---- signals: forwarded to the child --------------------------------------------------------------------
+volatile sig_atomic_t g_child = 0;
+volatile sig_atomic_t g_interrupted = 0;  // signal number that asked us to stop (SIGINT / SIGTERM)
+
+void on_stop_signal(int sig, siginfo_t* info, void*) {
+  g_interrupted = sig;
+  // A terminal's Ctrl-C (SI_KERNEL) already reached the child: it is in our process group. Forward only
+  // signals sent to us alone (kill, a CI runner, a test), so the child does not get two.
+  if (g_child > 0 && (info == nullptr || info->si_code != SI_KERNEL)) ::kill(static_cast<pid_t>(g_child), sig);
+}
+
+struct SignalGuard {
+  struct sigaction old_int {}, old_term {};
+  SignalGuard() {
+    struct sigaction sa {};
+    sa.sa_sigaction = on_stop_signal;
+    sa.sa_flags = SA_SIGINFO;  // no SA_RESTART: waitpid returns EINTR and we notice
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+  }
+  ~SignalGuard() {
+    sigaction(SIGINT, &old_int, nullptr);
+    sigaction(SIGTERM, &old_term, nullptr);
+  }
+};
+
+std::string signal_name(int sig) {
+  switch (sig) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGABRT: return "SIGABRT";
+    case SIGKILL: return "SIGKILL";
+    case SIGTERM: return "SIGTERM";
+    case SIGINT: return "SIGINT";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGILL: return "SIGILL";
+    default: return "signal " + std::to_string(sig);
+  }
+}
+
+Status check_writable(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return IoError("cannot create output directory " + dir.string() + ": " + ec.message());
+  const fs::path probe = dir / ".profile-train-write-probe";
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return IoError("output directory " + dir.string() + " is not writable: " + std::strerror(errno));
+  ::close(fd);
+  fs::remove(probe, ec);
+  return Status::Ok();
+}
+
+fs::path exe_dir() {
+  std::error_code ec;
+  fs::path p = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::current_path() : p.parent_path();
+}
+
+fs::path find_shim_dir() {
+  const fs::path next_to = exe_dir() / "profile_train_python";
+  std::error_code ec;
+  if (fs::exists(next_to / "sitecustomize.py", ec)) return next_to;
+#ifdef PT_AGENT_PYTHON_SRC
+  const fs::path src = PT_AGENT_PYTHON_SRC;
+  if (fs::exists(src / "sitecustomize.py", ec)) return src;
+#endif
+  return {};
+}
+
+// Why GPU activity may be missing, from this machine's point of view (the agent's own reason is kept too).
+std::string driver_probe() {
+  void* h = ::dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (!h) return "no NVIDIA driver on this machine (libcuda.so.1 not found)";
+  ::dlclose(h);
+  return "";
+}
+
+std::vector<std::string> build_env(const RunOptions& o, const fs::path& agent, const fs::path& capture,
+                                   const fs::path& shim) {
+  static const std::set<std::string> kOurs = {"CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH", "PROFILE_TRAIN_OUT",
+                                              "PROFILE_TRAIN_WARMUP_STEPS", "PROFILE_TRAIN_STEPS", "PYTHONPATH"};
+  std::vector<std::string> env;
+  std::string old_pythonpath;
+  for (char** e = environ; e && *e; ++e) {
+    std::string kv = *e;
+    const std::string key = kv.substr(0, kv.find('='));
+    if (key == "PYTHONPATH") old_pythonpath = kv.substr(kv.find('=') + 1);
+    if (key == "CUDA_INJECTION64_PATH" || key == "NVTX_INJECTION64_PATH")
+      std::cerr << "profile-train run: note: replacing " << kv << " (another tool's injection)\n";
+    if (kOurs.count(key)) continue;
+    env.push_back(std::move(kv));
+  }
+  env.push_back("CUDA_INJECTION64_PATH=" + agent.string());
+  env.push_back("NVTX_INJECTION64_PATH=" + agent.string());
+  env.push_back("PROFILE_TRAIN_OUT=" + capture.string());
+  env.push_back("PROFILE_TRAIN_WARMUP_STEPS=" + std::to_string(o.warmup_steps));
+  env.push_back("PROFILE_TRAIN_STEPS=" + std::to_string(o.steps));
+  if (!o.no_python && !shim.empty()) {
+    env.push_back("PYTHONPATH=" + shim.string() + (old_pythonpath.empty() ? "" : ":" + old_pythonpath));
+  } else if (!old_pythonpath.empty()) {
+    env.push_back("PYTHONPATH=" + old_pythonpath);
+  }
+  return env;
+}
+
+struct ChildResult {
+  bool started = false;
+  int exit_code = -1;  // when exited
+  int signal = 0;      // when killed
+};
+
+// Spawns without a shell and waits. Returns a Status for launch failures (command not found: kNotFound).
+StatusOr<ChildResult> spawn_and_wait(const RunOptions& o, const std::vector<std::string>& env) {
+  std::vector<char*> argv, envp;
+  for (const auto& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+
+  SignalGuard guard;
+  g_interrupted = 0;
+  pid_t pid = -1;
+  const int rc = ::posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), envp.data());
+  if (rc != 0) {
+    if (rc == ENOENT) return NotFound("command not found: " + o.command[0]);
+    return InvalidArgument("cannot run " + o.command[0] + ": " + std::strerror(rc));
+  }
+  g_child = pid;
+  ChildResult r;
+  r.started = true;
+  using clock = std::chrono::steady_clock;
+  std::optional<clock::time_point> stop_asked;
+  int escalation = 0;
+  int status = 0;
+  for (;;) {
+    const pid_t w = ::waitpid(pid, &status, g_interrupted ? WNOHANG : 0);
+    if (w == pid) break;
+    if (w < 0 && errno != EINTR) break;
+    if (g_interrupted) {
+      if (!stop_asked) stop_asked = clock::now();
+      const auto waited = clock::now() - *stop_asked;
+      // The command gets 20 s to stop after the forwarded signal, then SIGTERM, then SIGKILL 10 s later.
+      if (escalation == 0 && waited > std::chrono::seconds(20)) {
+        ::kill(pid, SIGTERM);
+        escalation = 1;
+      } else if (escalation == 1 && waited > std::chrono::seconds(30)) {
+        ::kill(pid, SIGKILL);
+        escalation = 2;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  g_child = 0;
+  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
+  return r;
+}
+
+// Adds run-specific keys to a written report.json (additive keys of REPORT_FORMAT.md `source`).
+void annotate_report(const fs::path& report_path, const nlohmann::json& extra, nlohmann::json* report) {
+  std::ifstream in(report_path);
+  if (!in) return;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto j = nlohmann::json::parse(ss.str(), nullptr, false);
+  if (!j.is_object()) return;
+  auto& src = j["source"];
+  if (!src.is_object()) src = nlohmann::json::object();
+  for (auto it = extra.begin(); it != extra.end(); ++it) src[it.key()] = it.value();
+  std::ofstream out(report_path, std::ios::trunc);
+  out << j.dump(2) << "\n";
+  if (report) *report = std::move(j);
+}
+
+std::string summary_line(const std::string& who, const nlohmann::json& report) {
+  std::ostringstream s;
+  s << who << ": ";
+  const auto v = report.value("/verdict/bottleneck"_json_pointer, nlohmann::json());
+  s << "verdict " << (v.is_string() ? v.get<std::string>() : "?");
+  const auto steps = report.value("/steps/count"_json_pointer, nlohmann::json());
+  const auto mean = report.value("/steps/mean_ms"_json_pointer, nlohmann::json());
+  if (steps.is_number()) s << ", " << steps.get<int64_t>() << " steps";
+  if (mean.is_number()) s << ", mean step " << mean.get<double>() << " ms";
+  const auto recs = report.find("recommendations");
+  if (recs != report.end() && recs->is_array() && !recs->empty() && (*recs)[0].contains("id"))
+    s << ", first fix: " << (*recs)[0]["id"].get<std::string>();
+  return s.str();
+}
+
+int run_command(const RunOptions& o) {
+  if (o.command.empty()) {
+    std::cerr << "profile-train run: no command given (usage: profile-train run [options] -- CMD ARGS...)\n";
+    return kExitBadInput;
+  }
+  const fs::path out = fs::absolute(o.out_dir);
+  if (Status st = check_writable(out); !st.ok()) {
+    std::cerr << "profile-train run: " << st.message() << " (nothing was launched)\n";
+    return kExitBadInput;
+  }
+  const fs::path capture = out / "capture";
+  std::error_code ec;
+  fs::create_directories(capture, ec);
+  for (const auto& entry : fs::directory_iterator(capture, ec)) {  // a previous run's files would mix in
+    const std::string n = entry.path().filename().string();
+    if ((n.rfind("pt-", 0) == 0 && entry.path().extension() == ".ptrace") ||
+        (n.rfind("facts-", 0) == 0 && entry.path().extension() == ".json"))
+      fs::remove(entry.path(), ec);
+  }
+  const fs::path agent = exe_dir() / "libprofile_train_agent.so";
+  if (!fs::exists(agent, ec)) {
+    std::cerr << "profile-train run: the capture agent " << agent.string()
+              << " is missing (build the profile_train_agent target)\n";
+    return kExitFailure;
+  }
+  const fs::path shim = o.no_python ? fs::path() : find_shim_dir();
+  if (!o.no_python && shim.empty())
+    std::cerr << "profile-train run: warning: the Python shim was not found; only NVTX ranges are recorded\n";
+
+  const auto env = build_env(o, agent, capture, shim);
+  auto child = spawn_and_wait(o, env);
+  if (!child.ok()) {
+    std::cerr << "profile-train run: " << child.status().message() << "\n";
+    return kExitBadInput;
+  }
+  const ChildResult cr = *child;
+  const bool interrupted = g_interrupted != 0;
+  const bool failed = cr.signal != 0 || cr.exit_code != 0;
+  if (cr.signal)
+    std::cerr << "profile-train run: the command was killed by " << signal_name(cr.signal)
+              << (cr.signal == SIGSEGV || cr.signal == SIGBUS || cr.signal == SIGABRT ? " (crash)" : "")
+              << "; analyzing the partial capture\n";
+  else if (cr.exit_code != 0)
+    std::cerr << "profile-train run: the command exited with code " << cr.exit_code << "\n";
+
+  // Capture files, grouped by rank (a rank's DataLoader workers inherit its RANK).
+  std::map<int32_t, std::vector<fs::path>> by_rank;
+  std::vector<std::string> unreadable;
+  for (const auto& entry : fs::directory_iterator(capture, ec)) {
+    if (entry.path().extension() != ".ptrace") continue;
+    auto info = trace::native::read_capture_info(entry.path());
+    if (!info.ok()) {
+      unreadable.push_back(info.status().message());
+      continue;
+    }
+    by_rank[info->rank].push_back(entry.path());
+  }
+  for (const auto& u : unreadable) std::cerr << "profile-train run: skipped " << u << "\n";
+  if (by_rank.empty()) {
+    std::cerr << "profile-train run: the capture agent never attached: no capture file in " << capture.string()
+              << ". NVTX was never used by the command (is it a PyTorch program? was --no-python given to a "
+                 "program without NVTX ranges?)\n";
+    return interrupted ? kExitInterrupted : failed ? kExitChildFailed : kExitFailure;
+  }
+  const std::string probe = driver_probe();
+  nlohmann::json cmd = o.command;
+  int report_rc = kExitOk;
+  std::vector<std::string> summaries;
+  for (auto& [rank, files] : by_rank) {
+    std::sort(files.begin(), files.end());
+    auto tr = trace::native::load_captures(files);
+    const std::string who = rank >= 0 ? "rank " + std::to_string(rank) : "run";
+    if (!tr.ok()) {
+      std::cerr << "profile-train run: " << who << ": " << tr.status().message() << "\n";
+      report_rc = std::max(report_rc, static_cast<int>(tr.status().exit_code()));
+      continue;
+    }
+    trace::Trace& t = *tr;
+    if (!t.meta.gpu_capture_attempted && !probe.empty())
+      t.meta.gpu_capture_status = "GPU activity was not recorded: " + probe + "; NVTX and Python ranges only";
+    OutputOptions opts;
+    opts.out_dir = by_rank.size() > 1 ? out / ("rank" + std::to_string(rank)) : out;
+    for (const auto& r : o.rules_dirs) opts.rules_dirs.emplace_back(r);
+    if (!o.perfetto.empty()) {
+      fs::path pf = o.perfetto;
+      if (by_rank.size() > 1) pf.replace_filename(pf.stem().string() + ".rank" + std::to_string(rank) +
+                                                  pf.extension().string());
+      opts.perfetto = pf;
+    }
+    opts.quiet = o.quiet;
+    if (!t.meta.gpu_capture_attempted) std::cout << who << ": " << t.meta.gpu_capture_status << "\n";
+    nlohmann::json report;
+    const int rc = report_trace(t, opts, &report);
+    if (rc != kExitOk) report_rc = std::max(report_rc, rc);
+    nlohmann::json extra = {{"command", cmd}, {"exit_code", cr.signal ? nlohmann::json() : nlohmann::json(cr.exit_code)},
+                            {"signal", cr.signal ? nlohmann::json(signal_name(cr.signal)) : nlohmann::json()},
+                            {"interrupted", interrupted}, {"capture_files", files.size()}};
+    if (cr.signal == SIGSEGV || cr.signal == SIGBUS || cr.signal == SIGABRT || cr.signal == SIGILL ||
+        cr.signal == SIGFPE)
+      extra["crash"] = "the command crashed (" + signal_name(cr.signal) + "); the report covers the capture up "
+                       "to the crash";
+    annotate_report(opts.out_dir / "report.json", extra, &report);
+    if (!report.is_null()) summaries.push_back(summary_line(who, report));
+  }
+  if (by_rank.size() > 1 || !summaries.empty()) {
+    std::cout << "profile-train run: " << by_rank.size() << (by_rank.size() == 1 ? " trace" : " traces (one per rank)")
+              << " in " << out.string() << "\n";
+    for (const auto& s : summaries) std::cout << "  " << s << "\n";
+  }
+  if (interrupted) return kExitInterrupted;
+  if (failed) return kExitChildFailed;
+  return report_rc;
+}
+
+}  // namespace
 
 Runner add_run(CLI::App& app) {
-  auto* sub = app.add_subcommand("run", "(not implemented yet)");
-  (void)sub;
-  return [] {
-    std::cerr << "profile-train run: not implemented yet\n";
-    return kExitFailure;
-  };
+  auto opts = std::make_shared<RunOptions>();
+  auto* sub = app.add_subcommand("run", "Run a training command with the capture agent, then analyze and report");
+  sub->add_option("--out", opts->out_dir, "Output directory (report.json, report.html, capture/)");
+  sub->add_option("--warmup-steps", opts->warmup_steps, "Steps to run before recording")->check(CLI::NonNegativeNumber);
+  sub->add_option("--steps", opts->steps, "Steps to record after the warmup (0: all)")->check(CLI::NonNegativeNumber);
+  sub->add_flag("--no-python", opts->no_python, "Do not inject the Python shim (NVTX/CUDA capture only)");
+  sub->add_option("--rules", opts->rules_dirs, "Extra rules directory (added / overriding rules)");
+  sub->add_option("--perfetto", opts->perfetto, "Also write a Perfetto trace to this file");
+  sub->add_flag("--quiet,-q", opts->quiet, "Print only the summary lines");
+  sub->add_option("command", opts->command, "The command to run (after --)")->expected(-1);
+  sub->footer("Exit codes: 0 ok, 2 bad usage / unwritable --out / command not found, 4 the command failed "
+              "(report still written), 130 interrupted (report written), 1 internal error.");
+  return [opts] { return run_command(*opts); };
 }
 
 }  // namespace profile_train::cli

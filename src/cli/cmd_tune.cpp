@@ -1,16 +1,405 @@
+// `profile-train tune`: a diagnosis-guided sweep (or a grid) over training knobs that re-measures every
+// trial through `profile-train run`, and reports the best configuration with the change that keeps it.
+// Parsing (options -> TuneSetup) is separate from running (TuneSetup -> trials -> tune.json / tune.html).
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <sstream>
+#include <thread>
 
 #include "commands.h"
 #include "profile_train/common/status.h"
+#include "profile_train/tuner/process_runner.h"
+#include "profile_train/tuner/tune_report.h"
+#include "profile_train/tuner/tuner.h"
 
 namespace profile_train::cli {
+namespace {
+
+namespace fs = std::filesystem;
+namespace tn = profile_train::tuner;
+
+std::atomic<bool> g_interrupted{false};  // set by SIGINT / SIGTERM; the sweep stops after writing results
+
+void on_signal(int) { g_interrupted.store(true); }
+
+struct TuneArgs {
+  std::string strategy = "guided";
+  std::vector<std::string> knobs;
+  int max_trials = 0;
+  double time_budget_s = 0;
+  double trial_timeout_s = 900;
+  int repeats = 2;
+  int baseline_repeats = 3;
+  double min_gain = 0.02;
+  std::string max_memory;
+  std::string out = "profile-train-tune";
+  std::string workload;
+  std::vector<std::string> run_args;
+  std::vector<std::string> command;
+  bool quiet = false;
+};
+
+std::string fmt(double v, int precision = 1) {
+  std::ostringstream os;
+  os.setf(std::ios::fixed);
+  os.precision(precision);
+  os << v;
+  return os.str();
+}
+
+// "16G", "512MiB", "1e9" -> bytes.
+StatusOr<double> parse_bytes(const std::string& s) {
+  size_t idx = 0;
+  double v = 0;
+  try {
+    v = std::stod(s, &idx);
+  } catch (const std::exception&) {
+    return InvalidArgument("--max-memory '" + s + "': expected a size such as 16G or 12000M");
+  }
+  std::string unit = s.substr(idx);
+  for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  double mul = 1;
+  if (unit.empty() || unit == "b") mul = 1;
+  else if (unit == "k" || unit == "kb" || unit == "kib") mul = 1024.0;
+  else if (unit == "m" || unit == "mb" || unit == "mib") mul = 1048576.0;
+  else if (unit == "g" || unit == "gb" || unit == "gib") mul = 1073741824.0;
+  else return InvalidArgument("--max-memory '" + s + "': unknown unit '" + unit + "'");
+  if (!(v > 0)) return InvalidArgument("--max-memory '" + s + "': must be positive");
+  return v * mul;
+}
+
+// The raw arguments after `--workload MODEL` (CLI11 splits unknown flags from their values, so the order is
+// recovered from /proc/self/cmdline). Tune's own options must come before --workload.
+StatusOr<std::vector<std::string>> workload_tail() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  if (!in) return Internal("cannot read /proc/self/cmdline");
+  std::vector<std::string> argv;
+  std::string item;
+  while (std::getline(in, item, '\0')) argv.push_back(item);
+  size_t i = 0;
+  while (i < argv.size() && argv[i] != "tune") ++i;
+  for (; i < argv.size(); ++i) {
+    if (argv[i] == "--workload") {
+      i += 2;
+      break;
+    }
+    if (argv[i].rfind("--workload=", 0) == 0) {
+      i += 1;
+      break;
+    }
+  }
+  std::vector<std::string> tail;
+  for (; i < argv.size(); ++i) {
+    if (tail.empty() && argv[i] == "--") continue;
+    tail.push_back(argv[i]);
+  }
+  return tail;
+}
+
+struct TuneSetup {
+  tn::KnobSpace space;
+  tn::TuneOptions options;
+  tn::ProcessRunnerOptions runner;
+  fs::path out;
+  bool quiet = false;
+};
+
+StatusOr<TuneSetup> make_setup(const TuneArgs& a, const std::vector<std::string>& workload_flags) {
+  TuneSetup s;
+  if (a.strategy != "guided" && a.strategy != "grid") {
+    return InvalidArgument("--strategy '" + a.strategy + "': expected guided or grid");
+  }
+  if (a.repeats < 1 || a.baseline_repeats < 1) return InvalidArgument("--repeats must be at least 1");
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return Internal("cannot resolve /proc/self/exe");
+  s.runner.self_exe = std::string(buf, static_cast<size_t>(n));
+  s.out = a.out;
+  s.runner.out_dir = s.out;
+  s.runner.run_args = a.run_args;
+  s.runner.interrupted = &g_interrupted;
+  s.quiet = a.quiet;
+
+  tn::TuneTarget& target = s.runner.target;
+  if (!a.workload.empty()) {
+    if (a.workload != "cnn" && a.workload != "mlp" && a.workload != "transformer") {
+      return InvalidArgument("--workload '" + a.workload + "': expected cnn, mlp or transformer");
+    }
+    target.kind = tn::TuneTarget::Kind::kWorkload;
+    target.model = a.workload;
+    target.args = workload_flags;
+    target.workload_binary = s.runner.self_exe.parent_path() / "profile-train-workload";
+    if (!fs::exists(target.workload_binary)) {
+      return NotFound("built-in workload not found at " + target.workload_binary.string() +
+                      " (it needs LibTorch: configure with PT_WITH_TORCH=AUTO/ON)");
+    }
+  } else {
+    if (a.command.empty()) {
+      return InvalidArgument("nothing to tune: give --workload MODEL [flags] or -- CMD ARGS... (see --help)");
+    }
+    target.kind = tn::TuneTarget::Kind::kCommand;
+    target.args = a.command;
+  }
+
+  // The knob space: explicit --knob values, then the defaults of the target.
+  const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
+  std::map<std::string, tn::KnobRange> chosen;
+  for (const std::string& k : a.knobs) {
+    auto r = tn::parse_knob_arg(k);
+    if (!r.ok()) return r.status();
+    if (r->is_auto) r->values = tn::auto_values_for(*r->def, cpus);
+    chosen[r->def->name] = *r;
+  }
+  const std::set<std::string> placeholders =
+      target.kind == tn::TuneTarget::Kind::kCommand ? tn::placeholders_in(target.args) : std::set<std::string>{};
+  for (const tn::KnobDef& def : tn::knob_catalog()) {
+    if (chosen.count(def.name)) continue;
+    // Defaults only when no --knob was given (an explicit list is the whole space), except placeholders,
+    // which always need a value.
+    bool want = placeholders.count(def.name) > 0;
+    if (a.knobs.empty()) {
+      if (target.kind == tn::TuneTarget::Kind::kWorkload) want = def.in_default_space;
+      else if (placeholders.empty()) want = def.in_default_space && def.name != "batch_size";  // shim: asked only
+    }
+    if (!want) continue;
+    tn::KnobRange r;
+    r.def = &def;
+    r.is_auto = true;
+    r.values = tn::auto_values_for(def, cpus);
+    chosen[def.name] = r;
+  }
+  for (const tn::KnobDef& def : tn::knob_catalog()) {
+    auto it = chosen.find(def.name);
+    if (it == chosen.end()) continue;
+    tn::KnobRange r = it->second;
+    if (target.kind == tn::TuneTarget::Kind::kWorkload) {
+      if (def.workload_flag.empty()) {
+        return InvalidArgument("knob " + def.name + " cannot be applied to the built-in workload");
+      }
+      // The user's own workload flag is the baseline value of an auto knob.
+      for (size_t i = 0; r.is_auto && i < workload_flags.size(); ++i) {
+        std::string v;
+        if (workload_flags[i] == def.workload_flag && i + 1 < workload_flags.size()) v = workload_flags[i + 1];
+        else if (workload_flags[i].rfind(def.workload_flag + "=", 0) == 0) v = workload_flags[i].substr(def.workload_flag.size() + 1);
+        if (v.empty()) continue;
+        auto cv = tn::canonical_value(def, v);
+        if (!cv.ok()) return cv.status();
+        std::erase(r.values, *cv);
+        r.values.insert(r.values.begin(), *cv);
+        if (def.kind == tn::KnobKind::kInteger) {  // keep the ladder ascending above the baseline
+          std::sort(r.values.begin() + 1, r.values.end(),
+                    [](const std::string& x, const std::string& y) { return std::stoll(x) < std::stoll(y); });
+        }
+      }
+    } else if (!placeholders.count(def.name) && def.override_key.empty()) {
+      return InvalidArgument("knob " + def.name + " has no {" + def.name +
+                             "} placeholder in the command and the Python shim cannot apply it");
+    }
+    s.space.push_back(r);
+  }
+  if (s.space.empty()) return InvalidArgument("no knob to tune");
+
+  tn::TuneOptions& o = s.options;
+  o.strategy = a.strategy;
+  o.max_trials = a.max_trials;
+  o.time_budget_s = a.time_budget_s;
+  o.trial_timeout_s = a.trial_timeout_s;
+  o.repeats = a.repeats;
+  o.baseline_repeats = std::max(a.repeats, a.baseline_repeats);
+  o.min_gain = a.min_gain;
+  o.interrupted = &g_interrupted;
+  if (!a.max_memory.empty()) {
+    auto b = parse_bytes(a.max_memory);
+    if (!b.ok()) return b.status();
+    o.max_memory_bytes = *b;
+  }
+  return s;
+}
+
+int run_tune(const TuneArgs& args, const std::vector<std::string>& workload_flags) {
+  auto setup = make_setup(args, workload_flags);
+  if (!setup.ok()) {
+    std::cerr << "profile-train tune: " << setup.status().message() << "\n";
+    return setup.status().exit_code();
+  }
+  TuneSetup& s = *setup;
+  std::error_code ec;
+  fs::create_directories(s.out, ec);
+  if (ec) {
+    std::cerr << "profile-train tune: cannot create " << s.out << ": " << ec.message() << "\n";
+    return kExitBadInput;
+  }
+  tn::TuneReportContext ctx;
+  ctx.target = s.runner.target;
+  ctx.strategy = s.options.strategy;
+  ctx.options = s.options;
+  ctx.tool_version = PROFILE_TRAIN_VERSION;
+
+  std::ostream& err = std::cerr;
+  const tn::KnobSpace space = s.space;
+  if (!s.quiet) {
+    err << "profile-train tune: " << s.options.strategy << " over";
+    size_t grid = 1;
+    for (const auto& r : space) {
+      err << " " << r.def->name << "{";
+      for (size_t i = 0; i < r.values.size(); ++i) err << (i ? "," : "") << r.values[i];
+      err << "}";
+      grid *= r.values.size();
+    }
+    err << " (" << grid << " combinations); results in " << s.out.string() << "\n";
+  }
+  auto write_outputs = [&](const tn::TuneResult& r) {
+    const nlohmann::json doc = tn::tune_json(r, space, ctx);
+    Status a = tn::write_file_atomic(s.out / "tune.json", doc.dump(2) + "\n");
+    Status b = tn::write_file_atomic(s.out / "tune.html", tn::tune_html(doc));
+    if (!a.ok()) err << "profile-train tune: " << a.message() << "\n";
+    if (!b.ok()) err << "profile-train tune: " << b.message() << "\n";
+  };
+  s.options.on_update = [&](const tn::Tuner& t) {
+    tn::TuneResult partial = t.result();
+    if (partial.stop_reason.empty()) partial.stop_reason = "in progress";
+    auto [sd, dof] = t.pooled_noise();
+    partial.pooled_relative_sd = sd;
+    partial.noise_samples = dof;
+    partial.elapsed_s = t.elapsed_s();
+    write_outputs(partial);
+  };
+  s.options.on_trial = [&](const tn::Trial& trial, const tn::Tuner& t) {
+    if (s.quiet) return;
+    err << "tune [" << trial.index << "] " << tn::describe_config(trial.config, space) << ": ";
+    if (trial.ok()) {
+      err << fmt(trial.mean) << (trial.per_sample ? " samples/s" : " steps/s");
+      if (trial.values.size() > 1 && trial.mean > 0) err << " ±" << fmt(100.0 * trial.stddev / trial.mean) << "%";
+      if (t.baseline() >= 0 && t.trial(t.baseline()).ok()) {
+        err << " (x" << fmt(trial.mean / t.trial(t.baseline()).mean, 2) << " vs baseline)";
+      }
+      if (trial.early_stopped) err << " [early stop: clearly slower]";
+    } else {
+      err << tn::to_string(trial.status) << (trial.message.empty() ? "" : " (" + trial.message + ")");
+    }
+    err << " [" << trial.measurements << " run" << (trial.measurements == 1 ? "" : "s") << ", "
+        << fmt(trial.duration_s) << " s]";
+    if (!trial.reason.empty()) err << " <- " << trial.reason;
+    err << "\n";
+  };
+
+  struct sigaction sa {}, old_int {}, old_term {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGINT, &sa, &old_int);
+  ::sigaction(SIGTERM, &sa, &old_term);
+  tn::ProcessTrialRunner runner(s.runner);
+  tn::Tuner tuner(space, s.options, runner);
+  const tn::TuneResult result = tuner.run();
+  ::sigaction(SIGINT, &old_int, nullptr);
+  ::sigaction(SIGTERM, &old_term, nullptr);
+  write_outputs(result);
+
+  // Final summary.
+  const nlohmann::json doc = tn::tune_json(result, space, ctx);
+  err << "profile-train tune: " << result.trials.size() << " trials, " << result.stop_reason;
+  if (result.noise_samples > 0) err << "; measured noise ±" << fmt(100.0 * result.pooled_relative_sd) << "%";
+  err << "\n";
+  if (result.baseline < 0 || result.best < 0) {
+    err << "profile-train tune: the baseline could not be measured";
+    if (!result.trials.empty()) {
+      err << " (" << tn::to_string(result.trials.front().status) << ": " << result.trials.front().message << ")";
+      err << "; see " << (s.out / "trials").string();
+    }
+    err << "\n";
+    return g_interrupted.load() ? kExitInterrupted : kExitChildFailed;
+  }
+  const tn::Trial& base = result.trials[result.baseline];
+  const tn::Trial& best = result.trials[result.best];
+  const std::string unit = best.per_sample ? " samples/s" : " steps/s";
+  err << "  baseline #" << base.index << "  " << tn::describe_config(base.config, space) << ": " << fmt(base.mean)
+      << unit << "\n";
+  err << "  best     #" << best.index << "  " << tn::describe_config(best.config, space) << ": " << fmt(best.mean)
+      << unit << "  (x" << fmt(doc["speedup"]["value"].get<double>(), 2) << " ± "
+      << fmt(doc["speedup"]["sigma"].get<double>(), 2) << ")\n";
+  const nlohmann::json& change = doc["change"];
+  err << "  change: " << change.value("summary", std::string()) << "\n";
+  if (s.runner.target.kind == tn::TuneTarget::Kind::kCommand && change.contains("python")) {
+    for (const auto& e : change["python"]) err << "    " << e.value("code", std::string()) << "\n";
+  }
+  if (change.contains("command")) {
+    err << "  command:";
+    for (const auto& a : change["command"]) err << " " << a.get<std::string>();
+    err << "\n";
+  }
+  err << "  wrote " << (s.out / "tune.json").string() << " and " << (s.out / "tune.html").string() << "\n";
+  return g_interrupted.load() ? kExitInterrupted : kExitOk;
+}
+
+}  // namespace
 
 Runner add_tune(CLI::App& app) {
-  auto* sub = app.add_subcommand("tune", "(not implemented yet)");
-  (void)sub;
-  return [] {
-    std::cerr << "profile-train tune: not implemented yet\n";
-    return kExitFailure;
+  auto args = std::make_shared<TuneArgs>();
+  auto* sub = app.add_subcommand(
+      "tune",
+      "Sweep batch size, DataLoader workers, pin_memory, AMP (...) re-measuring every trial through `run`.\n"
+      "  profile-train tune [options] --workload cnn [workload flags...]\n"
+      "  profile-train tune [options] -- python train.py --bs {batch_size} --workers {num_workers}\n"
+      "  profile-train tune [options] -- python train.py     (knobs applied by the Python shim)");
+  sub->add_option("--strategy", args->strategy, "guided (diagnosis-guided, default) or grid (every combination)");
+  sub->add_option("--knob", args->knobs,
+                  "NAME=V1,V2,... or NAME=auto (repeatable; the first value is the baseline). When given, only these "
+                  "knobs (and the command's {placeholders}) are searched. Names: num_workers, pin_memory, "
+                  "prefetch_factor, persistent_workers, amp (off/bf16/fp16), batch_size, channels_last, "
+                  "cudnn_benchmark, tf32")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  sub->add_option("--max-trials", args->max_trials, "stop after this many trials (0 = no limit)");
+  sub->add_option("--time-budget", args->time_budget_s, "stop after this many seconds (0 = no limit)");
+  sub->add_option("--trial-timeout", args->trial_timeout_s, "kill one measurement after this many seconds");
+  sub->add_option("--repeats", args->repeats, "measurements per trial (noise estimate), default 2");
+  sub->add_option("--baseline-repeats", args->baseline_repeats, "measurements of the baseline, default 3");
+  sub->add_option("--min-gain", args->min_gain, "smallest relative gain worth keeping, default 0.02");
+  sub->add_option("--max-memory", args->max_memory, "peak-memory cap, e.g. 40G: trials above it count as OOM");
+  sub->add_option("--out", args->out, "output folder (tune.json, tune.html, trials/)");
+  sub->add_option("--run-arg", args->run_args, "extra option for `profile-train run`, e.g. --run-arg=--steps=20")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  sub->add_flag("--quiet", args->quiet, "no progress lines");
+  sub->add_option("--workload", args->workload,
+                  "tune the built-in workload (cnn, mlp, transformer); every argument after MODEL is a workload flag");
+  sub->add_option("command", args->command, "the command to tune, after --");
+  sub->allow_extras();  // workload flags; their order is recovered from the raw command line
+  return [args, sub] {
+    std::vector<std::string> workload_flags;
+    if (!args->workload.empty()) {
+      auto tail = workload_tail();
+      if (!tail.ok()) {
+        std::cerr << "profile-train tune: " << tail.status().message() << "\n";
+        return kExitFailure;
+      }
+      // Every token CLI11 did not consume must be in the tail, and nothing else: a tune option written after
+      // --workload would otherwise be silently taken by tune.
+      size_t unconsumed = sub->remaining().size() + args->command.size();
+      for (const auto& r : sub->remaining()) {
+        if (r == "--") --unconsumed;
+      }
+      if (unconsumed != tail->size()) {
+        std::cerr << "profile-train tune: put tune's own options before --workload MODEL; everything after it is "
+                     "passed to the workload\n";
+        return kExitBadInput;
+      }
+      workload_flags = *tail;
+    } else if (!sub->remaining().empty()) {
+      std::string extra;
+      for (const auto& r : sub->remaining()) extra += " " + r;
+      if (extra != " --") {
+        std::cerr << "profile-train tune: unknown option(s):" << extra << " (the command goes after --)\n";
+        return kExitBadInput;
+      }
+    }
+    return run_tune(*args, workload_flags);
   };
 }
 

@@ -1,6 +1,575 @@
+// report.html: one self-contained file (inline CSS, JS and SVG; a Content-Security-Policy that forbids any
+// network access). Static parts (verdict, breakdown chart, tables, recommendations) are rendered here with
+// every program-supplied string HTML-escaped; the timeline is drawn by the embedded script from JSON data
+// that is escaped for a <script> block. Owner: report component.
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "assets.h"
+#include "escape.h"
+#include "html_common.h"
 #include "profile_train/report/writers.h"
+#include "timeline.h"
+
 namespace profile_train::report {
-Status write_html(const nlohmann::json&, const trace::Trace*, const std::filesystem::path& path) {
-  return Unsupported(path.string() + ": HTML report not implemented yet");
+namespace {
+
+using detail::fmt_bytes;
+using detail::fmt_count;
+using detail::fmt_fixed;
+using detail::fmt_gbps;
+using detail::fmt_ms;
+using detail::fmt_pct;
+using detail::fmt_us;
+using detail::number_path;
+using detail::string_path;
+using nlohmann::json;
+
+// Appends escaped text or trusted markup to one output buffer.
+class Html {
+ public:
+  Html& raw(std::string_view s) {
+    out_.append(s);
+    return *this;
+  }
+  Html& text(std::string_view s) {
+    detail::append_html_escaped(out_, s);
+    return *this;
+  }
+  std::string& str() { return out_; }
+
+ private:
+  std::string out_;
+};
+
+std::string value_to_text(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_null()) return detail::kDash;
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
+  if (v.is_number()) return fmt_fixed(v.get<double>(), 4);
+  return v.dump(-1, ' ', false, json::error_handler_t::replace);
 }
+
+std::string speedup_text(std::optional<double> s) {
+  if (!s) return "";
+  if (*s >= 1.0) return "up to " + fmt_fixed(*s, 2) + "\xC3\x97 faster step";
+  if (*s > 0) return "up to " + fmt_pct(*s) + " less step time";
+  return "";
+}
+
+// Axis tick label in ms with as many decimals as the tick spacing needs.
+std::string tick_label(double v, double spacing) {
+  const int decimals = spacing >= 1 ? 0 : spacing >= 0.1 ? 1 : spacing >= 0.01 ? 2 : 3;
+  return fmt_fixed(v, decimals) + " ms";
+}
+
+// ---- sections -------------------------------------------------------------------------------------------
+
+void write_banner(Html& h, const json& r) {
+  const std::string bottleneck = string_path(r, {"verdict", "bottleneck"}).value_or("unknown");
+  std::string css = "v-";
+  for (char c : bottleneck) css += std::isalnum(static_cast<unsigned char>(c)) ? c : '-';
+  h.raw("<header class=\"banner ").text(css).raw("\" id=\"verdict\">\n<div class=\"brand\">profile-train report</div>\n");
+  h.raw("<div class=\"verdict-line\"><span class=\"verdict-kicker\">Bottleneck</span><h1 id=\"verdict-bottleneck\" data-bottleneck=\"")
+      .text(bottleneck).raw("\">").text(detail::bottleneck_label(bottleneck)).raw("</h1></div>\n");
+  if (auto s = string_path(r, {"verdict", "summary"})) h.raw("<p class=\"verdict-summary\">").text(*s).raw("</p>\n");
+  h.raw("<div class=\"kpis\">\n");
+  auto kpi = [&](const char* id, const char* label, const std::string& value, const std::string& sub) {
+    h.raw("<div class=\"kpi\" id=\"").raw(id).raw("\"><div class=\"kpi-label\">").raw(label)
+        .raw("</div><div class=\"kpi-value\">").text(value).raw("</div>");
+    if (!sub.empty()) h.raw("<div class=\"kpi-sub\">").text(sub).raw("</div>");
+    h.raw("</div>\n");
+  };
+  const auto conf = number_path(r, {"verdict", "confidence"});
+  kpi("kpi-confidence", "Confidence", fmt_pct(conf),
+      !conf ? "" : *conf >= 0.75 ? "high" : *conf >= 0.5 ? "medium" : "low");
+  std::string steps_sub;
+  if (auto n = number_path(r, {"steps", "count"})) {
+    steps_sub = fmt_count(n) + " steps";
+    if (auto sd = number_path(r, {"steps", "stddev_ms"})) steps_sub += ", \xC2\xB1" + fmt_ms(sd);
+  }
+  kpi("kpi-step", "Mean step time", fmt_ms(number_path(r, {"steps", "mean_ms"})), steps_sub);
+  kpi("kpi-gpu-util", "GPU utilization", fmt_pct(number_path(r, {"gpu", "utilization"})), "kernel time / step");
+  std::string dev = string_path(r, {"device", "name"}).value_or("");
+  if (dev.empty()) dev = string_path(r, {"facts", "gpu", "name"}).value_or("");
+  kpi("kpi-device", "Device", dev.empty() ? std::string("unknown") : dev,
+      number_path(r, {"device", "total_memory_bytes"}) ? fmt_bytes(number_path(r, {"device", "total_memory_bytes"}))
+                                                        : "");
+  h.raw("</div>\n");
+  if (const json* ev = detail::find_path(r, {"verdict", "evidence"}); ev && ev->is_array() && !ev->empty()) {
+    h.raw("<ul class=\"verdict-evidence\">\n");
+    for (const auto& e : *ev) h.raw("<li>").text(value_to_text(e)).raw("</li>\n");
+    h.raw("</ul>\n");
+  }
+  h.raw("</header>\n");
+}
+
+// Per-step breakdown in ms for one per_step entry: its breakdown is fractions of that step (sum ~1) or,
+// if a producer wrote milliseconds, taken as is.
+std::vector<double> step_breakdown_ms(const json& step, double duration_ms) {
+  std::vector<double> ms(8, 0.0);
+  const json* b = detail::find_path(step, {"breakdown"});
+  if (!b || !b->is_object()) return ms;
+  double sum = 0;
+  for (int i = 0; i < 8; ++i) {
+    auto v = number_path(*b, {detail::kCategories[i].key});
+    ms[i] = v.value_or(0.0);
+    sum += ms[i];
+  }
+  if (sum <= 1.0001) for (auto& v : ms) v *= duration_ms;
+  return ms;
+}
+
+void write_breakdown(Html& h, const json& r) {
+  h.raw("<section id=\"breakdown\"><h2>Step-time breakdown</h2>\n");
+  h.raw("<p class=\"hint\">Each step's wall time carved by priority (kernel, memcpy, memset, communication, runtime, "
+        "data loading, CPU; the rest is other/idle), as the TensorBoard profiler plugin did.</p>\n");
+  struct Bar {
+    std::string label;
+    std::vector<double> ms;
+    double total;
+    bool mean;
+  };
+  std::vector<Bar> bars;
+  const json* per_step = detail::find_path(r, {"steps", "per_step"});
+  size_t n_steps = per_step && per_step->is_array() ? per_step->size() : 0;
+  const size_t max_bars = 48;
+  const size_t stride = n_steps > max_bars ? (n_steps + max_bars - 1) / max_bars : 1;
+  for (size_t i = 0; i < n_steps; i += stride) {
+    const json& s = (*per_step)[i];
+    const double d = number_path(s, {"duration_ms"}).value_or(0.0);
+    Bar bar{string_path(s, {"name"}).value_or("step " + std::to_string(i)), step_breakdown_ms(s, d), d, false};
+    bars.push_back(std::move(bar));
+  }
+  // Mean bar: breakdown_ms, else breakdown fractions x mean step time.
+  std::vector<double> mean_ms(8, 0.0);
+  bool have_mean = false;
+  const auto mean_step = number_path(r, {"steps", "mean_ms"});
+  for (int i = 0; i < 8; ++i) {
+    const char* key = detail::kCategories[i].key;
+    if (auto v = number_path(r, {"breakdown_ms", key})) mean_ms[i] = *v, have_mean = true;
+    else if (auto f = number_path(r, {"breakdown", key}); f && mean_step) mean_ms[i] = *f * *mean_step, have_mean = true;
+  }
+  if (have_mean) {
+    double total = 0;
+    for (double v : mean_ms) total += v;
+    bars.push_back(Bar{"mean", mean_ms, mean_step.value_or(total), true});
+  }
+  if (bars.empty()) {
+    h.raw("<p class=\"na\" id=\"breakdown-chart-missing\">No step breakdown in this report.</p></section>\n");
+    return;
+  }
+  double ymax = 0;
+  for (const auto& b : bars) {
+    double s = 0;
+    for (double v : b.ms) s += v;
+    ymax = std::max({ymax, s, b.total});
+  }
+  if (ymax <= 0) ymax = 1;
+  // Nice axis maximum: 1, 2 or 5 x 10^k.
+  const double mag = std::pow(10.0, std::floor(std::log10(ymax)));
+  double nice = mag;
+  for (double m : {1.0, 2.0, 2.5, 5.0, 10.0})
+    if (m * mag >= ymax) { nice = m * mag; break; }
+  const double W = 960, H = 300, left = 64, right = 16, top = 14, bottom = 58;
+  const double plot_w = W - left - right, plot_h = H - top - bottom;
+  const double gap_before_mean = have_mean && bars.size() > 1 ? 24 : 0;
+  const double slot = (plot_w - gap_before_mean) / static_cast<double>(bars.size());
+  const double bar_w = std::max(2.0, std::min(44.0, slot * 0.72));
+  h.raw("<div class=\"chart-wrap\"><svg id=\"breakdown-chart\" class=\"chart\" viewBox=\"0 0 ")
+      .raw(fmt_fixed(W, 0)).raw(" ").raw(fmt_fixed(H, 0))
+      .raw("\" role=\"img\" aria-label=\"Stacked step-time breakdown per step and mean\" data-bars=\"")
+      .raw(std::to_string(bars.size())).raw("\">\n");
+  for (int t = 0; t <= 5; ++t) {
+    const double v = nice * t / 5.0;
+    const double y = top + plot_h - plot_h * t / 5.0;
+    h.raw("<line class=\"grid\" x1=\"").raw(fmt_fixed(left, 1)).raw("\" x2=\"").raw(fmt_fixed(W - right, 1))
+        .raw("\" y1=\"").raw(fmt_fixed(y, 1)).raw("\" y2=\"").raw(fmt_fixed(y, 1)).raw("\"/>");
+    h.raw("<text class=\"axis\" x=\"").raw(fmt_fixed(left - 6, 1)).raw("\" y=\"").raw(fmt_fixed(y + 4, 1))
+        .raw("\" text-anchor=\"end\">").text(tick_label(v, nice / 5.0)).raw("</text>\n");
+  }
+  for (size_t i = 0; i < bars.size(); ++i) {
+    const Bar& b = bars[i];
+    const double cx = left + (b.mean ? gap_before_mean : 0) + slot * (static_cast<double>(i) + 0.5);
+    const double x = cx - bar_w / 2;
+    double y = top + plot_h;
+    h.raw("<g class=\"bar").raw(b.mean ? " bar-mean" : "").raw("\" data-step=\"").text(b.label).raw("\">");
+    for (int c = 0; c < 8; ++c) {
+      if (b.ms[c] <= 0) continue;
+      const double hh = plot_h * b.ms[c] / nice;
+      y -= hh;
+      const double frac = b.total > 0 ? b.ms[c] / b.total : 0;
+      h.raw("<rect x=\"").raw(fmt_fixed(x, 1)).raw("\" y=\"").raw(fmt_fixed(y, 2)).raw("\" width=\"")
+          .raw(fmt_fixed(bar_w, 1)).raw("\" height=\"").raw(fmt_fixed(hh, 2)).raw("\" fill=\"")
+          .raw(detail::kCategories[c].color).raw("\" data-cat=\"").raw(detail::kCategories[c].key).raw("\"><title>")
+          .text(b.label).raw(" \xC2\xB7 ").raw(detail::kCategories[c].label).raw(": ").text(fmt_ms(b.ms[c]))
+          .raw(" (").text(fmt_pct(frac)).raw(")</title></rect>");
+    }
+    h.raw("</g>\n");
+    // Labels: every bar when few, otherwise every k-th plus the mean.
+    const size_t label_every = std::max<size_t>(1, bars.size() / 12);
+    if (b.mean || i % label_every == 0) {
+      std::string label = b.mean ? std::string("mean") : detail::truncate_utf8(b.label, 18);
+      h.raw("<text class=\"axis").raw(b.mean ? " axis-mean" : "").raw("\" transform=\"translate(")
+          .raw(fmt_fixed(cx + 4, 1)).raw(",").raw(fmt_fixed(top + plot_h + 8, 1))
+          .raw(") rotate(-35)\" text-anchor=\"end\">").text(label).raw("</text>\n");
+    }
+  }
+  h.raw("</svg></div>\n");
+  if (stride > 1)
+    h.raw("<p class=\"hint\">Showing every ").raw(std::to_string(stride)).raw("th of ")
+        .raw(std::to_string(n_steps)).raw(" steps.</p>\n");
+  // Legend + table of the mean.
+  h.raw("<table class=\"data breakdown-table\"><thead><tr><th>Category</th><th class=\"num\">Mean per step</th>"
+        "<th class=\"num\">Share of step</th><th class=\"bar-col\"></th></tr></thead><tbody>\n");
+  for (int c = 0; c < 8; ++c) {
+    const char* key = detail::kCategories[c].key;
+    auto frac = number_path(r, {"breakdown", key});
+    std::optional<double> ms = number_path(r, {"breakdown_ms", key});
+    if (!ms && frac && mean_step) ms = *frac * *mean_step;
+    h.raw("<tr><td><span class=\"swatch\" style=\"background:").raw(detail::kCategories[c].color).raw("\"></span>")
+        .raw(detail::kCategories[c].label).raw("</td><td class=\"num\">").text(fmt_ms(ms))
+        .raw("</td><td class=\"num\">").text(fmt_pct(frac)).raw("</td><td class=\"bar-col\"><span class=\"hbar\" style=\"width:")
+        .raw(fmt_fixed(std::clamp(frac.value_or(0.0), 0.0, 1.0) * 100.0, 1)).raw("%;background:")
+        .raw(detail::kCategories[c].color).raw("\"></span></td></tr>\n");
+  }
+  h.raw("</tbody></table>\n</section>\n");
+}
+
+void write_timeline(Html& h, const json& r, const trace::Trace* trace, json* timeline_out) {
+  h.raw("<section id=\"timeline-section\"><h2>Timeline of a representative step</h2>\n");
+  if (!trace) {
+    h.raw("<p class=\"na\">No trace was given to the writer, so there is no timeline.</p></section>\n");
+    return;
+  }
+  json tl = detail::build_timeline(r, *trace);
+  if (tl.is_null()) {
+    h.raw("<p class=\"na\">The trace has no CPU or GPU events to draw.</p></section>\n");
+    return;
+  }
+  h.raw("<p class=\"hint\" id=\"timeline-caption\">").text(tl["window"]["label"].get<std::string>()).raw(" \xC2\xB7 ")
+      .text(fmt_ms(static_cast<double>(tl["window"]["end_ns"].get<int64_t>() - tl["window"]["start_ns"].get<int64_t>()) / 1e6))
+      .raw(" \xC2\xB7 ").text(fmt_count(static_cast<double>(tl["total"].get<int64_t>()))).raw(" events");
+  if (tl["merged_blocks"].get<int64_t>() > 0)
+    h.raw(", short neighbours merged into ").text(fmt_count(static_cast<double>(tl["merged_blocks"].get<int64_t>())))
+        .raw(" blocks (").text(fmt_count(static_cast<double>(tl["merged_events"].get<int64_t>()))).raw(" events)");
+  const int64_t dropped = tl["dropped_depth"].get<int64_t>() + tl["dropped_track_events"].get<int64_t>() +
+                          tl["dropped_budget"].get<int64_t>();
+  if (dropped > 0) h.raw(", ").text(fmt_count(static_cast<double>(dropped))).raw(" not drawn (deep nesting / too many tracks)");
+  h.raw(". Wheel to zoom, drag to pan, double-click to reset, hover for details.</p>\n");
+  h.raw("<div class=\"tl-toolbar\"><button type=\"button\" id=\"tl-reset\">Reset zoom</button>"
+        "<span id=\"tl-range\" class=\"hint\"></span><span class=\"tl-legend\" id=\"tl-legend\"></span></div>\n");
+  h.raw("<div id=\"timeline\" class=\"timeline\" data-drawn=\"").raw(std::to_string(tl["drawn"].get<int64_t>()))
+      .raw("\"><canvas id=\"tl-canvas\"></canvas><div id=\"tl-tip\" class=\"tl-tip\" hidden></div></div>\n");
+  h.raw("<noscript><p class=\"na\">The timeline needs JavaScript.</p></noscript>\n</section>\n");
+  *timeline_out = std::move(tl);
+}
+
+void write_kernels(Html& h, const json& r) {
+  h.raw("<section id=\"kernels\"><h2>Top kernels</h2>\n");
+  const json* k = detail::find_path(r, {"gpu", "top_kernels"});
+  if (!k || !k->is_array() || k->empty()) {
+    h.raw("<p class=\"na\">No GPU kernels in this trace.</p></section>\n");
+    return;
+  }
+  h.raw("<table class=\"data\" id=\"kernels-table\"><thead><tr><th>#</th><th>Kernel</th><th class=\"num\">Calls</th>"
+        "<th class=\"num\">Total</th><th class=\"num\">Mean</th><th class=\"num\">Share</th><th>Tensor cores</th>"
+        "<th>Category</th></tr></thead><tbody>\n");
+  int rank = 0;
+  for (const auto& kr : *k) {
+    ++rank;
+    const std::string name = string_path(kr, {"name"}).value_or("?");
+    const auto share = number_path(kr, {"share"});
+    h.raw("<tr><td class=\"num\">").raw(std::to_string(rank)).raw("</td><td class=\"kname\" title=\"").text(name)
+        .raw("\"><code>").text(detail::truncate_utf8(name, 160)).raw("</code></td><td class=\"num\">")
+        .text(fmt_count(number_path(kr, {"count"}))).raw("</td><td class=\"num\">")
+        .text(fmt_ms(number_path(kr, {"total_ms"}))).raw("</td><td class=\"num\">")
+        .text(fmt_us(number_path(kr, {"mean_us"}))).raw("</td><td class=\"num\"><span class=\"share\"><span style=\"width:")
+        .raw(fmt_fixed(std::clamp(share.value_or(0.0), 0.0, 1.0) * 100, 1)).raw("%\"></span></span>")
+        .text(fmt_pct(share)).raw("</td><td>");
+    const json* tc = detail::find_path(kr, {"tensor_core"});
+    h.raw(!tc ? detail::kDash : (tc->is_boolean() && tc->get<bool>()) ? "<span class=\"yes\">yes</span>" : "no");
+    h.raw("</td><td>").text(string_path(kr, {"category"}).value_or("")).raw("</td></tr>\n");
+  }
+  h.raw("</tbody></table>\n</section>\n");
+}
+
+void write_copies(Html& h, const json& r) {
+  h.raw("<section id=\"copies\"><h2>Copies</h2>\n");
+  const json* m = detail::find_path(r, {"gpu", "memcpy"});
+  bool any = false;
+  std::string rows;
+  Html body;
+  for (const char* dir : {"h2d", "d2h", "d2d"}) {
+    const json* c = m ? detail::find_path(*m, {dir}) : nullptr;
+    if (!c || !c->is_object()) continue;
+    any = true;
+    const auto pageable = number_path(*c, {"pageable_bytes"});
+    const auto pinned = number_path(*c, {"pinned_bytes"});
+    const auto pf = number_path(*c, {"pageable_fraction"});
+    static const std::pair<const char*, const char*> labels[] = {
+        {"h2d", "Host \xE2\x86\x92 device"}, {"d2h", "Device \xE2\x86\x92 host"}, {"d2d", "Device \xE2\x86\x92 device"}};
+    const char* label = dir;
+    for (const auto& [k, v] : labels)
+      if (std::string_view(k) == dir) label = v;
+    body.raw("<tr><td>").raw(label).raw("</td><td class=\"num\">").text(fmt_count(number_path(*c, {"count_per_step"})))
+        .raw("</td><td class=\"num\">").text(fmt_bytes(number_path(*c, {"bytes_per_step"})))
+        .raw("</td><td class=\"num\">").text(fmt_ms(number_path(*c, {"time_ms_per_step"})))
+        .raw("</td><td class=\"num\">").text(fmt_pct(number_path(*c, {"fraction"})))
+        .raw("</td><td class=\"num\">").text(fmt_gbps(number_path(*c, {"bandwidth_gbps"})))
+        .raw("</td><td><div class=\"pp\" title=\"pageable ").text(fmt_bytes(pageable)).raw(", pinned ")
+        .text(fmt_bytes(pinned)).raw("\">");
+    if (pf) {
+      body.raw("<span class=\"pp-pageable\" style=\"width:").raw(fmt_fixed(std::clamp(*pf, 0.0, 1.0) * 100, 1))
+          .raw("%\"></span><span class=\"pp-pinned\" style=\"width:")
+          .raw(fmt_fixed((1 - std::clamp(*pf, 0.0, 1.0)) * 100, 1)).raw("%\"></span>");
+    }
+    body.raw("</div><span class=\"pp-label\">").text(pf ? fmt_pct(pf) + " pageable" : std::string("pinned/pageable unknown"))
+        .raw("</span></td></tr>\n");
+  }
+  if (!any) {
+    h.raw("<p class=\"na\">No memory copies recorded.</p></section>\n");
+    return;
+  }
+  h.raw("<table class=\"data\" id=\"copies-table\"><thead><tr><th>Direction</th><th class=\"num\">Copies / step</th>"
+        "<th class=\"num\">Bytes / step</th><th class=\"num\">Time / step</th><th class=\"num\">Share of step</th>"
+        "<th class=\"num\">Achieved bandwidth</th><th>Pageable vs pinned (bytes)</th></tr></thead><tbody>\n")
+      .raw(body.str()).raw("</tbody></table>\n");
+  h.raw("<p class=\"hint\">Pageable host memory forces a staged, synchronous copy (typically ~10 GB/s on PCIe vs "
+        "tens of GB/s pinned); <span class=\"legend-chip pp-pageable\"></span>pageable "
+        "<span class=\"legend-chip pp-pinned\"></span>pinned.</p>\n</section>\n");
+}
+
+void write_memory(Html& h, const json& r) {
+  h.raw("<section id=\"memory\"><h2>GPU memory</h2>\n");
+  auto peak = number_path(r, {"gpu", "memory", "peak_allocated_bytes"});
+  if (!peak) peak = number_path(r, {"facts", "gpu", "memory_peak_bytes"});
+  auto cap = number_path(r, {"gpu", "memory", "capacity_bytes"});
+  if (!cap) cap = number_path(r, {"device", "total_memory_bytes"});
+  if (!cap) cap = number_path(r, {"facts", "gpu", "memory_total_bytes"});
+  auto frac = number_path(r, {"gpu", "memory", "peak_fraction"});
+  if (!frac && peak && cap && *cap > 0) frac = *peak / *cap;
+  if (!peak) {
+    h.raw("<p class=\"na\">Peak memory is not known for this trace (no allocator events).</p></section>\n");
+    return;
+  }
+  h.raw("<div class=\"mem\"><div class=\"mem-bar\"><span class=\"mem-fill").raw(frac && *frac > 0.9 ? " mem-high" : "")
+      .raw("\" style=\"width:").raw(fmt_fixed(std::clamp(frac.value_or(0.0), 0.0, 1.0) * 100, 1))
+      .raw("%\"></span></div><div class=\"mem-text\">Peak allocated <b>").text(fmt_bytes(peak)).raw("</b> of ")
+      .text(cap ? fmt_bytes(cap) : std::string("unknown capacity")).raw(" (").text(fmt_pct(frac)).raw(")</div></div>\n</section>\n");
+}
+
+void write_metrics(Html& h, const json& r) {
+  struct M {
+    const char* label;
+    std::initializer_list<std::string_view> path;
+    std::string (*fmt)(std::optional<double>);
+  };
+  const M metrics[] = {
+      {"GPU busy (kernel | copy | memset)", {"gpu", "busy_fraction"}, fmt_pct},
+      {"GPU idle", {"gpu", "idle", "fraction"}, fmt_pct},
+      {"SM efficiency", {"gpu", "sm_efficiency"}, fmt_pct},
+      {"Achieved occupancy", {"gpu", "achieved_occupancy"}, fmt_pct},
+      {"Kernels per step", {"gpu", "kernels_per_step"}, fmt_count},
+      {"Median kernel", {"gpu", "kernel_median_us"}, fmt_us},
+      {"Short kernels (< 10 µs)", {"gpu", "short_kernel_fraction"}, fmt_pct},
+      {"Tensor-core kernel time", {"gpu", "tensor_core_kernel_share"}, fmt_pct},
+      {"FP32 tensor-core-eligible time", {"gpu", "fp32_eligible_kernel_share"}, fmt_pct},
+      {"Launches per step", {"host", "launches_per_step"}, fmt_count},
+      {"Mean launch call", {"host", "launch_mean_us"}, fmt_us},
+      {"Host syncs per step", {"host", "sync", "count_per_step"}, fmt_count},
+      {"Host sync time / step", {"host", "sync", "time_ms_per_step"}, fmt_ms},
+      {"Exposed communication", {"communication", "exposed_fraction"}, fmt_pct},
+  };
+  h.raw("<section id=\"metrics\"><h2>Key metrics</h2><dl class=\"metrics\">\n");
+  for (const auto& m : metrics) {
+    const auto v = number_path(r, m.path);
+    h.raw("<div").raw(v ? "" : " class=\"na\"").raw("><dt>").raw(m.label).raw("</dt><dd>").text(m.fmt(v)).raw("</dd></div>\n");
+  }
+  h.raw("</dl></section>\n");
+}
+
+void write_code_block(Html& h, const char* lang, const char* label, const std::string& code) {
+  h.raw("<div class=\"fix\"><div class=\"fix-head\"><span>").raw(label)
+      .raw("</span><button type=\"button\" class=\"copy\">Copy</button></div><pre><code class=\"lang-").raw(lang)
+      .raw("\">").text(code).raw("</code></pre></div>\n");
+}
+
+void write_recommendations(Html& h, const json& r) {
+  h.raw("<section id=\"recommendations\"><h2>Recommendations</h2>\n");
+  const json* recs = detail::find_path(r, {"recommendations"});
+  if (!recs || !recs->is_array() || recs->empty()) {
+    h.raw("<p class=\"na\" id=\"no-recommendations\">No rule fired: nothing cheap to recommend for this trace.</p></section>\n");
+    return;
+  }
+  h.raw("<ol class=\"recs\" id=\"recs-list\">\n");
+  for (const auto& rec : *recs) {
+    const std::string id = string_path(rec, {"id"}).value_or("");
+    h.raw("<li class=\"rec\" data-rule=\"").text(id).raw("\"><div class=\"rec-head\"><h3>")
+        .text(string_path(rec, {"title"}).value_or(id)).raw("</h3>");
+    if (auto tier = number_path(rec, {"tier"}))
+      h.raw("<span class=\"tier tier-").raw(fmt_fixed(*tier, 0)).raw("\">tier ").raw(fmt_fixed(*tier, 0)).raw("</span>");
+    if (!id.empty()) h.raw("<code class=\"rule-id\">").text(id).raw("</code>");
+    const std::string gain = speedup_text(number_path(rec, {"estimated_speedup_max"}));
+    if (!gain.empty()) h.raw("<span class=\"gain\">").text(gain).raw("</span>");
+    h.raw("</div>\n");
+    auto list = [&](const char* key, const char* cls, const char* title) {
+      const json* items = detail::find_path(rec, {key});
+      if (!items || !items->is_array() || items->empty()) return;
+      h.raw("<div class=\"").raw(cls).raw("\"><h4>").raw(title).raw("</h4><ul>");
+      for (const auto& e : *items) h.raw("<li>").text(value_to_text(e)).raw("</li>");
+      h.raw("</ul></div>\n");
+    };
+    list("evidence", "evidence", "Evidence");
+    const auto py = string_path(rec, {"fix", "python"});
+    const auto cpp = string_path(rec, {"fix", "cpp"});
+    if (py || cpp) {
+      h.raw("<div class=\"fixes\">\n");
+      if (py) write_code_block(h, "python", "PyTorch (Python)", *py);
+      if (cpp) write_code_block(h, "cpp", "LibTorch (C++)", *cpp);
+      h.raw("</div>\n");
+    }
+    list("caveats", "caveats", "When not to apply it");
+    if (const json* refs = detail::find_path(rec, {"references"}); refs && refs->is_array() && !refs->empty()) {
+      h.raw("<div class=\"refs\"><h4>References</h4><ul>");
+      for (const auto& ref : *refs) {
+        const std::string t = value_to_text(ref);
+        // Only plain https links become anchors; anything else (javascript:, data:) stays text.
+        if (t.rfind("https://", 0) == 0)
+          h.raw("<li><a rel=\"noreferrer noopener\" target=\"_blank\" href=\"").text(t).raw("\">").text(t).raw("</a></li>");
+        else
+          h.raw("<li>").text(t).raw("</li>");
+      }
+      h.raw("</ul></div>\n");
+    }
+    h.raw("</li>\n");
+  }
+  h.raw("</ol>\n</section>\n");
+}
+
+void flatten_facts(const json& j, const std::string& prefix, std::vector<std::pair<std::string, std::string>>* out) {
+  if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end(); ++it)
+      flatten_facts(it.value(), prefix.empty() ? it.key() : prefix + "." + it.key(), out);
+  } else {
+    out->emplace_back(prefix, value_to_text(j));
+  }
+}
+
+void write_facts_and_quality(Html& h, const json& r) {
+  h.raw("<section id=\"facts\"><h2>Configuration facts</h2>\n");
+  std::vector<std::pair<std::string, std::string>> facts;
+  if (const json* f = detail::find_path(r, {"facts"})) flatten_facts(*f, "", &facts);
+  if (facts.empty()) {
+    h.raw("<p class=\"na\">No configuration facts were recorded or inferred.</p>\n");
+  } else {
+    h.raw("<table class=\"data compact\" id=\"facts-table\"><tbody>\n");
+    for (const auto& [k, v] : facts)
+      h.raw("<tr><th>").text(k).raw("</th><td><code>").text(detail::truncate_utf8(v, 400)).raw("</code></td></tr>\n");
+    h.raw("</tbody></table>\n");
+  }
+  h.raw("</section>\n<section id=\"data-quality\"><h2>Data quality</h2>\n");
+  const json* dq = detail::find_path(r, {"data_quality"});
+  std::vector<std::string> notes;
+  if (dq && dq->is_object()) {
+    h.raw("<dl class=\"metrics dq\">\n");
+    for (auto it = dq->begin(); it != dq->end(); ++it) {
+      if (it.key() == "notes") continue;
+      const bool bad = it.value().is_number() && it.key() != "events_total" && it.key() != "events_imported" &&
+                       it.value().get<double>() > 0;
+      const bool flag = it.value().is_boolean() && it.value().get<bool>();
+      h.raw("<div").raw(bad || flag ? " class=\"warn\"" : "").raw("><dt>").text(it.key()).raw("</dt><dd>")
+          .text(it.value().is_number() ? fmt_count(it.value().get<double>()) : value_to_text(it.value()))
+          .raw("</dd></div>\n");
+    }
+    h.raw("</dl>\n");
+    if (const json* n = detail::find_path(*dq, {"notes"}); n && n->is_array())
+      for (const auto& e : *n) notes.push_back(value_to_text(e));
+  }
+  if (const json* miss = detail::find_path(r, {"source", "missing"}); miss && miss->is_array())
+    for (const auto& e : *miss) notes.push_back("Missing from the input: " + value_to_text(e));
+  if (auto g = string_path(r, {"source", "gpu_capture_status"}); g && !g->empty())
+    notes.push_back("GPU capture: " + *g);
+  if (notes.empty()) {
+    h.raw("<p class=\"hint\">No data-quality notes.</p>\n");
+  } else {
+    h.raw("<ul class=\"notes\" id=\"dq-notes\">");
+    for (const auto& n : notes) h.raw("<li>").text(n).raw("</li>");
+    h.raw("</ul>\n");
+  }
+  h.raw("</section>\n");
+}
+
+void write_footer(Html& h, const json& r) {
+  h.raw("<footer><div>Generated by ").text(string_path(r, {"tool", "name"}).value_or("profile-train")).raw(" ")
+      .text(string_path(r, {"tool", "version"}).value_or("")).raw(" \xC2\xB7 report schema ")
+      .text(string_path(r, {"schema_version"}).value_or("?"));
+  if (auto f = string_path(r, {"source", "format"})) h.raw(" \xC2\xB7 input format ").text(*f);
+  if (auto p = string_path(r, {"source", "producer"}); p && !p->empty()) h.raw(" (").text(*p).raw(")");
+  if (auto s = string_path(r, {"source", "step_detection"})) h.raw(" \xC2\xB7 steps by ").text(*s);
+  h.raw("</div>");
+  if (const json* files = detail::find_path(r, {"source", "files"}); files && files->is_array()) {
+    h.raw("<div class=\"files\">");
+    for (const auto& f : *files) h.raw("<code>").text(value_to_text(f)).raw("</code> ");
+    h.raw("</div>");
+  }
+  h.raw("</footer>\n");
+}
+
+}  // namespace
+
+std::string render_html(const json& report, const trace::Trace* trace) {
+  Html h;
+  const std::string bottleneck = string_path(report, {"verdict", "bottleneck"}).value_or("unknown");
+  h.raw("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+        // No network: everything is inline; the policy makes any stray URL fail instead of fetching.
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
+        "script-src 'unsafe-inline'; img-src data:\">\n<title>profile-train \xE2\x80\x94 ")
+      .text(detail::bottleneck_label(bottleneck)).raw("</title>\n<script>")
+      .raw(detail::asset_head_js()).raw("</script>\n<style>").raw(detail::asset_report_css()).raw("</style>\n</head>\n");
+  h.raw("<body data-render=\"pending\">\n");
+  write_banner(h, report);
+  h.raw("<nav class=\"toc\"><a href=\"#breakdown\">Breakdown</a><a href=\"#timeline-section\">Timeline</a>"
+        "<a href=\"#kernels\">Kernels</a><a href=\"#copies\">Copies</a><a href=\"#memory\">Memory</a>"
+        "<a href=\"#recommendations\">Recommendations</a><a href=\"#data-quality\">Data quality</a></nav>\n<main>\n");
+  write_breakdown(h, report);
+  write_recommendations(h, report);
+  json timeline;
+  write_timeline(h, report, trace, &timeline);
+  h.raw("<div class=\"two-col\">\n");
+  write_metrics(h, report);
+  write_memory(h, report);
+  h.raw("</div>\n");
+  write_copies(h, report);
+  write_kernels(h, report);
+  write_facts_and_quality(h, report);
+  h.raw("</main>\n");
+  write_footer(h, report);
+  json data = {{"timeline", timeline}};
+  h.raw("<script type=\"application/json\" id=\"pt-data\">").raw(detail::script_safe_json(data)).raw("</script>\n");
+  h.raw("<script>").raw(detail::asset_report_js()).raw("</script>\n</body>\n</html>\n");
+  return std::move(h.str());
+}
+
+Status write_html(const json& report, const trace::Trace* trace, const std::filesystem::path& path) {
+  std::string html;
+  try {
+    html = render_html(report, trace);
+  } catch (const std::exception& e) {
+    return Internal(path.string() + ": cannot render the HTML report: " + e.what());
+  }
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return IoError(path.string() + ": cannot open for writing");
+  out.write(html.data(), static_cast<std::streamsize>(html.size()));
+  out.close();
+  if (!out) return IoError(path.string() + ": write failed");
+  return Status::Ok();
+}
+
 }  // namespace profile_train::report

@@ -1,4 +1,189 @@
+// Terminal summary of a report: the verdict first, then the figures that support it. A sink: it only reads the
+// report JSON (never the trace) and writes to the injected stream. ANSI colors only when options.color.
+#include <cmath>
+#include <cstdio>
+#include <string>
+
 #include "profile_train/report/writers.h"
+
 namespace profile_train::report {
-void write_text_summary(const nlohmann::json& report, std::ostream& out, const TextOptions&) { out << report.dump(2) << "\n"; }
+
+using nlohmann::json;
+
+namespace {
+
+const json* at(const json& j, std::initializer_list<const char*> path) {
+  const json* cur = &j;
+  for (const char* k : path) {
+    if (!cur->is_object() || !cur->contains(k)) return nullptr;
+    cur = &(*cur)[k];
+  }
+  return cur;
+}
+bool has_num(const json& j, std::initializer_list<const char*> path) {
+  const json* p = at(j, path);
+  return p != nullptr && p->is_number();
+}
+double num(const json& j, std::initializer_list<const char*> path) {
+  const json* p = at(j, path);
+  return p != nullptr && p->is_number() ? p->get<double>() : 0.0;
+}
+std::string str(const json& j, std::initializer_list<const char*> path, const std::string& dflt = "") {
+  const json* p = at(j, path);
+  return p != nullptr && p->is_string() ? p->get<std::string>() : dflt;
+}
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+std::string pct(double f) { return fmt("%.1f%%", 100.0 * f); }
+std::string opt_pct(const json& r, std::initializer_list<const char*> path) {
+  return has_num(r, path) ? pct(num(r, path)) : "n/a";
+}
+std::string bytes(double b) {
+  if (b >= 1e9) return fmt("%.2f GB", b / 1e9);
+  if (b >= 1e6) return fmt("%.1f MB", b / 1e6);
+  if (b >= 1e3) return fmt("%.1f kB", b / 1e3);
+  return fmt("%.0f B", b);
+}
+
+struct Style {
+  bool on;
+  std::string c(const char* code, const std::string& s) const { return on ? std::string("\033[") + code + "m" + s + "\033[0m" : s; }
+  std::string bold(const std::string& s) const { return c("1", s); }
+  std::string dim(const std::string& s) const { return c("2", s); }
+};
+
+const char* verdict_color(const std::string& b) {
+  if (b == "gpu_compute") return "1;32";  // the GPU is the limit: the expected state
+  if (b == "unknown") return "1;37";
+  return "1;33";
+}
+
+}  // namespace
+
+void write_text_summary(const json& r, std::ostream& out, const TextOptions& options) {
+  const Style st{options.color};
+  const std::string bottleneck = str(r, {"verdict", "bottleneck"}, "unknown");
+  out << st.bold("VERDICT") << "  " << st.c(verdict_color(bottleneck), bottleneck) << "  "
+      << st.dim("(confidence " + fmt("%.2f", num(r, {"verdict", "confidence"})) + ")") << "\n";
+  const std::string summary = str(r, {"verdict", "summary"});
+  if (!summary.empty()) out << "  " << summary << "\n";
+  if (const json* ev = at(r, {"verdict", "evidence"}); ev != nullptr && ev->is_array())
+    for (const auto& e : *ev)
+      if (e.is_string()) out << "  - " << e.get<std::string>() << "\n";
+  out << "\n";
+
+  // Steps.
+  const double count = num(r, {"steps", "count"});
+  if (has_num(r, {"steps", "mean_ms"})) {
+    out << st.bold("Step") << "      " << fmt("%.2f", num(r, {"steps", "mean_ms"})) << " ms mean"
+        << " (median " << fmt("%.2f", num(r, {"steps", "median_ms"})) << ", min " << fmt("%.2f", num(r, {"steps", "min_ms"}))
+        << ", max " << fmt("%.2f", num(r, {"steps", "max_ms"})) << ") over " << fmt("%.0f", count) << " step(s) ["
+        << str(r, {"source", "step_detection"}) << "]\n";
+  } else {
+    out << st.bold("Step") << "      no step window\n";
+  }
+
+  // Breakdown bar chart.
+  if (has_num(r, {"breakdown", "kernel"})) {
+    out << st.bold("Breakdown") << " (share of the step, TensorBoard-plugin carving)\n";
+    static const char* kRoles[] = {"kernel", "memcpy", "memset", "communication", "runtime", "data_loading", "cpu", "other"};
+    constexpr int kWidth = 30;
+    for (const char* role : kRoles) {
+      const double f = num(r, {"breakdown", role});
+      const int n = static_cast<int>(std::lround(f * kWidth));
+      std::string bar(static_cast<size_t>(std::max(0, std::min(kWidth, n))), '#');
+      bar += std::string(static_cast<size_t>(kWidth) - bar.size(), '.');
+      char line[160];
+      std::snprintf(line, sizeof line, "  %-14s %6.1f%%  ", role, 100.0 * f);
+      out << line << (f >= 0.15 ? st.c("36", bar) : bar) << "  " << fmt("%.2f ms", num(r, {"breakdown_ms", role})) << "\n";
+    }
+  }
+
+  // GPU.
+  if (has_num(r, {"gpu", "utilization"})) {
+    std::string dev = str(r, {"device", "name"}, "GPU");
+    const std::string cc = str(r, {"device", "compute_capability"});
+    if (!cc.empty()) dev += " (sm " + cc + ")";
+    out << st.bold("GPU") << "       " << dev << ": utilization " << pct(num(r, {"gpu", "utilization"}))
+        << ", est. SM efficiency " << opt_pct(r, {"gpu", "sm_efficiency"}) << ", occupancy "
+        << opt_pct(r, {"gpu", "achieved_occupancy"}) << ", tensor-core kernels " << opt_pct(r, {"gpu", "tensor_core_kernel_share"})
+        << "\n";
+    out << "          " << fmt("%.0f", num(r, {"gpu", "kernels_per_step"})) << " kernels/step (median "
+        << fmt("%.1f us", num(r, {"gpu", "kernel_median_us"})) << "), FP32 TC-eligible "
+        << opt_pct(r, {"gpu", "fp32_eligible_kernel_share"}) << ", idle " << opt_pct(r, {"gpu", "idle", "fraction"})
+        << " of the step (host wait " << opt_pct(r, {"gpu", "idle", "host_wait"}) << ", kernel wait "
+        << opt_pct(r, {"gpu", "idle", "kernel_wait"}) << ", other " << opt_pct(r, {"gpu", "idle", "other"}) << ")\n";
+    for (const char* dir : {"h2d", "d2h", "d2d"}) {
+      if (num(r, {"gpu", "memcpy", dir, "count_per_step"}) <= 0) continue;
+      out << "          " << dir << ": " << fmt("%.1f", num(r, {"gpu", "memcpy", dir, "count_per_step"})) << " copies/step, "
+          << bytes(num(r, {"gpu", "memcpy", dir, "bytes_per_step"})) << "/step, "
+          << fmt("%.2f ms", num(r, {"gpu", "memcpy", dir, "time_ms_per_step"}));
+      if (has_num(r, {"gpu", "memcpy", dir, "bandwidth_gbps"}))
+        out << ", " << fmt("%.1f GB/s", num(r, {"gpu", "memcpy", dir, "bandwidth_gbps"}));
+      if (has_num(r, {"gpu", "memcpy", dir, "pageable_fraction"}))
+        out << ", " << pct(num(r, {"gpu", "memcpy", dir, "pageable_fraction"})) << " pageable";
+      out << "\n";
+    }
+    if (has_num(r, {"gpu", "memory", "peak_allocated_bytes"})) {
+      out << "          memory peak " << bytes(num(r, {"gpu", "memory", "peak_allocated_bytes"}));
+      if (has_num(r, {"gpu", "memory", "peak_fraction"})) out << " (" << pct(num(r, {"gpu", "memory", "peak_fraction"})) << " of the device)";
+      out << "\n";
+    }
+  } else {
+    out << st.bold("GPU") << "       no GPU activity in the trace\n";
+  }
+  if (has_num(r, {"host", "launches_per_step"})) {
+    out << st.bold("Host") << "      " << fmt("%.0f", num(r, {"host", "launches_per_step"})) << " launches/step";
+    if (has_num(r, {"host", "launch_mean_us"})) out << " (mean " << fmt("%.1f us", num(r, {"host", "launch_mean_us"})) << ")";
+    if (has_num(r, {"host", "launch_delay_median_us"}))
+      out << ", median launch->start " << fmt("%.1f us", num(r, {"host", "launch_delay_median_us"}));
+    out << ", " << fmt("%.1f", num(r, {"host", "sync", "count_per_step"})) << " syncs/step ("
+        << pct(num(r, {"host", "sync", "fraction"})) << ")\n";
+  }
+  if (has_num(r, {"communication", "kernel_fraction"}) && num(r, {"communication", "kernel_fraction"}) > 0)
+    out << st.bold("Comm") << "      collectives " << pct(num(r, {"communication", "kernel_fraction"})) << " of the step, exposed "
+        << pct(num(r, {"communication", "exposed_fraction"})) << "\n";
+
+  // Recommendations.
+  if (const json* recs = at(r, {"recommendations"}); recs != nullptr && recs->is_array() && !recs->empty()) {
+    out << "\n" << st.bold("Recommendations") << "\n";
+    int i = 0;
+    for (const auto& rec : *recs) {
+      out << "  " << ++i << ". [" << str(rec, {"id"}) << "] " << str(rec, {"title"});
+      if (has_num(rec, {"estimated_speedup_max"})) out << "  (up to " << fmt("%.2fx", num(rec, {"estimated_speedup_max"})) << ")";
+      out << "\n";
+      if (const json* ev = at(rec, {"evidence"}); ev != nullptr && ev->is_array() && !ev->empty() && (*ev)[0].is_string())
+        out << "     " << st.dim((*ev)[0].get<std::string>()) << "\n";
+    }
+  }
+
+  // Data quality: never silent.
+  std::string dq;
+  auto add = [&](const char* key, const char* label) {
+    const double v = num(r, {"data_quality", key});
+    if (v > 0) dq += (dq.empty() ? "" : ", ") + fmt("%.0f ", v) + label;
+  };
+  add("malformed_events", "malformed events");
+  add("unknown_categories", "unknown categories");
+  add("negative_durations", "negative durations");
+  add("clock_anomalies", "clock anomalies");
+  add("unmatched_correlations", "unmatched correlations");
+  add("dropped_records", "dropped records");
+  std::string missing;
+  if (const json* m = at(r, {"source", "missing"}); m != nullptr && m->is_array())
+    for (const auto& s : *m)
+      if (s.is_string()) missing += (missing.empty() ? "" : ", ") + s.get<std::string>();
+  if (!dq.empty() || !missing.empty()) out << "\n";
+  if (!dq.empty()) out << st.c("33", "Data quality") << ": " << dq << "\n";
+  if (!missing.empty()) out << st.c("33", "Missing") << ": " << missing << "\n";
+  if (options.verbose)
+    if (const json* n = at(r, {"data_quality", "notes"}); n != nullptr && n->is_array())
+      for (const auto& s : *n)
+        if (s.is_string()) out << "  note: " << s.get<std::string>() << "\n";
+}
+
 }  // namespace profile_train::report

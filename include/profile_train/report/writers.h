@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <ostream>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -22,6 +23,8 @@ void write_text_summary(const nlohmann::json& report, std::ostream& out, const T
 
 // Self-contained HTML (no network, no external assets). `trace` may be null (then no timeline).
 Status write_html(const nlohmann::json& report, const trace::Trace* trace, const std::filesystem::path& path);
+// The same document as a string (write_html writes this). May throw only on allocation failure.
+std::string render_html(const nlohmann::json& report, const trace::Trace* trace);
 
 // Timeline as Chrome-trace JSON (Perfetto UI / chrome://tracing).
 Status write_perfetto(const trace::Trace& trace, const std::filesystem::path& path);

@@ -1,5 +1,8 @@
 // Technique rules as data (rules/*.json), conditions in a small expression language over report metrics
 // (dotted paths into report.json), ordered recommendations. Owner: rules component.
+//
+// Rule files: one JSON object per file, validated against rules/rule.schema.json (format_version "1.x";
+// an unknown major version is rejected). Conditions: see expr.h. Valid metric paths: metric_paths.h.
 #pragma once
 
 #include <filesystem>
@@ -13,6 +16,9 @@
 
 namespace profile_train::rules {
 
+// The rule-file format this build writes and reads (readers accept any 1.x).
+inline constexpr const char* kRuleFormatVersion = "1.0";
+
 class RuleSet;  // opaque; defined in src/rules
 
 // The built-in catalog (embedded at build time) plus rules from `user_dirs` (a user rule with the id of a
@@ -20,10 +26,35 @@ class RuleSet;  // opaque; defined in src/rules
 StatusOr<std::shared_ptr<const RuleSet>> load_rules(const std::vector<std::filesystem::path>& user_dirs = {});
 
 // Evaluates every rule on `report` and writes report["recommendations"] (ordered by tier, then estimated
-// gain). Never throws.
+// gain, then id). Never throws.
 void apply_rules(const RuleSet& rules, nlohmann::json& report);
+
+// The recommendations array apply_rules would write, without touching `report`. Never throws.
+nlohmann::json recommend(const RuleSet& rules, const nlohmann::json& report);
 
 // Why rule `id` did or did not fire on `report` (multi-line, human-readable).
 std::string explain_rule(const RuleSet& rules, const std::string& id, const nlohmann::json& report);
+
+struct RuleSummary {
+  std::string id;
+  std::string title;
+  int tier = 0;
+  std::string file;  // "<built-in>/ID.json" or the user file's path
+  bool builtin = false;
+  std::vector<std::string> knobs;
+};
+
+// All rules, ordered by tier then id.
+std::vector<RuleSummary> list_rules(const RuleSet& rules);
+
+// Pretty multi-line description of one rule (`rules show ID`); NotFound when there is no such rule.
+StatusOr<std::string> describe_rule(const RuleSet& rules, const std::string& id);
+
+// The rule file as read (JSON) for `rules show --json`; NotFound when there is no such rule.
+StatusOr<nlohmann::json> rule_json(const RuleSet& rules, const std::string& id);
+
+// Validates user rules without the built-ins (`rules check`): `path` is a folder of *.json rule files or one
+// rule file. Returns the rules found; the first error names FILE:LINE.
+StatusOr<std::vector<RuleSummary>> check_rules(const std::filesystem::path& path);
 
 }  // namespace profile_train::rules

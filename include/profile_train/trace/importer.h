@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "profile_train/common/status.h"
@@ -24,12 +25,32 @@ struct LoadOptions {
 // Errors: BadInput / NotFound / Unsupported / ResourceExhausted with a message that names the file.
 StatusOr<Trace> load_trace(const std::filesystem::path& path, const LoadOptions& options = {});
 
+// Same as load_trace, for bytes already in memory (plain or gzip). `name` stands in for the file path in
+// messages and meta.source_files. Used by the fuzz target and by tests.
+StatusOr<Trace> load_trace_bytes(std::string_view bytes, const std::string& name,
+                                 const LoadOptions& options = {});
+
+// A forward-only stream of decompressed bytes. load_trace hands one to importers that declare `load_stream`,
+// so they never see compression, size limits or progress reporting. Not thread-safe.
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+  // Reads up to `n` bytes into `buf`. Returns the count, 0 only at the end of the stream, or an error whose
+  // message starts with the source name (truncated gzip, read error, size limit).
+  virtual StatusOr<size_t> read(char* buf, size_t n) = 0;
+  // The file path (or stand-in name) used at the start of every error message.
+  virtual const std::string& name() const = 0;
+};
+
 // Importer registry.
 struct Importer {
   std::string name;  // "kineto_json", "native"
   // Returns true if `head` (first bytes of the decompressed stream) looks like this importer's format.
   std::function<bool(std::string_view head)> sniff;
+  // Path-based loader (the importer opens and decompresses the file itself). Used when load_stream is empty.
   std::function<StatusOr<Trace>(const std::filesystem::path&, const LoadOptions&)> load;
+  // Stream-based loader (preferred): reads the already-decompressed stream from its first byte.
+  std::function<StatusOr<Trace>(ByteSource&, const LoadOptions&)> load_stream;
 };
 void register_importer(Importer importer);
 const std::vector<Importer>& importers();

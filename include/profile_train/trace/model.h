@@ -26,6 +26,17 @@ using StringId = uint32_t;
 class StringTable {
  public:
   StringTable() { intern(""); }
+  // Copies rebuild the index: the default copy would keep views into the source's storage.
+  StringTable(const StringTable& other) : storage_(other.storage_) { rebuild_index(); }
+  StringTable& operator=(const StringTable& other) {
+    if (this != &other) {
+      storage_ = other.storage_;
+      rebuild_index();
+    }
+    return *this;
+  }
+  StringTable(StringTable&&) = default;  // deque moves keep element addresses
+  StringTable& operator=(StringTable&&) = default;
   StringId intern(std::string_view s) {
     auto it = index_.find(s);
     if (it != index_.end()) return it->second;
@@ -38,6 +49,10 @@ class StringTable {
   size_t size() const { return storage_.size(); }
 
  private:
+  void rebuild_index() {
+    index_.clear();
+    for (size_t i = 0; i < storage_.size(); ++i) index_.emplace(std::string_view(storage_[i]), static_cast<StringId>(i));
+  }
   std::deque<std::string> storage_;  // deque: references stay valid as it grows
   std::unordered_map<std::string_view, StringId> index_;
 };

@@ -8,4 +8,7 @@ namespace profile_train::trace {
 Importer make_kineto_json_importer();  // kineto_json.cpp (Kineto / PyTorch profiler Chrome-trace JSON)
 Importer make_native_importer();       // native.cpp (profile-train agent capture files)
 
+// The Kineto importer with an explicit read-buffer size (tests use tiny buffers to exercise refills).
+StatusOr<Trace> load_kineto_json(ByteSource& source, const LoadOptions& options, size_t chunk_bytes);
+
 }  // namespace profile_train::trace

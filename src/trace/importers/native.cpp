@@ -1,14 +1,483 @@
-// Native capture format reader (owner: agent component). Stub until the agent's format exists.
+// Native capture format reader (owner: agent component). Format: src/agent/FORMAT.md,
+// layout: include/profile_train/agent/native_format.h.
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
 #include "importers/importers_internal.h"
+#include "profile_train/agent/native_format.h"
+#include "profile_train/agent/native_reader.h"
 
 namespace profile_train::trace {
+namespace native {
+namespace {
+
+namespace fmt = agent::format;
+
+struct ParsedFile {
+  std::filesystem::path path;
+  fmt::FileHeader header{};
+  nlohmann::json meta = nlohmann::json::object();
+  nlohmann::json status = nlohmann::json::object();
+  std::vector<nlohmann::json> devices;
+  std::unordered_map<uint32_t, std::string> strings;
+  std::vector<fmt::Record> records;
+  bool truncated = false;
+  bool corrupt = false;
+  int64_t lost_records_estimate = 0;
+};
+
+int64_t jint(const nlohmann::json& j, const char* key, int64_t fallback) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number_integer()) return fallback;
+  return it->get<int64_t>();
+}
+std::string jstr(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  return (it != j.end() && it->is_string()) ? it->get<std::string>() : std::string();
+}
+
+StatusOr<std::string> read_bytes(const std::filesystem::path& p, uint64_t limit, bool head_only) {
+  std::error_code ec;
+  if (!std::filesystem::exists(p, ec)) return NotFound(p.string() + ": no such file");
+  std::ifstream in(p, std::ios::binary);
+  if (!in) return IoError(p.string() + ": cannot open");
+  const uint64_t size = std::filesystem::file_size(p, ec);
+  if (!ec && size > limit) return ResourceExhausted(p.string() + ": file larger than the configured limit");
+  std::string data;
+  if (head_only) {
+    data.resize(64 * 1024);
+    in.read(data.data(), static_cast<std::streamsize>(data.size()));
+    data.resize(static_cast<size_t>(in.gcount()));
+  } else {
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    data = std::move(ss).str();
+  }
+  return data;
+}
+
+Status check_header(const std::filesystem::path& p, const std::string& data, fmt::FileHeader* h) {
+  if (data.size() < sizeof(fmt::FileHeader) || std::memcmp(data.data(), fmt::kMagic, sizeof fmt::kMagic) != 0)
+    return BadInput(p.string() + ": not a profile-train native capture (bad magic)");
+  std::memcpy(h, data.data(), sizeof *h);
+  if (h->major != fmt::kMajor)
+    return Unsupported(p.string() + ": native capture format version " + std::to_string(h->major) + "." +
+                       std::to_string(h->minor) + " is not supported (this reader reads " +
+                       std::to_string(fmt::kMajor) + ".x); use a matching profile-train");
+  if (h->header_bytes < sizeof(fmt::FileHeader) || h->header_bytes > data.size())
+    return BadInput(p.string() + ": corrupt native capture header");
+  return Status::Ok();
+}
+
+// Walks the chunks. `meta_only` stops after the first META chunk.
+void parse_chunks(const std::string& data, ParsedFile& f, bool meta_only) {
+  size_t off = f.header.header_bytes;
+  while (off < data.size()) {
+    if (data.size() - off < sizeof(fmt::ChunkHeader)) {
+      f.truncated = true;
+      break;
+    }
+    fmt::ChunkHeader ch;
+    std::memcpy(&ch, data.data() + off, sizeof ch);
+    if (ch.magic != fmt::kChunkMagic || ch.payload_bytes > fmt::kMaxChunkPayload) {
+      f.corrupt = true;
+      break;
+    }
+    const size_t body = off + sizeof ch;
+    if (data.size() - body < ch.payload_bytes) {
+      f.truncated = true;
+      if (ch.type == static_cast<uint16_t>(fmt::ChunkType::kEvents))
+        f.lost_records_estimate += ch.payload_bytes / sizeof(fmt::Record);
+      break;
+    }
+    const char* payload = data.data() + body;
+    if (fmt::fnv1a32(payload, ch.payload_bytes) != ch.checksum) {
+      f.corrupt = true;
+      if (ch.type == static_cast<uint16_t>(fmt::ChunkType::kEvents))
+        f.lost_records_estimate += ch.payload_bytes / sizeof(fmt::Record);
+      break;
+    }
+    switch (static_cast<fmt::ChunkType>(ch.type)) {
+      case fmt::ChunkType::kMeta:
+      case fmt::ChunkType::kStatus:
+      case fmt::ChunkType::kDevice: {
+        auto j = nlohmann::json::parse(payload, payload + ch.payload_bytes, nullptr, false);
+        if (!j.is_object()) break;
+        if (ch.type == static_cast<uint16_t>(fmt::ChunkType::kMeta)) f.meta = std::move(j);
+        else if (ch.type == static_cast<uint16_t>(fmt::ChunkType::kStatus)) f.status = std::move(j);
+        else f.devices.push_back(std::move(j));
+        break;
+      }
+      case fmt::ChunkType::kStrings: {
+        size_t p = 0;
+        while (p + 8 <= ch.payload_bytes) {
+          uint32_t hdr[2];
+          std::memcpy(hdr, payload + p, sizeof hdr);
+          p += 8;
+          if (hdr[1] > ch.payload_bytes - p) break;
+          f.strings[hdr[0]] = std::string(payload + p, hdr[1]);
+          p += hdr[1] + (4 - hdr[1] % 4) % 4;
+        }
+        break;
+      }
+      case fmt::ChunkType::kEvents: {
+        const size_t n = ch.payload_bytes / sizeof(fmt::Record);
+        const size_t old = f.records.size();
+        f.records.resize(old + n);
+        std::memcpy(f.records.data() + old, payload, n * sizeof(fmt::Record));
+        break;
+      }
+      default:
+        break;  // unknown chunk types of a later minor version are skipped
+    }
+    off = body + fmt::pad8(ch.payload_bytes);
+    if (meta_only && ch.type == static_cast<uint16_t>(fmt::ChunkType::kMeta)) return;
+  }
+}
+
+StatusOr<ParsedFile> parse_file(const std::filesystem::path& p, const LoadOptions& options, bool meta_only) {
+  auto data = read_bytes(p, options.max_uncompressed_bytes, meta_only);
+  if (!data.ok()) return data.status();
+  ParsedFile f;
+  f.path = p;
+  Status st = check_header(p, *data, &f.header);
+  if (!st.ok()) return st;
+  parse_chunks(*data, f, meta_only);
+  if (options.progress) options.progress(data->size(), data->size());
+  return f;
+}
+
+CopyKind to_copy(uint8_t v) { return v <= 5 ? static_cast<CopyKind>(v) : CopyKind::kUnknown; }
+MemoryKind to_mem(uint8_t v) { return v <= 4 ? static_cast<MemoryKind>(v) : MemoryKind::kUnknown; }
+SyncKind to_sync(uint8_t v) { return v <= 4 ? static_cast<SyncKind>(v) : SyncKind::kUnknown; }
+
+// Adds one parsed file's events to `t`.
+void add_file(Trace& t, const ParsedFile& f, int64_t& step_ranges) {
+  const int64_t pid = jint(f.meta, "pid", f.header.pid);
+  auto& q = t.quality;
+  t.meta.source_files.push_back(f.path.string());
+  const std::string pname = jstr(f.meta, "process_name");
+  if (!pname.empty()) t.meta.process_names[pid] = pname;
+
+  int64_t unknown_names = 0;
+  auto name_of = [&](uint32_t id) -> StringId {
+    if (id == 0) return 0;
+    auto it = f.strings.find(id);
+    if (it == f.strings.end()) {
+      ++unknown_names;
+      return t.strings.intern("<unknown name>");
+    }
+    return t.strings.intern(it->second);
+  };
+  std::unordered_map<int64_t, const fmt::Record*> open_starts;
+  const StringId step_prefix_probe = 0;
+  (void)step_prefix_probe;
+
+  for (const fmt::Record& r : f.records) {
+    ++q.events_total;
+    Event e;
+    e.start_ns = r.start_ns;
+    e.dur_ns = r.end_ns - r.start_ns;
+    if (e.dur_ns < 0) {
+      ++q.negative_durations;
+      e.dur_ns = 0;
+    }
+    switch (static_cast<fmt::RecordKind>(r.kind)) {
+      case fmt::RecordKind::kRange:
+      case fmt::RecordKind::kMark: {
+        e.cat = Category::kUserAnnotation;
+        e.pid = pid;
+        e.tid = static_cast<int64_t>(r.tid);
+        e.name = name_of(r.name);
+        if (r.kind == static_cast<uint8_t>(fmt::RecordKind::kMark)) e.dur_ns = 0;
+        if (t.strings.get(e.name).rfind("ProfilerStep#", 0) == 0) ++step_ranges;
+        break;
+      }
+      case fmt::RecordKind::kRangeStart:
+        open_starts[r.corr] = &r;
+        continue;
+      case fmt::RecordKind::kRangeEnd: {
+        auto it = open_starts.find(r.corr);
+        if (it == open_starts.end()) continue;  // its start was outside the capture window
+        const fmt::Record& s = *it->second;
+        e.cat = Category::kUserAnnotation;
+        e.pid = pid;
+        e.tid = static_cast<int64_t>(s.tid);
+        e.name = name_of(s.name);
+        e.start_ns = s.start_ns;
+        e.dur_ns = std::max<int64_t>(0, r.end_ns - s.start_ns);
+        open_starts.erase(it);
+        break;
+      }
+      case fmt::RecordKind::kThreadName: {
+        auto it = f.strings.find(r.name);
+        if (it != f.strings.end()) t.meta.thread_names[{pid, static_cast<int64_t>(r.tid)}] = it->second;
+        continue;
+      }
+      case fmt::RecordKind::kKernel:
+      case fmt::RecordKind::kMemcpy:
+      case fmt::RecordKind::kMemset:
+      case fmt::RecordKind::kSync: {
+        e.is_gpu = true;
+        e.device = r.device;
+        e.pid = r.device >= 0 ? r.device : 0;
+        e.tid = static_cast<int64_t>(r.tid);
+        e.correlation = r.corr;
+        const auto kind = static_cast<fmt::RecordKind>(r.kind);
+        if (kind == fmt::RecordKind::kKernel) {
+          e.cat = Category::kKernel;
+          e.name = name_of(r.name);
+          e.grid_blocks = static_cast<uint64_t>(r.value);
+          e.block_threads = r.x0;
+          e.registers_per_thread = static_cast<int32_t>(r.x1);
+          e.shared_mem_bytes = static_cast<int32_t>(r.x2);
+        } else if (kind == fmt::RecordKind::kMemcpy) {
+          e.cat = Category::kMemcpy;
+          e.copy_kind = to_copy(r.a);
+          e.src_mem = to_mem(r.b);
+          e.dst_mem = to_mem(r.c);
+          e.bytes = r.value;
+          static const char* kNames[] = {"Memcpy", "Memcpy HtoD", "Memcpy DtoH", "Memcpy DtoD", "Memcpy HtoH",
+                                         "Memcpy PtoP"};
+          std::string n = kNames[static_cast<int>(e.copy_kind)];
+          if (e.copy_kind == CopyKind::kHtoD) n += e.src_mem == MemoryKind::kPinned ? " (Pinned -> Device)"
+                                                                                   : " (Pageable -> Device)";
+          if (e.copy_kind == CopyKind::kDtoH) n += e.dst_mem == MemoryKind::kPinned ? " (Device -> Pinned)"
+                                                                                   : " (Device -> Pageable)";
+          e.name = t.strings.intern(n);
+        } else if (kind == fmt::RecordKind::kMemset) {
+          e.cat = Category::kMemset;
+          e.dst_mem = to_mem(r.c);
+          e.bytes = r.value;
+          e.name = t.strings.intern("Memset (Device)");
+        } else {
+          e.cat = Category::kSync;
+          e.sync_kind = to_sync(r.a);
+          static const char* kNames[] = {"cuda_sync", "Event Sync", "Stream Wait Event", "Stream Sync",
+                                         "Context Sync"};
+          e.name = t.strings.intern(kNames[static_cast<int>(e.sync_kind)]);
+          if (r.tid == UINT32_MAX) e.tid = -1;
+        }
+        break;
+      }
+      case fmt::RecordKind::kRuntime:
+      case fmt::RecordKind::kDriver: {
+        e.cat = r.kind == static_cast<uint8_t>(fmt::RecordKind::kRuntime) ? Category::kRuntime : Category::kDriver;
+        e.pid = pid;
+        e.tid = static_cast<int64_t>(r.tid);
+        e.correlation = r.corr;
+        auto it = f.strings.find(r.name);
+        e.name = t.strings.intern(it == f.strings.end() ? std::string("<unknown api>") : strip_api_version(it->second));
+        break;
+      }
+      case fmt::RecordKind::kMemory: {
+        MemorySample m;
+        m.ts_ns = r.start_ns;
+        m.device_type = 1;
+        m.device_id = r.device;
+        m.bytes_delta = r.value;
+        t.memory.push_back(m);
+        ++q.events_imported;
+        continue;
+      }
+      default:
+        ++q.unknown_categories;
+        continue;
+    }
+    t.events.push_back(e);
+    ++q.events_imported;
+  }
+  if (unknown_names > 0) {
+    q.malformed_events += unknown_names;
+    q.notes.push_back("pid " + std::to_string(pid) + ": " + std::to_string(unknown_names) +
+                      " events reference names missing from the string table");
+  }
+  if (!open_starts.empty())
+    q.notes.push_back("pid " + std::to_string(pid) + ": " + std::to_string(open_starts.size()) +
+                      " start/end ranges never ended");
+  const int64_t dropped = jint(f.status, "dropped", 0);
+  q.dropped_records += dropped + f.lost_records_estimate;
+  if (dropped > 0)
+    q.notes.push_back("pid " + std::to_string(pid) + ": the agent dropped " + std::to_string(dropped) +
+                      " records (buffers full)");
+  if (f.truncated || f.corrupt)
+    q.notes.push_back("pid " + std::to_string(pid) + ": capture file " + f.path.filename().string() +
+                      (f.truncated ? " ends with a truncated chunk" : " has a corrupt chunk") +
+                      "; the rest of the file was skipped (about " + std::to_string(f.lost_records_estimate) +
+                      " records lost)");
+  auto complete = f.status.find("complete");
+  if (complete == f.status.end() || !complete->is_boolean() || !complete->get<bool>())
+    q.notes.push_back("pid " + std::to_string(pid) +
+                      ": the process ended without a final flush (crash, kill or os._exit); events of its last "
+                      "flush interval (" + std::to_string(jint(f.meta, "flush_interval_ms", 50)) +
+                      " ms) may be missing");
+  const int64_t open_at_exit = jint(f.status, "open_ranges_at_exit", 0);
+  if (open_at_exit > 0)
+    q.notes.push_back("pid " + std::to_string(pid) + ": " + std::to_string(open_at_exit) +
+                      " NVTX ranges were still open at exit and are not in the trace");
+  for (const auto& d : f.devices) {
+    DeviceInfo di;
+    di.id = static_cast<int32_t>(jint(d, "id", -1));
+    if (t.device(di.id)) continue;
+    di.name = jstr(d, "name");
+    di.vendor = jstr(d, "vendor");
+    di.compute_major = static_cast<int32_t>(jint(d, "compute_major", -1));
+    di.compute_minor = static_cast<int32_t>(jint(d, "compute_minor", -1));
+    di.num_sms = static_cast<int32_t>(jint(d, "num_sms", -1));
+    di.max_threads_per_sm = static_cast<int32_t>(jint(d, "max_threads_per_sm", -1));
+    di.max_threads_per_block = static_cast<int32_t>(jint(d, "max_threads_per_block", -1));
+    di.regs_per_sm = static_cast<int32_t>(jint(d, "regs_per_sm", -1));
+    di.shared_mem_per_sm = jint(d, "shared_mem_per_sm", -1);
+    di.total_memory_bytes = jint(d, "total_memory_bytes", -1);
+    t.devices.push_back(di);
+  }
+}
+
+// Merges `src` into `dst` without overwriting existing keys (objects are merged recursively).
+void merge_missing(nlohmann::json& dst, const nlohmann::json& src) {
+  if (!dst.is_object() || !src.is_object()) return;
+  for (auto it = src.begin(); it != src.end(); ++it) {
+    auto d = dst.find(it.key());
+    if (d == dst.end()) dst[it.key()] = it.value();
+    else if (d->is_object() && it->is_object()) merge_missing(*d, *it);
+  }
+}
+
+}  // namespace
+
+std::string strip_api_version(const std::string& name) {
+  const size_t v = name.rfind("_v");
+  if (v == std::string::npos || v + 2 >= name.size()) return name;
+  for (size_t i = v + 2; i < name.size(); ++i)
+    if (name[i] < '0' || name[i] > '9') return name;
+  return name.substr(0, v);
+}
+
+StatusOr<CaptureFileInfo> read_capture_info(const std::filesystem::path& file) {
+  LoadOptions options;
+  auto f = parse_file(file, options, /*meta_only=*/true);
+  if (!f.ok()) return f.status();
+  CaptureFileInfo info;
+  info.path = file;
+  info.pid = jint(f->meta, "pid", f->header.pid);
+  info.ppid = jint(f->meta, "ppid", -1);
+  info.rank = static_cast<int32_t>(jint(f->meta, "rank", -1));
+  info.local_rank = static_cast<int32_t>(jint(f->meta, "local_rank", -1));
+  info.world_size = static_cast<int32_t>(jint(f->meta, "world_size", -1));
+  auto fc = f->meta.find("fork_child");
+  info.fork_child = fc != f->meta.end() && fc->is_boolean() && fc->get<bool>();
+  info.process_name = jstr(f->meta, "process_name");
+  info.cmdline = jstr(f->meta, "cmdline");
+  return info;
+}
+
+StatusOr<Trace> load_captures(const std::vector<std::filesystem::path>& files, const LoadOptions& options) {
+  if (files.empty()) return InvalidArgument("no capture files given");
+  std::vector<ParsedFile> parsed;
+  for (const auto& p : files) {
+    auto f = parse_file(p, options, false);
+    if (!f.ok()) return f.status();
+    parsed.push_back(std::move(*f));
+  }
+  Trace t;
+  t.meta.format = "native";
+  t.meta.producer = "profile-train agent";
+  std::vector<int64_t> step_counts(parsed.size(), 0);
+  int64_t max_minor = 0;
+  for (size_t i = 0; i < parsed.size(); ++i) {
+    add_file(t, parsed[i], step_counts[i]);
+    max_minor = std::max<int64_t>(max_minor, parsed[i].header.minor);
+  }
+  t.meta.format_version = std::to_string(fmt::kMajor) + "." + std::to_string(max_minor);
+  // The main process: the one with step ranges (the training loop); else the first non-forked one.
+  size_t main = 0;
+  bool found = false;
+  for (size_t i = 0; i < parsed.size(); ++i)
+    if (step_counts[i] > (found ? step_counts[main] : 0)) {
+      main = i;
+      found = true;
+    }
+  if (!found)
+    for (size_t i = 0; i < parsed.size(); ++i) {
+      auto fc = parsed[i].meta.find("fork_child");
+      if (fc == parsed[i].meta.end() || !fc->is_boolean() || !fc->get<bool>()) {
+        main = i;
+        break;
+      }
+    }
+  const ParsedFile& mf = parsed[main];
+  t.meta.main_pid = jint(mf.meta, "pid", mf.header.pid);
+  t.meta.rank = static_cast<int32_t>(jint(mf.meta, "rank", -1));
+  t.meta.world_size = static_cast<int32_t>(jint(mf.meta, "world_size", -1));
+  const std::string agent_version = jstr(mf.meta, "agent_version");
+  if (!agent_version.empty()) t.meta.producer += " " + agent_version;
+
+  // GPU capture status: enabled in any process counts; otherwise the main process's reason.
+  bool any_enabled = false;
+  std::string reason;
+  for (size_t i = 0; i < parsed.size(); ++i) {
+    auto c = parsed[i].status.find("cupti");
+    if (c == parsed[i].status.end() || !c->is_object()) continue;
+    const std::string state = jstr(*c, "state");
+    if (state == "enabled") {
+      any_enabled = true;
+      const int64_t v = jint(*c, "cupti_api_version", -1);
+      if (v >= 0) t.meta.versions["cupti_api_version"] = std::to_string(v);
+    } else if (i == main || reason.empty()) {
+      const std::string r = jstr(*c, "reason");
+      reason = "CUPTI " + state + (r.empty() ? "" : ": " + r);
+    }
+  }
+  if (parsed[main].status.find("cupti") == parsed[main].status.end() && reason.empty())
+    reason = "the capture recorded no CUPTI status";
+  t.meta.gpu_capture_attempted = any_enabled;
+  t.meta.gpu_capture_status = any_enabled ? "" : ("GPU activity was not recorded: " + reason);
+
+  // Facts from the Python shim: facts-<pid>.json next to each capture file; the main process wins.
+  std::vector<size_t> order{main};
+  for (size_t i = 0; i < parsed.size(); ++i)
+    if (i != main) order.push_back(i);
+  for (size_t i : order) {
+    const int64_t pid = jint(parsed[i].meta, "pid", parsed[i].header.pid);
+    const auto facts_path = parsed[i].path.parent_path() / ("facts-" + std::to_string(pid) + ".json");
+    std::ifstream in(facts_path);
+    if (!in) continue;
+    std::stringstream ss;
+    ss << in.rdbuf();
+    auto j = nlohmann::json::parse(ss.str(), nullptr, false);
+    if (j.is_object()) {
+      merge_missing(t.facts, j);
+      t.meta.source_files.push_back(facts_path.string());
+    } else {
+      t.quality.notes.push_back(facts_path.filename().string() + ": not valid JSON; facts ignored");
+    }
+  }
+  if (t.facts.contains("versions") && t.facts["versions"].is_object())
+    for (auto it = t.facts["versions"].begin(); it != t.facts["versions"].end(); ++it)
+      if (it->is_string()) t.meta.versions[it.key()] = it->get<std::string>();
+  bool has_gpu = false;
+  for (const auto& e : t.events) has_gpu |= e.is_gpu;
+  t.quality.missing_device_properties = has_gpu && t.devices.empty();
+  t.finalize();
+  return t;
+}
+
+}  // namespace native
 
 Importer make_native_importer() {
   Importer imp;
   imp.name = "native";
-  imp.sniff = [](std::string_view) { return false; };
-  imp.load = [](const std::filesystem::path& p, const LoadOptions&) -> StatusOr<Trace> {
-    return Unsupported(p.string() + ": native format reader not implemented yet");
+  imp.sniff = [](std::string_view head) {
+    return head.size() >= sizeof(agent::format::kMagic) &&
+           std::memcmp(head.data(), agent::format::kMagic, sizeof agent::format::kMagic) == 0;
+  };
+  imp.load = [](const std::filesystem::path& p, const LoadOptions& options) -> StatusOr<Trace> {
+    return native::load_captures({p}, options);
   };
   return imp;
 }

@@ -1,8 +1,152 @@
+// Importer registry and load_trace: open, detect compression by magic bytes, decompress as a stream, sniff
+// the head, dispatch to the importer that claims it. Every error message starts with the file path.
+#include <exception>
+#include <mutex>
+#include <new>
+
+#include "importers/byte_sources.h"
+#include "importers/importers_internal.h"
 #include "profile_train/trace/importer.h"
 
 namespace profile_train::trace {
-// Stub: filled by the trace component owner.
-StatusOr<Trace> load_trace(const std::filesystem::path& path, const LoadOptions&) {
-  return Unsupported(path.string() + ": no importer implemented yet");
+namespace {
+
+struct Registry {
+  std::mutex mu;
+  std::vector<Importer> list;
+};
+
+// Built-ins are registered once, on first use (function-local static: thread-safe initialisation).
+// The native reader goes first: it claims its files by a magic header, the JSON importer by a '{' or '['.
+Registry& registry() {
+  static Registry* r = [] {
+    auto* reg = new Registry;  // never destroyed: importers may be used from static destructors
+    reg->list.push_back(make_native_importer());
+    reg->list.push_back(make_kineto_json_importer());
+    return reg;
+  }();
+  return *r;
 }
+
+constexpr size_t kSniffBytes = 4096;
+
+std::string printable_prefix(std::string_view head) {
+  std::string out;
+  for (char c : head.substr(0, 16)) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u < 0x7f) {
+      out += c;
+    } else {
+      static const char* hex = "0123456789abcdef";
+      out += "\\x";
+      out += hex[u >> 4];
+      out += hex[u & 15];
+    }
+  }
+  return out;
+}
+
+bool all_whitespace(std::string_view s) {
+  for (char c : s)
+    if (c != ' ' && c != '\n' && c != '\r' && c != '\t') return false;
+  return true;
+}
+
+// The shared path of load_trace / load_trace_bytes. `raw` yields the file's bytes as stored.
+StatusOr<Trace> load_from(ByteSource& raw, std::function<uint64_t()> raw_position, uint64_t raw_total,
+                          const std::filesystem::path* path, const LoadOptions& options) {
+  const std::string& name = raw.name();
+  detail::GuardSource raw_peek(raw, UINT64_MAX, nullptr, nullptr, 0);
+  auto magic = raw_peek.peek(2);
+  if (!magic.ok()) return magic.status();
+  if (magic->empty()) return BadInput(name + ": empty file");
+
+  std::unique_ptr<detail::GzipSource> gz;
+  ByteSource* decoded = &raw_peek;
+  const bool is_gzip = magic->size() == 2 && static_cast<unsigned char>((*magic)[0]) == 0x1f &&
+                       static_cast<unsigned char>((*magic)[1]) == 0x8b;
+  if (is_gzip) {
+    gz = std::make_unique<detail::GzipSource>(raw_peek);
+    decoded = gz.get();
+  } else if (raw_total > options.max_uncompressed_bytes) {
+    return ResourceExhausted(name + ": file is " + std::to_string(raw_total) + " bytes, more than the limit of " +
+                             std::to_string(options.max_uncompressed_bytes));
+  }
+  detail::GuardSource stream(*decoded, options.max_uncompressed_bytes, options.progress, std::move(raw_position),
+                             raw_total);
+  auto head = stream.peek(kSniffBytes);
+  if (!head.ok()) return head.status();
+  if (head->empty()) return BadInput(name + ": empty file (nothing after decompression)");
+  if (head->size() < kSniffBytes && all_whitespace(*head)) return BadInput(name + ": empty file (only whitespace)");
+
+  std::vector<Importer> candidates;
+  {
+    Registry& reg = registry();
+    std::lock_guard<std::mutex> lock(reg.mu);
+    candidates = reg.list;
+  }
+  for (const Importer& imp : candidates) {
+    if (!imp.sniff || !imp.sniff(*head)) continue;
+    StatusOr<Trace> result = Internal(name + ": importer '" + imp.name + "' has no loader");
+    if (imp.load_stream) {
+      result = imp.load_stream(stream, options);
+    } else if (imp.load && path != nullptr) {
+      result = imp.load(*path, options);
+    } else if (imp.load) {
+      result = Unsupported(name + ": the '" + imp.name + "' reader needs a file path");
+    }
+    if (result.ok() && result->meta.source_files.empty()) result->meta.source_files.push_back(name);
+    return result;
+  }
+  return BadInput(name + ": not JSON and not a known trace format (starts with \"" + printable_prefix(*head) +
+                  "\")");
+}
+
+template <typename F>
+StatusOr<Trace> guarded(const std::string& name, F&& f) {
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    return ResourceExhausted(name + ": out of memory while loading");
+  } catch (const std::exception& e) {
+    return Internal(name + ": unexpected error while loading: " + e.what());
+  }
+}
+
+}  // namespace
+
+void register_importer(Importer importer) {
+  Registry& reg = registry();
+  std::lock_guard<std::mutex> lock(reg.mu);
+  for (auto& existing : reg.list) {
+    if (existing.name == importer.name) {  // same name replaces (lets tests and plugins override)
+      existing = std::move(importer);
+      return;
+    }
+  }
+  reg.list.push_back(std::move(importer));
+}
+
+const std::vector<Importer>& importers() {
+  // Callers get the live list; register importers at start-up, before loading concurrently.
+  return registry().list;
+}
+
+StatusOr<Trace> load_trace(const std::filesystem::path& path, const LoadOptions& options) {
+  const std::string name = path.string();
+  return guarded(name, [&]() -> StatusOr<Trace> {
+    auto file = detail::FileSource::open(name);
+    if (!file.ok()) return file.status();
+    detail::FileSource* f = file->get();
+    return load_from(*f, [f] { return f->consumed(); }, f->size(), &path, options);
+  });
+}
+
+StatusOr<Trace> load_trace_bytes(std::string_view bytes, const std::string& name, const LoadOptions& options) {
+  return guarded(name, [&]() -> StatusOr<Trace> {
+    detail::MemorySource mem(bytes, name);
+    return load_from(mem, [&mem] { return mem.consumed(); }, bytes.size(), nullptr, options);
+  });
+}
+
 }  // namespace profile_train::trace

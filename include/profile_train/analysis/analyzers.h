@@ -1,0 +1,123 @@
+// The analyzers behind build_report(): small stateless functions over a trace::Trace, one concern each.
+// Public so that tests (and other components, e.g. the tuner) can call one analyzer on its own.
+//
+// Units: times are integer nanoseconds (trace clock) unless a name says otherwise; fractions are 0..1.
+// Nothing here owns the trace; every result is plain data, copied out.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "profile_train/trace/model.h"
+
+namespace profile_train::analysis {
+
+using trace::TimeNs;
+
+// ---- Interval algebra (half-open [start, end)) -------------------------------------------------------------
+struct Interval {
+  TimeNs start = 0;
+  TimeNs end = 0;
+};
+using Intervals = std::vector<Interval>;
+
+Intervals merge_intervals(Intervals v);                              // sorted, non-overlapping, non-empty
+Intervals intersect_intervals(const Intervals& a, const Intervals& b);  // inputs merged
+Intervals subtract_intervals(const Intervals& a, const Intervals& b);   // a \ b, inputs merged
+Intervals clip_intervals(const Intervals& merged, TimeNs start, TimeNs end);
+TimeNs total_length(const Intervals& v);
+
+// ---- Event classification --------------------------------------------------------------------------------
+// Runtime / driver API name without a CUPTI version suffix ("cudaLaunchKernel_v7000" -> "cudaLaunchKernel").
+std::string_view runtime_base_name(std::string_view name);
+bool is_launch_call(std::string_view runtime_name);       // kernel launch (cuda/hip/driver/graph)
+bool is_sync_call(std::string_view runtime_name);         // host-blocking synchronization
+bool is_communication_kernel(std::string_view kernel_name);  // NCCL / RCCL collective kernels
+bool is_dataloader_annotation(std::string_view name);     // enumerate(DataLoader)#...__next__, DataPipe
+bool is_step_annotation(std::string_view name);           // ProfilerStep#N
+bool is_optimizer_step_annotation(std::string_view name); // Optimizer.step#X.step
+
+// Kernel name heuristics (documented in reports/REPORT_FORMAT.md, "Kernel classes").
+bool is_tensor_core_kernel(std::string_view kernel_name);
+bool is_fp32_tc_eligible_kernel(std::string_view kernel_name);
+bool is_fp64_kernel(std::string_view kernel_name);
+bool is_conv_kernel(std::string_view kernel_name);
+std::string kernel_category(std::string_view kernel_name);  // "communication", "conv", "gemm", ...
+
+// ---- Steps ------------------------------------------------------------------------------------------------
+enum class StepSource { kProfilerStep, kNvtxStep, kOptimizerAnnotation, kDataLoaderAnnotation, kWholeTrace };
+const char* to_string(StepSource s);
+
+struct Step {
+  std::string name;
+  TimeNs host_start = 0, host_end = 0;  // the CPU-side annotation
+  TimeNs start = 0, end = 0;            // the analysis window (host span extended to its GPU work)
+  int64_t device_activities = 0;        // GPU activities launched from inside the host span
+  TimeNs duration() const { return end - start; }
+};
+
+struct StepInfo {
+  StepSource source = StepSource::kWholeTrace;
+  std::vector<Step> steps;
+  int64_t main_pid = -1, main_tid = -1;  // thread carrying the step annotations (-1 if none)
+  int64_t dropped_tail_steps = 0;        // trailing steps dropped because their GPU work was not captured
+  std::vector<std::string> notes;
+};
+
+// Shared lookups built once per trace (indices into trace.events).
+struct TraceIndex {
+  std::vector<size_t> kernels, memcpys, memsets, syncs, runtimes, cpu_ops;  // runtimes include driver calls
+  std::unordered_map<int64_t, size_t> runtime_by_correlation;
+  std::unordered_map<int64_t, std::vector<size_t>> gpu_by_correlation;  // kernel/memcpy/memset
+  std::unordered_map<int64_t, size_t> op_by_external_id;  // innermost cpu_op carrying an external id
+  int32_t main_device = -1;  // device with the most GPU busy time (-1 if no GPU activity)
+  bool has_gpu_activity = false;
+  bool has_cpu_ops = false;
+};
+TraceIndex build_index(const trace::Trace& t);
+
+// Step windows: ProfilerStep#N (CPU side), NVTX ProfilerStep#N (native), Optimizer.step ranges, DataLoader
+// __next__ ranges, else the whole trace. GPU-using steps are extended to the end of the GPU work they launched
+// and start where the previous one ended, as the TensorBoard plugin did (tb_plugin event_parser.py).
+StepInfo detect_steps(const trace::Trace& t, const TraceIndex& idx);
+
+// ---- Breakdown (TensorBoard-plugin priority carving) ------------------------------------------------------
+// Role order: kernel, memcpy, memset, communication, runtime, data_loading, cpu, other.
+inline constexpr int kNumRoles = 8;
+extern const char* const kRoleNames[kNumRoles];
+struct StepBreakdown {
+  TimeNs role_ns[kNumRoles] = {};  // carved time per role; sums to the step duration
+  TimeNs total_ns = 0;
+};
+struct RoleRanges {
+  Intervals role[kNumRoles - 1];  // merged intervals per role before carving (no "other")
+};
+RoleRanges build_role_ranges(const trace::Trace& t, const TraceIndex& idx);
+StepBreakdown carve_step(const RoleRanges& roles, TimeNs start, TimeNs end);
+
+// ---- Idle time (HTA v0.5.0 definition) --------------------------------------------------------------------
+struct IdleBreakdown {
+  TimeNs host_wait = 0, kernel_wait = 0, other = 0;  // summed per-stream gaps
+  TimeNs total() const { return host_wait + kernel_wait + other; }
+};
+// Gaps before each GPU activity on each stream of `device`, for activities starting inside the windows.
+// host_wait: the activity's runtime call started after the previous activity ended; kernel_wait: gap shorter
+// than `kernel_wait_ns`; other: the rest.
+IdleBreakdown idle_breakdown(const trace::Trace& t, const TraceIndex& idx, int32_t device,
+                             const std::vector<Step>& windows, TimeNs kernel_wait_ns = 30'000);
+
+// ---- Facts and verdict ------------------------------------------------------------------------------------
+// Recorded facts (trace.facts) merged over inferred ones; `facts.inferred` lists inferred dotted paths.
+nlohmann::json infer_facts(const trace::Trace& t, const TraceIndex& idx);
+
+// Picks the bottleneck from an otherwise complete report (reads breakdown, gpu, host, communication,
+// source, steps). Returns {bottleneck, confidence, summary, evidence[]}.
+nlohmann::json decide_verdict(const nlohmann::json& report);
+
+}  // namespace profile_train::analysis

@@ -1,0 +1,28 @@
+// The dotted report paths that rules may name (derived from reports/REPORT_FORMAT.md, report format 1.x).
+// This is the single list the rule loader checks `when`, `gain` and evidence expressions against: a path
+// not listed here is a load-time error. Add a path here when the report format gains one (minor version).
+#pragma once
+
+#include <span>
+#include <string_view>
+
+namespace profile_train::rules {
+
+// Static type of a metric, used for load-time type checks of expressions. Any value may also be null or
+// absent in a given report (see the missing-value semantics in expr.h).
+enum class MetricType { kNumber, kBool, kString, kList, kObject };
+
+struct MetricPath {
+  std::string_view path;  // e.g. "breakdown.data_loading"
+  MetricType type;
+};
+
+// Every valid leaf path and every intermediate object path ("gpu.memcpy.h2d", "device"), sorted by path.
+std::span<const MetricPath> metric_paths();
+
+// nullptr when `path` is not a valid metric path.
+const MetricPath* find_metric(std::string_view path);
+
+std::string_view metric_type_name(MetricType type);
+
+}  // namespace profile_train::rules

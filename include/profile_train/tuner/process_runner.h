@@ -1,0 +1,90 @@
+// The production TrialRunner: each measurement runs `profile-train run --out DIR -- CMD...` as a child
+// process (fork + exec, never through a shell) in its own process group, with a timeout that kills the
+// group, output captured to DIR/trial.log, out-of-memory detection, and DIR/report.json read back.
+// Knobs reach the target as workload flags, as {placeholders} substituted inside argv elements, or as
+// PROFILE_TRAIN_OVERRIDES (JSON) read by the Python shim. Owner: tuner component. Linux only.
+#pragma once
+
+#include <atomic>
+#include <filesystem>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "profile_train/tuner/knobs.h"
+#include "profile_train/tuner/trial.h"
+
+namespace profile_train::tuner {
+
+struct TuneTarget {
+  enum class Kind {
+    kWorkload,  // the built-in LibTorch workload: knobs become its flags
+    kCommand,   // any command: knobs become {placeholders} and/or shim overrides
+  };
+  Kind kind = Kind::kCommand;
+  std::filesystem::path workload_binary;     // kWorkload: profile-train-workload
+  std::string model;                         // kWorkload: cnn | mlp | transformer
+  std::vector<std::string> args;             // kWorkload: extra workload flags; kCommand: argv with placeholders
+};
+
+// Placeholders ({name}) of known knobs found in argv, by canonical knob name.
+std::set<std::string> placeholders_in(const std::vector<std::string>& argv);
+// argv with every {knob} placeholder (canonical name or alias) replaced by the config's value. Braces that
+// do not name a known knob are left untouched (e.g. Python f-strings in `-c` code). A placeholder whose knob
+// has no value in `config` is an InvalidArgument.
+StatusOr<std::vector<std::string>> substitute_placeholders(const std::vector<std::string>& argv,
+                                                           const Config& config);
+// PROFILE_TRAIN_OVERRIDES for the knobs of `config` that the shim can apply, except those in `skip`
+// (already passed as placeholders). Typed: integers as numbers, booleans as true/false, amp as a string.
+nlohmann::json overrides_for(const Config& config, const std::set<std::string>& skip);
+// The workload's argv (without the binary): --model M, the user's flags minus those a knob sets, then the
+// knobs' flags and --result FILE.
+std::vector<std::string> workload_args(const TuneTarget& target, const Config& config,
+                                       const std::filesystem::path& result_file);
+
+struct ProcessRunnerOptions {
+  std::filesystem::path self_exe;              // the profile-train binary (its `run` subcommand is used)
+  std::filesystem::path out_dir;               // trials go to out_dir/trials/NNN-rK/
+  std::vector<std::string> run_args;           // extra options for `run` (before `--`)
+  TuneTarget target;
+  const std::atomic<bool>* interrupted = nullptr;
+  double term_grace_s = 3;                     // SIGTERM -> SIGKILL delay when stopping a trial
+};
+
+class ProcessTrialRunner : public TrialRunner {
+ public:
+  explicit ProcessTrialRunner(ProcessRunnerOptions options);
+  Measurement run(const Config& config, const RunContext& context) override;
+
+  // The full argv (argv[0] = self_exe) and the extra environment of one measurement (for tests / dry runs).
+  StatusOr<std::vector<std::string>> command_for(const Config& config, const std::filesystem::path& dir,
+                                                 std::vector<std::string>* extra_env) const;
+
+ private:
+  ProcessRunnerOptions options_;
+  long long known_batch_ = 0;  // facts.dataloader.batch_size seen in an earlier report
+};
+
+// Outcome of one child process (exposed for tests of the process handling).
+struct ChildResult {
+  bool started = false;
+  bool timed_out = false;
+  bool interrupted = false;
+  int exit_code = 0;       // exit status, or 128 + signal
+  int term_signal = 0;     // signal that ended it (0 when it exited)
+  double duration_s = 0;
+  std::string start_error; // when !started
+};
+// Runs argv (no shell) in a new process group, stdout+stderr to `log_file`, stdin from /dev/null, with
+// `extra_env` ("K=V") added to the environment. Kills the whole group at timeout_s (> 0) or when
+// *interrupted becomes true (SIGTERM, then SIGKILL after grace_s).
+ChildResult run_child(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,
+                      const std::filesystem::path& log_file, double timeout_s,
+                      const std::atomic<bool>* interrupted, double grace_s);
+
+// The last `max_bytes` of a file ("" when unreadable).
+std::string read_tail(const std::filesystem::path& file, size_t max_bytes);
+
+}  // namespace profile_train::tuner

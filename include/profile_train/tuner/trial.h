@@ -1,0 +1,95 @@
+// One trial = one configuration measured one or more times. The TrialRunner seam runs ONE measurement
+// (one process: `profile-train run -- CMD` in production, a synthetic response surface in tests); the tuner
+// aggregates repeats, estimates noise and decides. Owner: tuner component.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "profile_train/common/status.h"
+#include "profile_train/tuner/knobs.h"
+
+namespace profile_train::tuner {
+
+enum class RunStatus {
+  kOk,
+  kOom,          // out of memory (CUDA OOM message, torch OutOfMemoryError, or killed by the kernel OOM killer)
+  kOverMemory,   // finished, but its peak memory is above --max-memory
+  kCrashed,      // non-zero exit for another reason, or it could not be started
+  kTimedOut,     // hit the per-trial timeout, or stopped early as clearly slower than the best trial
+  kNoMetric,     // exited 0 but no step time could be read (no report.json / no steps)
+  kInterrupted,  // Ctrl-C during the measurement
+};
+std::string_view to_string(RunStatus status);
+
+// What the runner needs to know about the measurement it is asked for.
+struct RunContext {
+  int trial_index = 0;      // 1-based trial number (stable across repeats of one trial)
+  int repeat = 0;           // 0-based repeat within the trial
+  double timeout_s = 0;     // kill the measurement after this many seconds (0 = no limit)
+  std::string timeout_reason;  // why this limit (shown when the trial is stopped by it)
+};
+
+// One measurement (one process run).
+struct Measurement {
+  RunStatus status = RunStatus::kCrashed;
+  double throughput = 0;       // samples/s when per_sample, else steps/s; > 0 only when status == kOk
+  bool per_sample = false;
+  double step_ms = 0;          // mean step wall time over the measured window (warmup excluded)
+  long long steps = 0;         // steps in the measured window
+  std::optional<double> peak_memory_bytes;
+  double duration_s = 0;       // wall time of the whole process
+  int exit_code = 0;           // process exit status (128 + signal when killed)
+  std::string message;         // one line: why it failed (last log line, OOM text, ...)
+  std::string dir;             // folder with report.json / trial.log ("" for fake runners)
+  nlohmann::json report;       // the run's report.json (null when none was written)
+};
+
+// The seam between the search and the world. Implementations must not throw.
+class TrialRunner {
+ public:
+  virtual ~TrialRunner() = default;
+  virtual Measurement run(const Config& config, const RunContext& context) = 0;
+};
+
+// Fills throughput / per_sample / step_ms / steps / peak memory of `m` from a report.json: the metric is
+// batch_size / steps.mean_ms (samples/s) where the batch size is known (config's batch_size, else
+// facts.dataloader.batch_size, else `known_batch` when > 0), otherwise 1000 / steps.mean_ms (steps/s).
+// BadInput when the report has no usable step time.
+Status metric_from_report(const nlohmann::json& report, const Config& config, long long known_batch,
+                          Measurement* m);
+
+// The batch size a report's facts record (facts.dataloader.batch_size), or 0.
+long long batch_from_facts(const nlohmann::json& report);
+
+// True when a process log shows an out-of-memory failure (CUDA OOM, torch.OutOfMemoryError, the CPU
+// allocator failing, CUBLAS/cuDNN allocation failures).
+bool looks_like_oom(std::string_view log_text);
+
+// All measurements of one configuration, aggregated.
+struct Trial {
+  int index = 0;                 // 1-based
+  Config config;
+  std::string reason;            // why the search tried it ("baseline", "recommendation dataloader-workers", ...)
+  RunStatus status = RunStatus::kCrashed;  // kOk when at least one measurement succeeded and none failed
+  std::vector<double> values;    // throughput of each successful measurement
+  double mean = 0;               // mean of values
+  double stddev = 0;             // sample standard deviation of values (0 with one value)
+  bool per_sample = false;
+  bool early_stopped = false;    // repeats skipped: clearly slower than the best after the first measurement
+  bool accepted = false;         // became the new best (guided) / is a new running best (grid)
+  int measurements = 0;          // processes run for this trial
+  double duration_s = 0;         // sum over its measurements
+  std::optional<double> peak_memory_bytes;
+  std::string message;
+  std::vector<std::string> dirs; // per-measurement output folders
+  nlohmann::json diagnosis;      // {bottleneck, confidence, summary, recommendations:[{id,title,knobs}]}
+  nlohmann::json report;         // last report.json (in memory only; not written into tune.json)
+  bool ok() const { return status == RunStatus::kOk && !values.empty(); }
+};
+
+}  // namespace profile_train::tuner

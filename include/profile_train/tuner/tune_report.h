@@ -1,0 +1,50 @@
+// tune.json (versioned) and tune.html (self-contained) for a tuning session, plus the code change that makes
+// the best configuration permanent. Pure functions over the session's result. Owner: tuner component.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "profile_train/common/status.h"
+#include "profile_train/tuner/process_runner.h"
+#include "profile_train/tuner/tuner.h"
+
+namespace profile_train::tuner {
+
+inline constexpr std::string_view kTuneSchemaVersion = "1.0";
+
+struct TuneReportContext {
+  TuneTarget target;                 // what was tuned (argv / workload flags)
+  std::string strategy;
+  TuneOptions options;               // budget figures shown in the report
+  std::string tool_version;
+  std::string metric_note;           // e.g. "samples/s = batch_size / steps.mean_ms over the measured window"
+};
+
+// Speedup of `best` over `baseline` with a 1-sigma uncertainty from the standard errors of both means
+// (relative errors added in quadrature; the pooled relative noise stands in for a trial with one value).
+struct Speedup {
+  double value = 0;
+  double sigma = 0;
+};
+Speedup speedup_of(const Trial& best, const Trial& baseline, double pooled_relative_sd);
+
+// The change that keeps the best configuration: {summary, changes:[{knob,from,to}], python (edits for a
+// PyTorch script), command (argv with the best values, for placeholder commands / the workload)}.
+nlohmann::json code_change(const Config& baseline, const Config& best, const TuneTarget& target,
+                           bool on_gpu);
+
+// The whole tune.json document.
+nlohmann::json tune_json(const TuneResult& result, const KnobSpace& space, const TuneReportContext& ctx);
+// A self-contained HTML page for a tune.json document; every string from the document is escaped.
+std::string tune_html(const nlohmann::json& tune);
+// Escapes & < > " ' for HTML text and attribute values.
+std::string html_escape(std::string_view text);
+
+// Writes `content` to `path` atomically (temp file + rename), so a reader never sees half a file.
+Status write_file_atomic(const std::filesystem::path& path, const std::string& content);
+
+}  // namespace profile_train::tuner

@@ -1,0 +1,131 @@
+// The tuning session (budget, repeats, noise, significance, early stop) and the search strategies:
+//  - guided (default): baseline with repeats -> diagnose (the report's recommendations and verdict) -> try the
+//    knob the top applicable recommendation maps to -> keep a change only when its gain beats the measured
+//    noise -> re-diagnose from the new best -> ... until no knob helps or the budget is spent.
+//  - grid: the full cartesian product, for comparison.
+// Owner: tuner component. Single-threaded; the runner is called synchronously.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "profile_train/tuner/knobs.h"
+#include "profile_train/tuner/trial.h"
+
+namespace profile_train::tuner {
+
+struct TuneOptions {
+  std::string strategy = "guided";
+  int max_trials = 0;            // configurations measured (repeats count as one trial); 0 = no limit
+  double time_budget_s = 0;      // wall time for the whole sweep; 0 = no limit
+  double trial_timeout_s = 0;    // per measurement; 0 = no limit
+  int repeats = 2;               // measurements per trial
+  int baseline_repeats = 3;      // measurements of the baseline (noise estimate); at least `repeats`
+  double min_gain = 0.02;        // a change must gain more than this fraction ...
+  double noise_k = 2.0;          // ... and more than noise_k standard errors of the difference
+  double early_stop_fraction = 0.15;  // first measurement this much below the best -> skip the repeats
+  double slow_kill_factor = 4.0; // kill a measurement running > this x the best trial's (batch-scaled) time
+  std::optional<double> max_memory_bytes;  // peak memory cap (trials above it count as over-memory)
+  std::function<double()> now_s;           // clock in seconds (default: steady clock); injectable for tests
+  const std::atomic<bool>* interrupted = nullptr;  // set by a SIGINT handler: stop after the current trial
+  std::function<void(const Trial&, const class Tuner&)> on_trial;  // after every trial (progress line)
+  std::function<void(const class Tuner&)> on_update;  // after every trial and every new best (tune.json)
+};
+
+struct TuneResult {
+  std::vector<Trial> trials;
+  int baseline = -1;             // index into trials, -1 when no baseline could be measured
+  int best = -1;                 // index into trials
+  std::string stop_reason;       // "search finished", "max trials reached", "time budget spent", "interrupted", ...
+  bool complete = false;         // false when the budget or Ctrl-C cut the search short
+  std::vector<std::string> log;  // the search's decisions, in order
+  double pooled_relative_sd = 0; // pooled relative standard deviation of repeats (0 when not measured)
+  int noise_samples = 0;         // degrees of freedom behind pooled_relative_sd
+  double elapsed_s = 0;          // wall time of the search
+  int oom_trials = 0;            // trials that ran out of memory or went over --max-memory
+  int failed_trials = 0;         // trials that crashed, timed out or gave no metric
+};
+
+class Tuner {
+ public:
+  Tuner(KnobSpace space, TuneOptions options, TrialRunner& runner);
+
+  // Runs the configured strategy to the end (or until the budget / Ctrl-C stops it).
+  TuneResult run();
+
+  // ---- used by strategies -----------------------------------------------------------------------------
+  // Measures `config` (repeats as configured; `repeats_override` > 0 forces a count). Returns the trial
+  // index, or -1 when the budget is spent / interrupted. A config already measured returns its old index
+  // without a new trial.
+  int evaluate(const Config& config, const std::string& reason, int repeats_override = 0);
+  // The already-measured trial for `config`, or -1.
+  int find(const Config& config) const;
+  bool budget_left() const;  // false once max trials / time budget / Ctrl-C stop the search (reason kept)
+  bool interrupted() const;
+  // True when trial `candidate` beats trial `reference` by more than threshold().
+  bool significantly_better(int candidate, int reference) const;
+  // significantly_better, but a marginal win is first confirmed by measuring both trials twice more.
+  bool better(int candidate, int reference);
+  // The relative gain `candidate` must exceed over `reference`: max(min_gain, noise_k x t-factor(dof) x
+  // standard error of the difference of the means from the pooled relative noise).
+  double threshold(int candidate, int reference) const;
+  // A config that is at least as large as a batch size that ran out of memory with the same other knobs.
+  bool known_to_oom(const Config& config) const;
+  void note(std::string line);   // appended to the decision log
+  void set_best(int index);      // marks a trial accepted and makes it the best
+  int best() const { return result_.best; }
+  int baseline() const { return result_.baseline; }
+  void set_baseline(int index) { result_.baseline = index; }
+  const Trial& trial(int index) const { return result_.trials.at(index); }
+  const std::vector<Trial>& trials() const { return result_.trials; }
+  const KnobSpace& space() const { return space_; }
+  const KnobRange* range(const std::string& knob) const;
+  const TuneOptions& options() const { return options_; }
+  const TuneResult& result() const { return result_; }
+  double elapsed_s() const;
+  // Pooled relative standard deviation over trials with >= 2 successful measurements, and its d.o.f.
+  std::pair<double, int> pooled_noise() const;
+
+ private:
+  double timeout_for(const Config& config) const;
+  // Runs up to `n` more measurements of `t` (stops at a failure; early stop below best_mean when > 0).
+  void measure(Trial& t, int n, double best_mean);
+  void finish_trial(Trial& t);
+
+  KnobSpace space_;
+  TuneOptions options_;
+  TrialRunner& runner_;
+  TuneResult result_;
+  double start_s_ = 0;
+  mutable std::string stop_;      // set (by budget_left) when the budget / interrupt ends the search
+};
+
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  virtual void search(Tuner& tuner) = 0;
+};
+// "guided" or "grid"; nullptr for an unknown name.
+std::unique_ptr<Strategy> make_strategy(std::string_view name);
+
+// ---- diagnosis -> knobs (exposed for tests and for the report) ------------------------------------------
+// Knobs a recommendation maps to: its `knobs` list when present (knob names, override keys or objects with
+// "name"/"knob"), else by rule id (dataloader-workers -> num_workers, pin-memory -> pin_memory, amp -> amp,
+// batch-size -> batch_size, ...).
+std::vector<std::string> knobs_for_recommendation(const nlohmann::json& recommendation);
+// Knobs that address a verdict.bottleneck value (input_pipeline -> num_workers, prefetch_factor, ...).
+std::vector<std::string> knobs_for_bottleneck(std::string_view bottleneck);
+// Ordered knobs the report points to: recommendations in order, then the verdict's knobs (no duplicates).
+std::vector<std::string> diagnosed_knobs(const nlohmann::json& report);
+// Compact diagnosis kept per trial in tune.json.
+nlohmann::json summarize_diagnosis(const nlohmann::json& report);
+
+}  // namespace profile_train::tuner

@@ -1,0 +1,525 @@
+"""profile-train Python shim: step and phase ranges + configuration facts, with no change to the user's script.
+
+Loaded by the sitecustomize.py next to it (put on PYTHONPATH by `profile-train run`). It waits until the program
+imports torch, then patches:
+  - DataLoader iterator __next__       -> `ProfilerStep#N` (step boundaries) and
+                                          `enumerate(DataLoader)#<Iter>.__next__` (data wait)
+  - nn.Module.__call__ of the top-level model (first module with parameters called on the main thread)
+                                       -> `## forward ##` (and torch.autocast when an amp override asks for it)
+  - Tensor.backward / autograd.backward -> `## backward ##`
+  - optimizer step (global hooks)       -> `Optimizer.step#<Class>.step`; without a DataLoader a step ends here
+  - Optimizer.zero_grad                 -> `Optimizer.zero_grad#<Class>.zero_grad`
+  - DataLoader.__init__                 -> overrides from PROFILE_TRAIN_OVERRIDES, DataLoader facts
+  - DataLoader worker fetches           -> `## dataloader worker fetch ##` in worker processes, and a flush mark
+                                          before a worker leaves through os._exit
+Ranges go through NVTX (torch.cuda.nvtx, else ctypes on libnvtx3interop), which the profile-train agent
+records. Facts are written as JSON to $PROFILE_TRAIN_OUT/facts-<pid>.json at step boundaries (at most once a
+second) and at exit. Everything is best effort: a failure here disables the shim, never the user's program.
+
+Environment: PROFILE_TRAIN_OUT, PROFILE_TRAIN_WARMUP_STEPS, PROFILE_TRAIN_STEPS, PROFILE_TRAIN_OVERRIDES (JSON:
+dataloader.num_workers / pin_memory / batch_size / prefetch_factor / persistent_workers, amp.dtype off|bf16|fp16).
+"""
+
+import atexit
+import ctypes
+import glob
+import importlib
+import importlib.abc
+import importlib.util
+import json
+import os
+import sys
+import threading
+import time
+
+_CONTROL_FLUSH = "profile_train:flush"
+_CONTROL_STOP = "profile_train:capture_stop"
+_CONTROL_DISCARD = "profile_train:discard_next_pop"
+
+
+def _env_int(name, default=0):
+    try:
+        return max(0, int(os.environ.get(name, default)))
+    except ValueError:
+        return default
+
+
+class _Nvtx:
+    """push/pop/mark through torch.cuda.nvtx when it works, else ctypes on libnvtx3interop; else no-ops."""
+
+    def __init__(self):
+        self.push = self.pop = self.mark = None
+        self.backend = "none"
+
+    def bind(self, torch):
+        try:
+            nv = torch.cuda.nvtx
+            nv.mark("profile_train:probe")  # a control mark: the agent ignores it
+            self.push, self.pop, self.mark = nv.range_push, nv.range_pop, nv.mark
+            self.backend = "torch.cuda.nvtx"
+            return
+        except Exception:
+            pass
+        candidates = []
+        for base in sys.path:
+            candidates += glob.glob(os.path.join(base, "nvidia", "cu*", "lib", "libnvtx3interop.so*"))
+        candidates += ["libnvtx3interop.so.1", "/usr/local/cuda/lib64/libnvtx3interop.so.1"]
+        for c in candidates:
+            try:
+                lib = ctypes.CDLL(c)
+                lib.nvtxRangePushA.argtypes = [ctypes.c_char_p]
+                lib.nvtxMarkA.argtypes = [ctypes.c_char_p]
+                self.push = lambda m, _f=lib.nvtxRangePushA: _f(m.encode())
+                self.pop = lib.nvtxRangePop
+                self.mark = lambda m, _f=lib.nvtxMarkA: _f(m.encode())
+                self.backend = "ctypes:" + c
+                return
+            except Exception:
+                continue
+        self.push = self.pop = self.mark = lambda *a: None
+
+
+class _Shim:
+    def __init__(self):
+        self.nvtx = _Nvtx()
+        self.out = os.environ.get("PROFILE_TRAIN_OUT", "")
+        self.warmup = _env_int("PROFILE_TRAIN_WARMUP_STEPS")
+        self.steps = _env_int("PROFILE_TRAIN_STEPS")
+        try:
+            self.overrides = json.loads(os.environ.get("PROFILE_TRAIN_OVERRIDES", "") or "{}")
+            if not isinstance(self.overrides, dict):
+                self.overrides = {}
+        except ValueError:
+            self.overrides = {}
+        self.pid = os.getpid()
+        self.is_worker = False
+        self.active = True          # False once warmup + steps were emitted (bounded capture)
+        self.step_open = False
+        self.step_index = 0
+        self.loader_mode = False     # steps are delimited by DataLoader iterations
+        self.fwd_depth = 0
+        self.bwd_depth = 0
+        self.model_id = None
+        self.model_ref = None
+        self.autocast_ctx = None
+        self.facts = {"capture": {"shim": True, "warmup_steps": self.warmup, "steps": self.steps}}
+        if self.overrides:
+            self.facts["overrides"] = dict(self.overrides)
+        self.facts_written_at = 0.0
+        self.torch = None
+        self.lock = threading.Lock()
+        self.errors = []
+
+    # ---- ranges -------------------------------------------------------------------------------------------
+    def main_thread(self):
+        return threading.get_ident() == threading.main_thread().ident
+
+    def open_step(self):
+        if self.step_open:
+            self.nvtx.pop()
+            self.step_open = False
+        if self.steps and self.step_index >= self.warmup + self.steps:
+            if self.active:
+                self.active = False
+                self.nvtx.mark(_CONTROL_STOP)
+                self.write_facts(force=True)
+            return
+        self.nvtx.push("ProfilerStep#%d" % self.step_index)
+        self.step_index += 1
+        self.step_open = True
+        self.maybe_write_facts()
+
+    def close_step(self, discard=False):
+        if self.step_open:
+            if discard:
+                self.nvtx.mark(_CONTROL_DISCARD)
+                self.step_index -= 1
+            self.nvtx.pop()
+            self.step_open = False
+
+    # ---- facts --------------------------------------------------------------------------------------------
+    def maybe_write_facts(self):
+        if time.monotonic() - self.facts_written_at >= 1.0:
+            self.write_facts()
+
+    def collect_runtime_facts(self):
+        torch = self.torch
+        f = self.facts
+        try:
+            f["cudnn"] = {"benchmark": bool(torch.backends.cudnn.benchmark)}
+            f["tf32"] = {"matmul": bool(torch.backends.cuda.matmul.allow_tf32),
+                         "cudnn": bool(torch.backends.cudnn.allow_tf32)}
+            gpu = f.setdefault("gpu", {})
+            initialized = torch.cuda.is_initialized()
+            gpu["available"] = bool(initialized and torch.cuda.is_available())
+            if initialized:
+                gpu["count"] = torch.cuda.device_count()
+                dev = torch.cuda.current_device()
+                props = torch.cuda.get_device_properties(dev)
+                gpu["name"] = props.name
+                gpu["memory_total_bytes"] = int(props.total_memory)
+                gpu["memory_peak_bytes"] = int(torch.cuda.max_memory_allocated(dev))
+            ws = os.environ.get("WORLD_SIZE")
+            if torch.distributed.is_available() and torch.distributed.is_initialized():
+                f["distributed"] = {"world_size": torch.distributed.get_world_size(),
+                                    "backend": str(torch.distributed.get_backend())}
+            elif ws:
+                f["distributed"] = {"world_size": int(ws)}
+            f["versions"] = {"torch": torch.__version__, "python": sys.version.split()[0]}
+            f["capture"]["steps_seen"] = self.step_index
+            f["capture"]["nvtx_backend"] = self.nvtx.backend
+        except Exception as e:  # facts are best effort
+            self.note_error("facts", e)
+
+    def write_facts(self, force=False):
+        if not self.out or self.is_worker or os.getpid() != self.pid:
+            return
+        self.facts_written_at = time.monotonic()
+        try:
+            self.collect_runtime_facts()
+            path = os.path.join(self.out, "facts-%d.json" % self.pid)
+            tmp = path + ".tmp"
+            with open(tmp, "w") as fh:
+                json.dump(self.facts, fh, default=str)
+            os.replace(tmp, path)
+        except Exception as e:
+            self.note_error("write_facts", e)
+
+    def note_error(self, where, e):
+        if len(self.errors) < 10:
+            self.errors.append("%s: %r" % (where, e))
+            self.facts["shim_errors"] = list(self.errors)
+
+    def note_model(self, module):
+        torch = self.torch
+        try:
+            params = list(module.parameters())
+            self.facts["params"] = {
+                "dtypes": sorted({str(p.dtype).replace("torch.", "") for p in params}),
+                "device": str(params[0].device) if params else None,
+                "count": int(sum(p.numel() for p in params)),
+            }
+            convs = [m for m in module.modules() if isinstance(m, torch.nn.modules.conv._ConvNd)]
+            cl = None
+            if convs and convs[0].weight.dim() == 4:
+                cl = bool(convs[0].weight.is_contiguous(memory_format=torch.channels_last)
+                          and not convs[0].weight.is_contiguous())
+            self.facts["model"] = {
+                "class": type(module).__name__,
+                "has_conv": bool(convs),
+                "channels_last": cl,
+                "dataparallel": isinstance(module, (torch.nn.DataParallel,
+                                                    torch.nn.parallel.DistributedDataParallel)),
+            }
+        except Exception as e:
+            self.note_error("model", e)
+
+    def note_autocast(self, device_type):
+        torch = self.torch
+        try:
+            enabled = bool(torch.is_autocast_enabled(device_type))
+            amp = self.facts.setdefault("amp", {})
+            amp["autocast_enabled"] = enabled
+            amp["dtype"] = str(torch.get_autocast_dtype(device_type)).replace("torch.", "") if enabled else None
+            amp.setdefault("grad_scaler", False)
+        except Exception as e:
+            self.note_error("autocast", e)
+
+
+S = _Shim()
+
+
+def _install(torch):
+    S.torch = torch
+    S.nvtx.bind(torch)
+    import torch.nn as nn
+    import torch.utils.data.dataloader as dl
+    import torch.utils.data._utils.worker as worker_mod
+    import torch.utils.data._utils.fetch as fetch_mod
+    opt_mod = importlib.import_module("torch.optim.optimizer")
+
+    def after_fork_in_child():
+        S.is_worker = True
+        S.step_open = False
+        S.active = True
+
+    os.register_at_fork(after_in_child=after_fork_in_child)
+
+    # ---- DataLoader: overrides + facts ------------------------------------------------------------------
+    orig_init = dl.DataLoader.__init__
+    import inspect
+    init_sig = inspect.signature(orig_init)
+
+    def dl_init(self, *args, **kwargs):
+        ov = S.overrides
+        if ov and not S.is_worker:
+            try:
+                ba = init_sig.bind(self, *args, **kwargs)
+                a = ba.arguments
+                for key, name in (("dataloader.num_workers", "num_workers"), ("dataloader.pin_memory", "pin_memory"),
+                                  ("dataloader.prefetch_factor", "prefetch_factor"),
+                                  ("dataloader.persistent_workers", "persistent_workers")):
+                    if key in ov:
+                        a[name] = ov[key]
+                if "dataloader.batch_size" in ov and a.get("batch_sampler") is None and \
+                        a.get("batch_size", 1) is not None:
+                    a["batch_size"] = int(ov["dataloader.batch_size"])
+                if int(a.get("num_workers", 0) or 0) == 0:
+                    a["prefetch_factor"] = None
+                    a["persistent_workers"] = False
+                args, kwargs = ba.args[1:], ba.kwargs
+            except Exception as e:
+                S.note_error("overrides", e)
+        orig_init(self, *args, **kwargs)
+
+    dl.DataLoader.__init__ = dl_init
+
+    def loader_facts(loader):
+        try:
+            S.facts["dataloader"] = {
+                "num_workers": int(loader.num_workers),
+                "pin_memory": bool(loader.pin_memory),
+                "batch_size": loader.batch_size,
+                "prefetch_factor": loader.prefetch_factor,
+                "persistent_workers": bool(loader.persistent_workers),
+            }
+        except Exception as e:
+            S.note_error("dataloader", e)
+
+    orig_iter = dl.DataLoader.__iter__
+
+    def dl_iter(self):
+        it = orig_iter(self)
+        try:
+            it._pt_loader = self
+        except Exception:
+            pass
+        return it
+
+    dl.DataLoader.__iter__ = dl_iter
+
+    base_iter = dl._BaseDataLoaderIter
+    orig_next = base_iter.__next__
+
+    def it_next(self):
+        if not S.active or S.is_worker or not S.main_thread():
+            return orig_next(self)
+        if not S.loader_mode:
+            S.loader_mode = True
+            S.close_step()
+        loader = getattr(self, "_pt_loader", None)
+        if loader is not None and "dataloader" not in S.facts:
+            loader_facts(loader)
+        S.open_step()
+        if not S.active:
+            return orig_next(self)
+        S.nvtx.push("enumerate(DataLoader)#%s.__next__" % type(self).__name__)
+        try:
+            batch = orig_next(self)
+        except StopIteration:
+            S.nvtx.pop()
+            S.close_step(discard=True)
+            raise
+        except BaseException:
+            S.nvtx.pop()
+            raise
+        S.nvtx.pop()
+        return batch
+
+    base_iter.__next__ = it_next
+
+    # ---- worker processes: fetch ranges, flush before os._exit ----------------------------------------------
+    orig_worker_loop = worker_mod._worker_loop
+
+    def worker_loop(*args, **kwargs):
+        S.is_worker = True
+        try:
+            return orig_worker_loop(*args, **kwargs)
+        finally:
+            S.nvtx.mark(_CONTROL_FLUSH)
+
+    worker_mod._worker_loop = worker_loop
+
+    for cls_name in ("_MapDatasetFetcher", "_IterableDatasetFetcher"):
+        cls = getattr(fetch_mod, cls_name, None)
+        if cls is None:
+            continue
+        orig_fetch = cls.fetch
+
+        def fetch(self, index, _orig=orig_fetch):
+            if not S.is_worker:
+                return _orig(self, index)
+            S.nvtx.push("## dataloader worker fetch ##")
+            try:
+                return _orig(self, index)
+            finally:
+                S.nvtx.pop()
+
+        cls.fetch = fetch
+
+    # ---- forward -----------------------------------------------------------------------------------------
+    orig_call = nn.Module.__call__
+
+    def module_call(self, *args, **kwargs):
+        if S.fwd_depth or not S.active or S.is_worker or not S.main_thread():
+            return orig_call(self, *args, **kwargs)
+        if S.model_id is None:
+            try:
+                has_params = next(self.parameters(), None) is not None
+            except Exception:
+                has_params = False
+            if not has_params:
+                return orig_call(self, *args, **kwargs)
+            S.model_id = id(self)
+            S.note_model(self)
+        if id(self) != S.model_id:
+            return orig_call(self, *args, **kwargs)
+        if not S.loader_mode and not S.step_open:
+            S.open_step()
+        S.fwd_depth += 1
+        S.nvtx.push("## forward ##")
+        try:
+            amp = S.overrides.get("amp.dtype")
+            device_type = S.facts.get("params", {}).get("device") or "cpu"
+            device_type = device_type.split(":")[0]
+            if amp in ("bf16", "fp16", "off"):
+                dtype = torch.bfloat16 if amp == "bf16" else torch.float16
+                with torch.autocast(device_type=device_type, dtype=dtype, enabled=(amp != "off")):
+                    S.note_autocast(device_type)
+                    return orig_call(self, *args, **kwargs)
+            if "amp" not in S.facts or S.step_index <= 2:
+                S.note_autocast(device_type)
+            return orig_call(self, *args, **kwargs)
+        finally:
+            S.nvtx.pop()
+            S.fwd_depth -= 1
+
+    nn.Module.__call__ = module_call
+
+    # ---- backward ----------------------------------------------------------------------------------------
+    def wrap_backward(fn):
+        def backward(*args, **kwargs):
+            if S.bwd_depth or not S.active or S.is_worker or not S.main_thread():
+                return fn(*args, **kwargs)
+            S.bwd_depth += 1
+            S.nvtx.push("## backward ##")
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                S.nvtx.pop()
+                S.bwd_depth -= 1
+        backward.__wrapped__ = fn
+        backward.__doc__ = fn.__doc__
+        return backward
+
+    torch.Tensor.backward = wrap_backward(torch.Tensor.backward)
+    torch.autograd.backward = wrap_backward(torch.autograd.backward)
+
+    # ---- optimizer ---------------------------------------------------------------------------------------
+    def optimizer_facts(opt):
+        d = getattr(opt, "defaults", {}) or {}
+        S.facts["optimizer"] = {"class": type(opt).__name__, "foreach": d.get("foreach"),
+                                "fused": d.get("fused"), "weight_decay": d.get("weight_decay")}
+
+    def pre_step(opt, args, kwargs):
+        if not S.active or S.is_worker or not S.main_thread():
+            return
+        if "optimizer" not in S.facts:
+            optimizer_facts(opt)
+        if not S.loader_mode and not S.step_open:
+            S.open_step()
+        S.nvtx.push("Optimizer.step#%s.step" % type(opt).__name__)
+        opt._pt_step_range = True
+
+    def post_step(opt, args, kwargs):
+        if not getattr(opt, "_pt_step_range", False):
+            return
+        opt._pt_step_range = False
+        S.nvtx.pop()
+        if not S.loader_mode:
+            S.close_step()
+
+    opt_mod.register_optimizer_step_pre_hook(pre_step)
+    opt_mod.register_optimizer_step_post_hook(post_step)
+
+    orig_zero = opt_mod.Optimizer.zero_grad
+
+    def zero_grad(self, *args, **kwargs):
+        if not S.active or S.is_worker or not S.main_thread():
+            return orig_zero(self, *args, **kwargs)
+        if not S.loader_mode and not S.step_open:
+            S.open_step()
+        S.nvtx.push("Optimizer.zero_grad#%s.zero_grad" % type(self).__name__)
+        try:
+            return orig_zero(self, *args, **kwargs)
+        finally:
+            S.nvtx.pop()
+
+    opt_mod.Optimizer.zero_grad = zero_grad
+
+    # ---- GradScaler --------------------------------------------------------------------------------------
+    try:
+        scaler_cls = torch.amp.GradScaler
+        orig_scaler_init = scaler_cls.__init__
+
+        def scaler_init(self, *args, **kwargs):
+            orig_scaler_init(self, *args, **kwargs)
+            S.facts.setdefault("amp", {})["grad_scaler"] = bool(getattr(self, "_enabled", True))
+
+        scaler_cls.__init__ = scaler_init
+    except Exception as e:
+        S.note_error("grad_scaler", e)
+
+    def at_exit():
+        if S.is_worker:
+            return
+        if S.step_open:
+            try:
+                S.nvtx.pop()
+            except Exception:
+                pass
+            S.step_open = False
+        S.write_facts(force=True)
+
+    atexit.register(at_exit)
+
+
+class _TorchImportHook(importlib.abc.MetaPathFinder):
+    """Installs the patches right after `import torch` finishes, so processes that never import torch pay
+    nothing and the user's script needs no change."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "torch":
+            return None
+        try:
+            sys.meta_path.remove(self)
+        except ValueError:
+            pass
+        spec = importlib.util.find_spec("torch")
+        if spec is None or spec.loader is None:
+            return spec
+        orig_exec = spec.loader.exec_module
+
+        def exec_module(module):
+            orig_exec(module)
+            try:
+                _install(module)
+            except Exception as e:  # never break the user's import
+                sys.stderr.write("profile-train shim: disabled (%r)\n" % (e,))
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+_installed = False
+
+
+def install():
+    global _installed
+    if _installed or os.environ.get("PROFILE_TRAIN_SHIM", "1") == "0":
+        return
+    _installed = True
+    if "torch" in sys.modules:
+        _install(sys.modules["torch"])
+    else:
+        sys.meta_path.insert(0, _TorchImportHook())

@@ -1,0 +1,141 @@
+// Name-based classification of events. Heuristics, documented in reports/REPORT_FORMAT.md ("Kernel classes"):
+// kernel names are the only portable signal in a Kineto trace (no SASS, no dtype), so the patterns below
+// follow the naming of cuBLAS/cuDNN/CUTLASS/NCCL kernels.
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <string>
+
+#include "profile_train/analysis/analyzers.h"
+
+namespace profile_train::analysis {
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool contains(std::string_view hay, std::string_view needle) { return hay.find(needle) != std::string_view::npos; }
+
+template <size_t N>
+bool contains_any(std::string_view hay, const std::array<std::string_view, N>& needles) {
+  for (auto n : needles)
+    if (contains(hay, n)) return true;
+  return false;
+}
+
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+bool ends_with(std::string_view s, std::string_view p) {
+  return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
+}
+
+}  // namespace
+
+std::string_view runtime_base_name(std::string_view name) {
+  // CUPTI names some callbacks with the API version they appeared in: "cudaLaunchKernel_v7000".
+  const auto pos = name.rfind("_v");
+  if (pos == std::string_view::npos || pos + 2 >= name.size()) return name;
+  for (size_t i = pos + 2; i < name.size(); ++i)
+    if (!std::isdigit(static_cast<unsigned char>(name[i]))) return name;
+  return name.substr(0, pos);
+}
+
+bool is_launch_call(std::string_view n) {
+  n = runtime_base_name(n);
+  static constexpr std::array<std::string_view, 9> kLaunch = {
+      "cudaLaunchKernel",  "cudaLaunchKernelExC", "cudaLaunchCooperativeKernel", "cuLaunchKernel",
+      "cuLaunchKernelEx",  "hipLaunchKernel",     "hipExtModuleLaunchKernel",    "hipModuleLaunchKernel",
+      "cudaGraphLaunch"};
+  for (auto k : kLaunch)
+    if (n == k) return true;
+  return starts_with(n, "cudaLaunch") || starts_with(n, "cuLaunch") || starts_with(n, "hipLaunch") ||
+         n == "hipGraphLaunch";
+}
+
+bool is_sync_call(std::string_view n) {
+  n = runtime_base_name(n);
+  static constexpr std::array<std::string_view, 12> kSync = {
+      "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaMemcpy",
+      "cudaMemcpy2D",          "cuCtxSynchronize",      "cuStreamSynchronize",  "cuEventSynchronize",
+      "hipDeviceSynchronize",  "hipStreamSynchronize",  "hipEventSynchronize",  "hipMemcpy"};
+  for (auto k : kSync)
+    if (n == k) return true;
+  return false;
+}
+
+bool is_communication_kernel(std::string_view name) {
+  const std::string n = lower(name);
+  return starts_with(n, "ncclkernel") || starts_with(n, "nccldevkernel") || starts_with(n, "rcclkernel") ||
+         contains(n, "nccl") || contains(n, "rccl") || contains(n, "multimem_all_reduce");
+}
+
+bool is_dataloader_annotation(std::string_view n) {
+  return (starts_with(n, "enumerate(DataLoader)#") && ends_with(n, ".__next__")) ||
+         starts_with(n, "enumerate(DataPipe)#");
+}
+
+bool is_step_annotation(std::string_view n) { return starts_with(n, "ProfilerStep#"); }
+
+bool is_optimizer_step_annotation(std::string_view n) { return starts_with(n, "Optimizer.step#"); }
+
+// Tensor-core kernels: cuBLAS/cuDNN HMMA/IMMA kernel tiles ("h884", "s1688", "16816"), CUTLASS tensorop,
+// Hopper wgmma, xmma (cuDNN/cuBLASLt on Ampere+ only emits xmma for tensor-core math), TF32/BF16/FP16 GEMMs.
+bool is_tensor_core_kernel(std::string_view name) {
+  const std::string n = lower(name);
+  static constexpr std::array<std::string_view, 22> kTc = {
+      "hmma",   "wgmma",  "xmma",   "imma",    "tensorop", "wmma",   "h884",   "s884",
+      "i884",   "h1688",  "s1688",  "i1688",   "16816",    "884gemm", "1688gemm", "_tf32",
+      "tf32f32", "bf16gemm", "f16gemm", "fp16_s", "bf16_s", "tensorcore"};
+  if (contains_any(n, kTc)) return true;
+  // "ampere_fp16_..." / "sm90_..._bf16..." style GEMMs.
+  if ((contains(n, "gemm") || contains(n, "conv")) && (contains(n, "bf16") || contains(n, "fp16") || contains(n, "f16f16")))
+    return true;
+  return false;
+}
+
+// FP32 GEMM / convolution kernels that tensor cores could run (TF32 or AMP): SGEMM, cuDNN FP32 convolution
+// engines, implicit-GEMM convolutions on float. Tensor-core and FP64 kernels are excluded.
+bool is_fp32_tc_eligible_kernel(std::string_view name) {
+  if (is_tensor_core_kernel(name) || is_fp64_kernel(name)) return false;
+  const std::string n = lower(name);
+  static constexpr std::array<std::string_view, 12> kFp32 = {
+      "sgemm",        "scudnn",          "implicit_convolve_sgemm", "convolve_sgemm",
+      "dgrad_engine<float", "wgrad_alg0_engine<float", "wgrad_alg1_engine<float", "fprop_engine<float",
+      "gemmsn_",      "gemmk1_kernel<float", "cutlass_80_simt_sgemm", "winograd"};
+  if (contains_any(n, kFp32)) return true;
+  if (contains(n, "cudnn") && contains(n, "conv") && contains(n, "float")) return true;
+  if (contains(n, "gemm") && contains(n, "float") && !contains(n, "half") && !contains(n, "bfloat")) return true;
+  return false;
+}
+
+bool is_fp64_kernel(std::string_view name) {
+  const std::string n = lower(name);
+  static constexpr std::array<std::string_view, 5> kFp64 = {"dgemm", "<double", "double>", "double,", "fp64"};
+  return contains_any(n, kFp64) || contains(n, "(double") || contains(n, " double");
+}
+
+bool is_conv_kernel(std::string_view name) {
+  const std::string n = lower(name);
+  static constexpr std::array<std::string_view, 9> kConv = {"conv",  "dgrad", "wgrad",    "fprop_", "_fprop",
+                                                            "winograd", "cudnn::detail::implicit", "fft2d", "im2col"};
+  return contains_any(n, kConv);
+}
+
+std::string kernel_category(std::string_view name) {
+  if (is_communication_kernel(name)) return "communication";
+  if (is_conv_kernel(name)) return "conv";
+  const std::string n = lower(name);
+  if (contains(n, "gemm") || contains(n, "gemv") || contains(n, "matmul")) return "gemm";
+  if (contains(n, "multi_tensor_apply") || contains(n, "adam") || contains(n, "sgd")) return "optimizer";
+  if (contains(n, "norm")) return "normalization";
+  if (contains(n, "softmax") || contains(n, "reduce") || contains(n, "nll") || contains(n, "loss")) return "reduction";
+  if (contains(n, "elementwise") || contains(n, "unrolled") || contains(n, "vectorized") || contains(n, "pointwise") ||
+      contains(n, "triton_poi"))
+    return "elementwise";
+  if (contains(n, "memcpy") || contains(n, "memset") || contains(n, "copy") || contains(n, "fill")) return "memory";
+  return "other";
+}
+
+}  // namespace profile_train::analysis

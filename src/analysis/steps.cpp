@@ -1,0 +1,238 @@
+// Trace index and step detection.
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <unordered_set>
+
+#include "profile_train/analysis/analyzers.h"
+
+namespace profile_train::analysis {
+
+using trace::Category;
+using trace::Event;
+
+const char* to_string(StepSource s) {
+  switch (s) {
+    case StepSource::kProfilerStep: return "profiler_step";
+    case StepSource::kNvtxStep: return "nvtx_step";
+    case StepSource::kOptimizerAnnotation: return "optimizer_annotation";
+    case StepSource::kDataLoaderAnnotation: return "dataloader_annotation";
+    case StepSource::kWholeTrace: return "whole_trace";
+  }
+  return "whole_trace";
+}
+
+TraceIndex build_index(const trace::Trace& t) {
+  TraceIndex idx;
+  std::map<int32_t, TimeNs> busy_by_device;
+  for (size_t i = 0; i < t.events.size(); ++i) {
+    const Event& e = t.events[i];
+    switch (e.cat) {
+      case Category::kKernel: idx.kernels.push_back(i); break;
+      case Category::kMemcpy: idx.memcpys.push_back(i); break;
+      case Category::kMemset: idx.memsets.push_back(i); break;
+      case Category::kSync: idx.syncs.push_back(i); break;
+      case Category::kRuntime:
+      case Category::kDriver:
+        idx.runtimes.push_back(i);
+        if (e.correlation >= 0) idx.runtime_by_correlation.emplace(e.correlation, i);
+        break;
+      case Category::kCpuOp:
+        idx.cpu_ops.push_back(i);
+        // Events are sorted by start (enclosing first): a later match is nested deeper, keep the innermost.
+        if (e.external_id >= 0) idx.op_by_external_id[e.external_id] = i;
+        break;
+      default: break;
+    }
+    if (e.cat == Category::kKernel || e.cat == Category::kMemcpy || e.cat == Category::kMemset) {
+      if (e.correlation >= 0) idx.gpu_by_correlation[e.correlation].push_back(i);
+      busy_by_device[e.device >= 0 ? e.device : static_cast<int32_t>(e.pid)] += e.dur_ns;
+    }
+  }
+  idx.has_gpu_activity = !busy_by_device.empty();
+  idx.has_cpu_ops = !idx.cpu_ops.empty();
+  TimeNs best = -1;
+  for (const auto& [dev, busy] : busy_by_device) {
+    if (busy > best) {  // std::map order: ties go to the lowest device id
+      best = busy;
+      idx.main_device = dev;
+    }
+  }
+  return idx;
+}
+
+namespace {
+
+bool is_host_annotation(const Event& e) {
+  return !e.is_gpu && (e.cat == Category::kUserAnnotation || e.cat == Category::kCpuOp);
+}
+
+// Host-side ranges whose name matches `pred`, on the thread carrying most of them; ranges nested in another
+// kept range (the same annotation recorded twice) are dropped.
+std::vector<const Event*> ranges_on_main_thread(const trace::Trace& t, bool (*pred)(std::string_view),
+                                                int64_t* pid, int64_t* tid) {
+  std::map<std::pair<int64_t, int64_t>, std::vector<const Event*>> by_thread;
+  for (const auto& e : t.events)
+    if (is_host_annotation(e) && pred(t.name(e))) by_thread[{e.pid, e.tid}].push_back(&e);
+  const std::vector<const Event*>* best = nullptr;
+  for (const auto& [key, list] : by_thread) {
+    if (best == nullptr || list.size() > best->size()) {
+      best = &list;
+      *pid = key.first;
+      *tid = key.second;
+    }
+  }
+  std::vector<const Event*> out;
+  if (best == nullptr) return out;
+  for (const Event* e : *best) {  // already sorted by start, enclosing first
+    if (!out.empty() && e->end_ns() <= out.back()->end_ns()) continue;
+    out.push_back(e);
+  }
+  return out;
+}
+
+// Extends host step spans to the GPU work they launched (tb_plugin's _find_device_steps /
+// _update_steps_duration): a step ends at max(host end, last GPU activity launched by a runtime call fully
+// inside the host span) and starts no earlier than the previous step's end. Trailing steps whose GPU work
+// was not captured are dropped.
+void adjust_to_device(const trace::Trace& t, const TraceIndex& idx, StepInfo& info) {
+  auto& steps = info.steps;
+  if (steps.empty()) return;
+  const TimeNs kMax = std::numeric_limits<TimeNs>::max();
+  const TimeNs kMin = std::numeric_limits<TimeNs>::min();
+  std::vector<std::pair<TimeNs, TimeNs>> device(steps.size(), {kMax, kMin});
+  std::unordered_set<size_t> matched;
+  bool any = false;
+  for (size_t s = 0; s < steps.size(); ++s) {
+    auto it = std::lower_bound(idx.runtimes.begin(), idx.runtimes.end(), steps[s].host_start,
+                               [&](size_t i, TimeNs v) { return t.events[i].start_ns < v; });
+    for (; it != idx.runtimes.end() && t.events[*it].start_ns < steps[s].host_end; ++it) {
+      const Event& rt = t.events[*it];
+      if (rt.end_ns() > steps[s].host_end || rt.correlation < 0) continue;
+      auto g = idx.gpu_by_correlation.find(rt.correlation);
+      if (g == idx.gpu_by_correlation.end()) continue;
+      for (size_t gi : g->second) {
+        const Event& ge = t.events[gi];
+        device[s].first = std::min(device[s].first, ge.start_ns);
+        device[s].second = std::max(device[s].second, ge.end_ns());
+        matched.insert(gi);
+        steps[s].device_activities++;
+        any = true;
+      }
+    }
+  }
+  if (!any) return;
+  TimeNs prev_end = steps[0].host_start;
+  if (device[0].first != kMax) {
+    // GPU work launched before the first step (not matched to any step) that finished before the first
+    // step's GPU work started pushes the first step's start.
+    auto consider = [&](const std::vector<size_t>& list) {
+      for (size_t gi : list) {
+        const Event& ge = t.events[gi];
+        if (!matched.count(gi) && ge.end_ns() < device[0].first) prev_end = std::max(prev_end, ge.end_ns());
+      }
+    };
+    consider(idx.kernels);
+    consider(idx.memcpys);
+    consider(idx.memsets);
+  }
+  for (size_t s = 0; s < steps.size(); ++s) {
+    const TimeNs start = std::max(prev_end, steps[s].host_start);
+    TimeNs end = steps[s].host_end;
+    if (device[s].first == kMax) {
+      end = std::max(end, start);
+    } else {
+      end = std::max(end, device[s].second);
+      if (end < start) end = start;
+    }
+    steps[s].start = start;
+    steps[s].end = end;
+    prev_end = end;
+  }
+  if (steps.size() > 1) {
+    int64_t last = static_cast<int64_t>(steps.size()) - 1;
+    while (last >= 0 && steps[last].device_activities == 0) --last;
+    if (last >= 0) {
+      size_t keep = static_cast<size_t>(last) + 1;
+      if (last > 0 && steps[last - 1].device_activities * 0.8 > static_cast<double>(steps[last].device_activities))
+        keep = static_cast<size_t>(last);
+      if (keep < steps.size()) {
+        info.dropped_tail_steps = static_cast<int64_t>(steps.size() - keep);
+        info.notes.push_back("dropped the last " + std::to_string(info.dropped_tail_steps) +
+                             " step(s): their GPU work was not (fully) captured");
+        steps.resize(keep);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+StepInfo detect_steps(const trace::Trace& t, const TraceIndex& idx) {
+  StepInfo info;
+  int64_t pid = -1, tid = -1;
+  auto steps = ranges_on_main_thread(t, &is_step_annotation, &pid, &tid);
+  if (!steps.empty()) {
+    info.source = t.meta.format == "native" ? StepSource::kNvtxStep : StepSource::kProfilerStep;
+    info.main_pid = pid;
+    info.main_tid = tid;
+    for (const Event* e : steps) info.steps.push_back({t.name(*e), e->start_ns, e->end_ns(), e->start_ns, e->end_ns(), 0});
+  }
+  if (info.steps.empty()) {
+    auto opt = ranges_on_main_thread(t, &is_optimizer_step_annotation, &pid, &tid);
+    if (opt.size() >= 2) {
+      info.source = StepSource::kOptimizerAnnotation;
+      info.main_pid = pid;
+      info.main_tid = tid;
+      for (size_t i = 1; i < opt.size(); ++i) {
+        const TimeNs s = opt[i - 1]->end_ns(), e = opt[i]->end_ns();
+        info.steps.push_back({"iteration#" + std::to_string(i), s, e, s, e, 0});
+      }
+      info.notes.push_back("no ProfilerStep#: steps are the windows between consecutive Optimizer.step ranges");
+    }
+  }
+  if (info.steps.empty()) {
+    auto dl = ranges_on_main_thread(t, &is_dataloader_annotation, &pid, &tid);
+    if (dl.size() >= 2) {
+      info.source = StepSource::kDataLoaderAnnotation;
+      info.main_pid = pid;
+      info.main_tid = tid;
+      for (size_t i = 1; i < dl.size(); ++i) {
+        const TimeNs s = dl[i - 1]->start_ns, e = dl[i]->start_ns;
+        info.steps.push_back({"iteration#" + std::to_string(i), s, e, s, e, 0});
+      }
+      info.notes.push_back("no ProfilerStep#: steps are the windows between consecutive DataLoader __next__ calls");
+    }
+  }
+  if (info.steps.empty()) {
+    info.source = StepSource::kWholeTrace;
+    TimeNs lo = std::numeric_limits<TimeNs>::max(), hi = std::numeric_limits<TimeNs>::min();
+    TimeNs glo = lo, ghi = hi;
+    for (const auto& e : t.events) {
+      if (e.cat == Category::kOther || e.cat == Category::kOverhead) continue;
+      glo = std::min(glo, e.start_ns);
+      ghi = std::max(ghi, e.end_ns());
+      if (e.cat == Category::kCpuOp || e.cat == Category::kUserAnnotation || e.cat == Category::kPythonFunction) {
+        lo = std::min(lo, e.start_ns);
+        hi = std::max(hi, e.end_ns());
+      }
+    }
+    if (lo > hi) { lo = glo; hi = ghi; }  // no CPU ops: the span of everything
+    if (lo <= hi) {
+      info.steps.push_back({"whole_trace", lo, hi, lo, hi, 0});
+      info.notes.push_back("no step annotations: the whole trace is one window (includes start-up costs)");
+    }
+    // Main thread: the CPU thread with the most runtime calls, else the most CPU ops.
+    std::map<std::pair<int64_t, int64_t>, int64_t> count;
+    for (size_t i : idx.runtimes) count[{t.events[i].pid, t.events[i].tid}]++;
+    if (count.empty())
+      for (size_t i : idx.cpu_ops) count[{t.events[i].pid, t.events[i].tid}]++;
+    int64_t best = 0;
+    for (const auto& [k, c] : count)
+      if (c > best) { best = c; info.main_pid = k.first; info.main_tid = k.second; }
+  }
+  adjust_to_device(t, idx, info);
+  return info;
+}
+
+}  // namespace profile_train::analysis

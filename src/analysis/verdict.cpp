@@ -1,0 +1,249 @@
+// The verdict: which class from PRODUCT.md limits the training step, with a confidence and evidence.
+//
+// Decision logic (also in reports/REPORT_FORMAT.md, "verdict"). All shares are of the mean step time and come
+// from the tb_plugin-compatible carving, so a stall only counts when the GPU was not busy at that moment.
+//  1. No step window or no events            -> unknown.
+//  2. No GPU activity in the trace:
+//       data_loading >= 0.30 and >= cpu       -> input_pipeline (the run mostly waits on data)
+//       the job used the GPU (facts.gpu.used: CUDA API calls, nccl:* / cuDNN / record_stream operators,
+//       or the nccl backend)                  -> unknown (trimmed trace / failed GPU capture)
+//       CPU collectives >= 0.30 and >= cpu    -> communication
+//       no CPU operators either               -> unknown (nothing to judge)
+//       otherwise                             -> cpu_only
+//  3. GPU activity present. Stall scores:
+//       input_pipeline  = breakdown.data_loading                      (threshold 0.15)
+//       host_to_device  = breakdown.memcpy x H2D share of copy time   (threshold 0.15)
+//       synchronization = min(host.sync.fraction, gpu.idle.fraction)  (threshold 0.15)
+//       communication   = communication.exposed_fraction              (threshold 0.15)
+//       cpu_overhead    = breakdown.runtime + breakdown.cpu           (threshold 0.30: some host time is normal)
+//     The highest score at or above its threshold wins. Otherwise, if the GPU is busy (kernel + memcpy +
+//     memset + communication >= 0.5) -> gpu_compute, or gpu_memory when peak memory >= 90% of the device.
+//     Otherwise the highest stall score >= 0.05 wins; else cpu_overhead when host_wait dominates GPU idle
+//     time; else unknown.
+//  Confidence starts at 0.55 and grows with the margin over the threshold (max 0.95); it drops when the
+//  runner-up is close, when steps come from a fallback, and when the data-quality counters are high.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "profile_train/analysis/analyzers.h"
+
+namespace profile_train::analysis {
+
+using nlohmann::json;
+
+namespace {
+
+std::optional<double> num(const json& j, std::initializer_list<const char*> path) {
+  const json* cur = &j;
+  for (const char* k : path) {
+    if (!cur->is_object() || !cur->contains(k)) return std::nullopt;
+    cur = &(*cur)[k];
+  }
+  if (!cur->is_number()) return std::nullopt;
+  return cur->get<double>();
+}
+
+double val(const json& j, std::initializer_list<const char*> path) { return num(j, path).value_or(0.0); }
+
+const json* at(const json& j, std::initializer_list<const char*> path) {
+  const json* cur = &j;
+  for (const char* k : path) {
+    if (!cur->is_object() || !cur->contains(k)) return nullptr;
+    cur = &(*cur)[k];
+  }
+  return cur;
+}
+std::string str(const json& j, std::initializer_list<const char*> path) {
+  const json* p = at(j, path);
+  return p != nullptr && p->is_string() ? p->get<std::string>() : std::string();
+}
+bool flag(const json& j, std::initializer_list<const char*> path) {
+  const json* p = at(j, path);
+  return p != nullptr && p->is_boolean() && p->get<bool>();
+}
+
+std::string pct(double f) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * f);
+  return buf;
+}
+std::string fmt(double v, const char* f = "%.1f") {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+struct Candidate {
+  const char* cls;
+  double score;
+  double threshold;
+};
+
+}  // namespace
+
+json decide_verdict(const json& r) {
+  json v = {{"bottleneck", "unknown"}, {"confidence", 0.0}, {"summary", ""}, {"evidence", json::array()}};
+  auto& ev = v["evidence"];
+  const double steps = val(r, {"steps", "count"});
+  const double mean_ms = val(r, {"steps", "mean_ms"});
+  const std::string step_src = str(r, {"source", "step_detection"});
+  const bool has_gpu = flag(r, {"source", "has_gpu_activity"});
+  const bool has_cpu_ops = flag(r, {"source", "has_cpu_ops"});
+
+  double penalty = 0.0;
+  if (step_src == "whole_trace") penalty += 0.15;
+  else if (step_src != "profiler_step" && step_src != "nvtx_step") penalty += 0.05;
+  const double total = val(r, {"data_quality", "events_total"});
+  const double bad = val(r, {"data_quality", "malformed_events"}) + val(r, {"data_quality", "clock_anomalies"});
+  if (total > 0 && bad / total > 0.01) penalty += 0.1;
+
+  if (steps <= 0 || mean_ms <= 0) {
+    v["summary"] = "Cannot tell: the trace has no events to form a step window.";
+    ev.push_back("step windows: 0");
+    return v;
+  }
+  const std::string step_ev = "mean step " + fmt(mean_ms, "%.2f") + " ms over " + fmt(steps, "%.0f") +
+                              " step(s) (" + step_src + ")";
+  const double dl = val(r, {"breakdown", "data_loading"});
+  const double cpu = val(r, {"breakdown", "cpu"});
+  const double rt = val(r, {"breakdown", "runtime"});
+
+  std::string context_ev;  // a general line appended after the class-specific evidence
+  auto finish = [&](const char* cls, double conf, std::string summary) {
+    if (!context_ev.empty()) ev.push_back(context_ev);
+    v["bottleneck"] = cls;
+    v["confidence"] = std::round(std::clamp(conf - penalty, 0.1, 0.95) * 100.0) / 100.0;
+    v["summary"] = std::move(summary);
+    ev.push_back(step_ev);
+    return v;
+  };
+
+  if (!has_gpu) {
+    const std::string cap = str(r, {"source", "gpu_capture_status"});
+    const bool gpu_job = flag(r, {"facts", "gpu", "used"}) || str(r, {"source", "distributed", "backend"}) == "nccl" ||
+                         val(r, {"breakdown", "runtime"}) > 0;
+    ev.push_back("no GPU activity in the trace");
+    if (dl >= 0.30 && dl >= cpu) {
+      ev.push_back("data loading " + pct(dl) + " of the step, CPU compute " + pct(cpu));
+      return finish("input_pipeline", 0.55 + 0.4 * std::min(1.0, (dl - 0.3) / 0.3),
+                    "Input pipeline: " + pct(dl) + " of each step waits on the DataLoader.");
+    }
+    if (!cap.empty()) ev.push_back("GPU capture: " + cap);
+    if (gpu_job) {
+      ev.push_back("the job used the GPU (CUDA/NCCL calls or operators) but no GPU work was recorded");
+      v["summary"] = "Cannot tell: the trace has no GPU activity although the job used the GPU (trimmed trace or "
+                     "failed GPU capture).";
+      ev.push_back(step_ev);
+      return v;
+    }
+    const double ccomm = val(r, {"breakdown", "communication"});
+    if (ccomm >= 0.30 && ccomm >= cpu) {
+      ev.push_back("CPU collectives (gloo) " + pct(ccomm) + " of the step, CPU compute " + pct(cpu));
+      return finish("communication", 0.5 + 0.4 * std::min(1.0, (ccomm - 0.3) / 0.3),
+                    "Communication: " + pct(ccomm) + " of each step is spent in CPU collectives.");
+    }
+    if (!has_cpu_ops || cpu + dl + ccomm < 0.05) {
+      v["summary"] = "Cannot tell: the trace has neither GPU activity nor CPU operators (trimmed trace?).";
+      ev.push_back("CPU operators cover " + pct(cpu) + " of the window");
+      ev.push_back(step_ev);
+      return v;
+    }
+    ev.push_back("CPU operators " + pct(cpu) + ", data loading " + pct(dl) + ", communication " +
+                 pct(val(r, {"breakdown", "communication"})) + " of the step");
+    return finish("cpu_only", 0.6 + 0.3 * std::min(1.0, cpu),
+                  "CPU only: no GPU was used; the step is " + pct(cpu) + " CPU compute.");
+  }
+
+  // GPU activity present.
+  const double memcpy = val(r, {"breakdown", "memcpy"});
+  const double h2d_t = val(r, {"gpu", "memcpy", "h2d", "time_ms_per_step"});
+  const double d2h_t = val(r, {"gpu", "memcpy", "d2h", "time_ms_per_step"});
+  const double d2d_t = val(r, {"gpu", "memcpy", "d2d", "time_ms_per_step"});
+  const double copy_t = h2d_t + d2h_t + d2d_t;
+  const double h2d = copy_t > 0 ? memcpy * h2d_t / copy_t : 0.0;
+  const double sync_f = val(r, {"host", "sync", "fraction"});
+  const double idle_f = val(r, {"gpu", "idle", "fraction"});
+  const double comm = val(r, {"communication", "exposed_fraction"});
+  const double util = val(r, {"gpu", "utilization"});
+  const double busy = val(r, {"breakdown", "kernel"}) + memcpy + val(r, {"breakdown", "memset"}) +
+                      val(r, {"breakdown", "communication"});
+
+  std::vector<Candidate> c = {{"input_pipeline", dl, 0.15},
+                              {"host_to_device", h2d, 0.15},
+                              {"synchronization", std::min(sync_f, idle_f), 0.15},
+                              {"communication", comm, 0.15},
+                              {"cpu_overhead", rt + cpu, 0.30}};
+  context_ev = "GPU kernel utilization " + pct(util) + ", GPU busy (kernel+copy+comm) " + pct(busy) +
+               ", idle " + pct(idle_f);
+  const Candidate* best = nullptr;
+  const Candidate* runner = nullptr;
+  for (const auto& k : c) {
+    if (k.score < k.threshold) continue;
+    if (best == nullptr || k.score > best->score) { runner = best; best = &k; }
+    else if (runner == nullptr || k.score > runner->score) runner = &k;
+  }
+  auto stall_evidence = [&](const Candidate& k) {
+    const std::string cls = k.cls;
+    if (cls == "input_pipeline")
+      ev.push_back("data loading " + pct(dl) + " of the step (" + fmt(dl * mean_ms) + " ms) while the GPU waits");
+    else if (cls == "host_to_device")
+      ev.push_back("host-to-device copies not overlapped by kernels: " + pct(h2d) + " of the step (" +
+                   fmt(h2d_t, "%.2f") + " ms copy time per step)");
+    else if (cls == "synchronization")
+      ev.push_back("host blocked in synchronizing calls " + pct(sync_f) + " of the step, " +
+                   fmt(val(r, {"host", "sync", "count_per_step"})) + " calls per step");
+    else if (cls == "communication")
+      ev.push_back("communication not overlapped by compute: " + pct(comm) + " of the step");
+    else if (cls == "cpu_overhead")
+      ev.push_back("CPU work with the GPU idle: runtime API " + pct(rt) + " + CPU ops " + pct(cpu) +
+                   " of the step; " + fmt(val(r, {"host", "launches_per_step"}), "%.0f") + " launches per step");
+  };
+  auto summary_for = [&](const std::string& cls, double score) {
+    if (cls == "input_pipeline") return "Input pipeline: " + pct(score) + " of each step waits on the DataLoader.";
+    if (cls == "host_to_device") return "Host-to-device copies: " + pct(score) + " of each step is spent copying inputs.";
+    if (cls == "synchronization") return "Synchronization: the host blocks on the GPU for " + pct(score) + " of each step.";
+    if (cls == "communication") return "Communication: " + pct(score) + " of each step is exposed collective time.";
+    return "CPU overhead: the GPU idles while the host runs Python/operators/launches (" + pct(score) + " of the step).";
+  };
+  if (best != nullptr) {
+    double conf = 0.55 + 0.4 * std::min(1.0, (best->score - best->threshold) / best->threshold);
+    if (runner != nullptr && runner->score > 0.8 * best->score) conf -= 0.15;
+    stall_evidence(*best);
+    if (runner != nullptr) stall_evidence(*runner);
+    return finish(best->cls, conf, summary_for(best->cls, best->score));
+  }
+  if (busy >= 0.5) {
+    const auto peak = num(r, {"gpu", "memory", "peak_fraction"});
+    if (peak && *peak >= 0.9) {
+      ev.push_back("peak GPU memory " + pct(*peak) + " of the device");
+      return finish("gpu_memory", 0.6 + 0.3 * std::min(1.0, (*peak - 0.9) / 0.1),
+                    "GPU memory: the GPU is busy " + pct(busy) + " of the step and memory is " + pct(*peak) + " full.");
+    }
+    ev.push_back("largest stall: " + std::string(std::max_element(c.begin(), c.end(), [](auto& a, auto& b) {
+                                                   return a.score < b.score;
+                                                 })->cls) +
+                 " at " + pct(std::max_element(c.begin(), c.end(), [](auto& a, auto& b) { return a.score < b.score; })->score));
+    return finish("gpu_compute", 0.5 + std::min(0.4, busy - 0.5),
+                  "GPU compute: kernels keep the GPU busy " + pct(busy) + " of the step; no stall dominates.");
+  }
+  const auto top = std::max_element(c.begin(), c.end(), [](auto& a, auto& b) { return a.score < b.score; });
+  if (top->score >= 0.05) {
+    stall_evidence(*top);
+    return finish(top->cls, 0.4 + top->score, summary_for(top->cls, top->score));
+  }
+  const double hw = val(r, {"gpu", "idle", "host_wait"});
+  if (idle_f >= 0.5 && hw >= 0.5) {
+    ev.push_back("GPU idle " + pct(idle_f) + " of the step, " + pct(hw) + " of it waiting for the host to launch");
+    return finish("cpu_overhead", 0.45, summary_for("cpu_overhead", idle_f * hw));
+  }
+  v["summary"] = "Cannot tell: the GPU is busy only " + pct(busy) + " of the step and no stall explains the rest.";
+  ev.push_back(context_ev);
+  ev.push_back(step_ev);
+  return v;
+}
+
+}  // namespace profile_train::analysis

@@ -1,0 +1,27 @@
+// Escaping for untrusted strings (kernel names, NVTX ranges, file names, facts) on their way into HTML,
+// JSON and <script> blocks. Internal to the report component.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace profile_train::report::detail {
+
+// Appends `s` as a quoted JSON string. Invalid UTF-8 bytes become U+FFFD; control characters, `<`, `>`,
+// `&`, U+2028 and U+2029 become \u escapes, so the result is also safe inside an HTML <script> block.
+void append_json_string(std::string& out, std::string_view s);
+
+// Text/attribute-safe HTML: escapes & < > " ' and replaces invalid UTF-8 with U+FFFD.
+std::string html_escape(std::string_view s);
+void append_html_escaped(std::string& out, std::string_view s);
+
+// JSON text that may be placed verbatim inside <script type="application/json">: never throws (invalid
+// UTF-8 in strings is replaced) and `<`, `>`, `&`, U+2028, U+2029 are \u-escaped.
+std::string script_safe_json(const nlohmann::json& j);
+
+// `s` cut to at most `max_bytes` bytes on a UTF-8 character boundary, with "…" appended when cut.
+std::string truncate_utf8(std::string_view s, size_t max_bytes);
+
+}  // namespace profile_train::report::detail

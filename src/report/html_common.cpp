@@ -1,0 +1,112 @@
+#include "html_common.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace profile_train::report::detail {
+
+using nlohmann::json;
+
+const char* const kDash = "\xE2\x80\x94";
+
+const CategoryStyle kCategories[8] = {
+    {"kernel", "GPU kernels", "#4c78a8"},       {"memcpy", "Memcpy", "#f58518"},
+    {"memset", "Memset", "#e45756"},            {"communication", "Communication", "#72b7b2"},
+    {"runtime", "CUDA runtime", "#b279a2"},     {"data_loading", "Data loading", "#eeca3b"},
+    {"cpu", "CPU compute", "#54a24b"},          {"other", "Other / idle", "#bab0ac"},
+};
+
+const json* find_path(const json& j, std::initializer_list<std::string_view> path) {
+  const json* cur = &j;
+  for (auto key : path) {
+    if (!cur->is_object()) return nullptr;
+    auto it = cur->find(key);
+    if (it == cur->end()) return nullptr;
+    cur = &*it;
+  }
+  return cur->is_null() ? nullptr : cur;
+}
+
+std::optional<double> number_path(const json& j, std::initializer_list<std::string_view> path) {
+  const json* v = find_path(j, path);
+  if (!v || !v->is_number()) return std::nullopt;
+  const double d = v->get<double>();
+  if (!std::isfinite(d)) return std::nullopt;
+  return d;
+}
+
+std::optional<std::string> string_path(const json& j, std::initializer_list<std::string_view> path) {
+  const json* v = find_path(j, path);
+  if (!v || !v->is_string()) return std::nullopt;
+  return v->get<std::string>();
+}
+
+std::string fmt_fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+namespace {
+int decimals_for(double v) {
+  const double a = std::fabs(v);
+  return a >= 100 ? 0 : a >= 10 ? 1 : 2;
+}
+}  // namespace
+
+std::string fmt_ms(std::optional<double> ms) {
+  if (!ms) return kDash;
+  if (std::fabs(*ms) < 1.0 && *ms != 0) return fmt_us(*ms * 1000.0);
+  if (std::fabs(*ms) >= 10000) return fmt_fixed(*ms / 1000.0, 2) + " s";
+  return fmt_fixed(*ms, decimals_for(*ms)) + " ms";
+}
+
+std::string fmt_us(std::optional<double> us) {
+  if (!us) return kDash;
+  if (std::fabs(*us) >= 10000) return fmt_ms(*us / 1000.0);
+  return fmt_fixed(*us, decimals_for(*us)) + " \xC2\xB5s";
+}
+
+std::string fmt_pct(std::optional<double> f) {
+  if (!f) return kDash;
+  const double p = *f * 100.0;
+  return fmt_fixed(p, std::fabs(p) >= 10 || p == 0 ? 1 : 2) + "%";
+}
+
+std::string fmt_bytes(std::optional<double> b) {
+  if (!b) return kDash;
+  static const char* units[] = {"B", "KB", "MB", "GB", "TB"};
+  double v = *b;
+  int u = 0;
+  while (std::fabs(v) >= 1000 && u < 4) v /= 1000, ++u;
+  return fmt_fixed(v, u == 0 ? 0 : decimals_for(v)) + " " + units[u];
+}
+
+std::string fmt_count(std::optional<double> n) {
+  if (!n) return kDash;
+  const double a = std::fabs(*n);
+  if (a >= 1e6) return fmt_fixed(*n / 1e6, 2) + "M";
+  if (a >= 1e4) return fmt_fixed(*n / 1e3, 1) + "k";
+  if (a == std::floor(a)) return fmt_fixed(*n, 0);
+  return fmt_fixed(*n, a >= 100 ? 0 : 1);
+}
+
+std::string fmt_gbps(std::optional<double> g) {
+  if (!g) return kDash;
+  return fmt_fixed(*g, decimals_for(*g)) + " GB/s";
+}
+
+std::string bottleneck_label(std::string_view b) {
+  if (b == "input_pipeline") return "Input pipeline (data loading)";
+  if (b == "host_to_device") return "Host-to-device copies";
+  if (b == "cpu_overhead") return "CPU overhead (launch-bound)";
+  if (b == "synchronization") return "Host\xE2\x80\x93" "device synchronization";
+  if (b == "gpu_compute") return "GPU compute";
+  if (b == "gpu_memory") return "GPU memory";
+  if (b == "communication") return "Communication";
+  if (b == "cpu_only") return "CPU only (no GPU used)";
+  if (b == "unknown") return "Unknown";
+  return std::string(b);
+}
+
+}  // namespace profile_train::report::detail

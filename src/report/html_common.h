@@ -1,0 +1,40 @@
+// Small helpers shared by the HTML writers (report and diff): safe JSON access and number formatting.
+// Internal to the report component. Nothing here throws on a missing or mistyped key.
+#pragma once
+
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace profile_train::report::detail {
+
+// j[k0][k1]... or nullptr when a key is missing, a level is not an object, or the value is null.
+const nlohmann::json* find_path(const nlohmann::json& j, std::initializer_list<std::string_view> path);
+std::optional<double> number_path(const nlohmann::json& j, std::initializer_list<std::string_view> path);
+std::optional<std::string> string_path(const nlohmann::json& j, std::initializer_list<std::string_view> path);
+
+// Formatting; std::nullopt renders as an em dash ("not measurable").
+std::string fmt_fixed(double v, int decimals);
+std::string fmt_ms(std::optional<double> ms);           // "12.3 ms" / "850 µs"
+std::string fmt_us(std::optional<double> us);           // "12.3 µs"
+std::string fmt_pct(std::optional<double> fraction);    // 0.123 -> "12.3%"
+std::string fmt_bytes(std::optional<double> bytes);     // "1.5 GB" (decimal units)
+std::string fmt_count(std::optional<double> n);         // "12", "1.2k", "3.4M"
+std::string fmt_gbps(std::optional<double> gbps);       // "12.3 GB/s"
+extern const char* const kDash;                        // "—"
+
+// The 8 breakdown categories in carving order, with display labels and chart colors.
+struct CategoryStyle {
+  const char* key;
+  const char* label;
+  const char* color;
+};
+extern const CategoryStyle kCategories[8];
+
+// Human label of a verdict.bottleneck value ("input_pipeline" -> "Input pipeline").
+std::string bottleneck_label(std::string_view bottleneck);
+
+}  // namespace profile_train::report::detail

@@ -1,0 +1,366 @@
+// Rule files -> validated Rule objects, and the catalog = built-ins + user folders.
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <system_error>
+
+#include "json_lines.h"
+#include "rule_set.h"
+
+namespace profile_train::rules {
+namespace detail {
+namespace {
+
+using nlohmann::json;
+
+const std::set<std::string>& known_keys() {
+  static const std::set<std::string> k = {"$schema", "format_version", "id",    "title",      "tier",
+                                          "when",    "evidence",       "gain",  "fix",        "caveats",
+                                          "references", "knobs",       "description"};
+  return k;
+}
+
+const std::set<std::string>& known_knobs() {
+  static const std::set<std::string> k = {"batch_size", "num_workers",     "pin_memory", "amp",
+                                          "channels_last", "cudnn_benchmark", "tf32",   "prefetch",
+                                          "persistent_workers"};
+  return k;
+}
+
+// Builds "FILE:LINE: rule 'ID': message" errors with the line of a JSON pointer.
+class Errors {
+ public:
+  Errors(const std::string& file, std::map<std::string, int> lines) : file_(file), lines_(std::move(lines)) {}
+  void set_id(const std::string& id) { id_ = id; }
+  int line(const std::string& pointer) const {
+    // Fall back to the closest enclosing pointer that has a line (e.g. a missing key -> its object).
+    std::string p = pointer;
+    while (true) {
+      auto it = lines_.find(p);
+      if (it != lines_.end()) return it->second;
+      if (p.empty()) return 1;
+      p = p.substr(0, p.rfind('/'));
+    }
+  }
+  Status at(const std::string& pointer, const std::string& message, StatusCode code = StatusCode::kBadInput) const {
+    std::string m = file_ + ":" + std::to_string(line(pointer)) + ": ";
+    if (!id_.empty()) m += "rule '" + id_ + "': ";
+    return {code, m + message};
+  }
+
+ private:
+  std::string file_;
+  std::string id_;
+  std::map<std::string, int> lines_;
+};
+
+// A string or an array of strings (lines), joined with '\n'.
+bool read_text(const json& j, std::string& out) {
+  if (j.is_string()) {
+    out = j.get<std::string>();
+    return true;
+  }
+  if (!j.is_array()) return false;
+  out.clear();
+  for (size_t i = 0; i < j.size(); ++i) {
+    if (!j[i].is_string()) return false;
+    if (i) out += "\n";
+    out += j[i].get<std::string>();
+  }
+  return true;
+}
+
+Status read_string_list(const json& obj, const char* key, const Errors& err, std::vector<std::string>& out,
+                        bool non_empty) {
+  auto it = obj.find(key);
+  if (it == obj.end()) return err.at("", std::string("missing required key \"") + key + "\"");
+  if (!it->is_array()) return err.at(std::string("/") + key, std::string("\"") + key + "\" must be an array of strings");
+  for (size_t i = 0; i < it->size(); ++i) {
+    const json& item = (*it)[i];
+    if (!item.is_string() || item.get<std::string>().empty())
+      return err.at(std::string("/") + key + "/" + std::to_string(i),
+                    std::string("\"") + key + "\" items must be non-empty strings");
+    out.push_back(item.get<std::string>());
+  }
+  if (non_empty && out.empty()) return err.at(std::string("/") + key, std::string("\"") + key + "\" must not be empty");
+  return Status::Ok();
+}
+
+Status parse_template(const std::string& source, const std::string& pointer, const Errors& err, Template& out) {
+  out.source = source;
+  const std::map<std::string, expr::StaticType, std::less<>> locals = {
+      {"speedup_max", expr::StaticType::kNumber}, {"removable_share", expr::StaticType::kNumber}};
+  std::string literal;
+  for (size_t i = 0; i < source.size(); ++i) {
+    const char c = source[i];
+    if ((c == '{' || c == '}') && i + 1 < source.size() && source[i + 1] == c) {
+      literal.push_back(c);
+      ++i;
+      continue;
+    }
+    if (c == '}') return err.at(pointer, "evidence template has an unmatched '}' at character " + std::to_string(i + 1) + " (write '}}' for a literal brace)");
+    if (c != '{') {
+      literal.push_back(c);
+      continue;
+    }
+    const size_t close = source.find('}', i + 1);
+    if (close == std::string::npos)
+      return err.at(pointer, "evidence template has an unclosed '{' at character " + std::to_string(i + 1));
+    std::string inner = source.substr(i + 1, close - i - 1);
+    std::string format;
+    if (const size_t bar = inner.rfind('|'); bar != std::string::npos) {
+      format = inner.substr(bar + 1);
+      inner = inner.substr(0, bar);
+      format.erase(0, format.find_first_not_of(' '));
+      format.erase(format.find_last_not_of(' ') + 1);
+    }
+    if (!is_known_format(format))
+      return err.at(pointer, "evidence placeholder {" + source.substr(i + 1, close - i - 1) + "}: unknown format '" +
+                                 format + "' (known: pct, pct0, f0, f1, f2, f3, int, ms, us, bytes, gbps, x, or none)");
+    auto parsed = expr::Expression::Parse(inner, locals);
+    if (!parsed.ok())
+      return err.at(pointer, "evidence placeholder {" + source.substr(i + 1, close - i - 1) + "}: " +
+                                 parsed.status().message());
+    if (!literal.empty()) out.parts.push_back({literal, std::nullopt, ""});
+    literal.clear();
+    out.parts.push_back({"", std::move(parsed).value(), format});
+    i = close;
+  }
+  if (!literal.empty()) out.parts.push_back({literal, std::nullopt, ""});
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<Rule> parse_rule(std::string_view text, const std::string& file) {
+  json j;
+  try {
+    j = json::parse(text.begin(), text.end());
+  } catch (const json::parse_error& e) {
+    const auto [line, col] = line_column(text, e.byte > 0 ? e.byte - 1 : 0);
+    std::string what = e.what();
+    // nlohmann prefixes "[json.exception.parse_error.101] parse error at line L, column C: "; keep the reason.
+    if (auto p = what.find(": "); p != std::string::npos) what = what.substr(p + 2);
+    return BadInput(file + ":" + std::to_string(line) + ":" + std::to_string(col) + ": JSON syntax error: " + what);
+  }
+  Errors err(file, json_value_lines(text));
+  if (!j.is_object()) return err.at("", "a rule file must hold one JSON object");
+
+  // format_version first: a file of an unknown major version is rejected before anything else is read.
+  auto fv = j.find("format_version");
+  if (fv == j.end()) return err.at("", "missing required key \"format_version\" (this build reads \"1.x\")");
+  if (!fv->is_string() || !std::regex_match(fv->get<std::string>(), std::regex(R"(\d+\.\d+)")))
+    return err.at("/format_version", "\"format_version\" must be a string \"MAJOR.MINOR\" such as \"1.0\"");
+  const std::string version = fv->get<std::string>();
+  if (version.substr(0, version.find('.')) != kRuleFormatMajor)
+    return err.at("/format_version", "unsupported rule format_version \"" + version + "\" (this build reads \"1.x\")",
+                  StatusCode::kUnsupported);
+
+  Rule r;
+  r.file = file;
+  r.json = j;
+  r.line_id = err.line("/id");
+  r.line_when = err.line("/when");
+
+  auto id = j.find("id");
+  if (id == j.end()) return err.at("", "missing required key \"id\"");
+  if (!id->is_string() || !std::regex_match(id->get<std::string>(), std::regex(R"([a-z0-9][a-z0-9-]*)")))
+    return err.at("/id", "\"id\" must be a lower-case string of letters, digits and '-' (e.g. \"pin-memory\")");
+  r.id = id->get<std::string>();
+  err.set_id(r.id);
+
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (!known_keys().count(it.key()) && it.key().rfind("x-", 0) != 0)
+      return err.at("/" + it.key(), "unknown key \"" + it.key() + "\" (extensions must start with \"x-\")");
+
+  auto title = j.find("title");
+  if (title == j.end() || !title->is_string() || title->get<std::string>().empty())
+    return err.at("/title", "\"title\" must be a non-empty string");
+  r.title = title->get<std::string>();
+
+  auto tier = j.find("tier");
+  if (tier == j.end() || !tier->is_number_integer() || tier->get<int>() < 1 || tier->get<int>() > 4)
+    return err.at("/tier", "\"tier\" must be an integer 1..4 (1 = cheapest, lowest risk)");
+  r.tier = tier->get<int>();
+
+  auto when = j.find("when");
+  if (when == j.end() || !when->is_string() || when->get<std::string>().empty())
+    return err.at("/when", "\"when\" must be a non-empty condition string");
+  {
+    auto parsed = expr::Expression::Parse(when->get<std::string>());
+    if (!parsed.ok()) return err.at("/when", "in \"when\", " + parsed.status().message());
+    if (parsed->type() != expr::StaticType::kBool && parsed->type() != expr::StaticType::kAny)
+      return err.at("/when", "\"when\" must be a condition (boolean), not a " +
+                                 std::string(expr::static_type_name(parsed->type())));
+    r.when = std::move(parsed).value();
+  }
+
+  std::vector<std::string> evidence;
+  if (Status s = read_string_list(j, "evidence", err, evidence, true); !s.ok()) return s;
+  for (size_t i = 0; i < evidence.size(); ++i) {
+    Template t;
+    if (Status s = parse_template(evidence[i], "/evidence/" + std::to_string(i), err, t); !s.ok()) return s;
+    r.evidence.push_back(std::move(t));
+  }
+
+  auto gain = j.find("gain");
+  if (gain == j.end() || !gain->is_object()) return err.at("/gain", "\"gain\" must be an object {removable_share, rationale}");
+  for (auto it = gain->begin(); it != gain->end(); ++it)
+    if (it.key() != "removable_share" && it.key() != "rationale")
+      return err.at("/gain/" + it.key(), "unknown key \"" + it.key() + "\" in \"gain\"");
+  auto share = gain->find("removable_share");
+  if (share == gain->end() || !share->is_string() || share->get<std::string>().empty())
+    return err.at("/gain", "\"gain.removable_share\" must be an expression string (the share of step time the fix can remove)");
+  {
+    auto parsed = expr::Expression::Parse(share->get<std::string>());
+    if (!parsed.ok()) return err.at("/gain/removable_share", "in \"gain.removable_share\", " + parsed.status().message());
+    if (parsed->type() != expr::StaticType::kNumber && parsed->type() != expr::StaticType::kAny)
+      return err.at("/gain/removable_share", "\"gain.removable_share\" must be a number expression, not a " +
+                                                 std::string(expr::static_type_name(parsed->type())));
+    r.removable_share = std::move(parsed).value();
+  }
+  auto rationale = gain->find("rationale");
+  if (rationale == gain->end() || !rationale->is_string() || rationale->get<std::string>().empty())
+    return err.at("/gain", "\"gain.rationale\" must be a non-empty string (why this share, which assumption)");
+  r.gain_rationale = rationale->get<std::string>();
+
+  auto fix = j.find("fix");
+  if (fix == j.end() || !fix->is_object()) return err.at("/fix", "\"fix\" must be an object {python, cpp}");
+  for (auto it = fix->begin(); it != fix->end(); ++it)
+    if (it.key() != "python" && it.key() != "cpp")
+      return err.at("/fix/" + it.key(), "unknown key \"" + it.key() + "\" in \"fix\" (python, cpp)");
+  for (const char* lang : {"python", "cpp"}) {
+    auto f = fix->find(lang);
+    std::string code;
+    if (f == fix->end() || !read_text(*f, code) || code.empty())
+      return err.at(std::string("/fix/") + lang, std::string("\"fix.") + lang + "\" must be a string or an array of lines");
+    (std::string(lang) == "python" ? r.fix_python : r.fix_cpp) = code;
+  }
+
+  if (Status s = read_string_list(j, "caveats", err, r.caveats, true); !s.ok()) return s;
+  if (Status s = read_string_list(j, "references", err, r.references, true); !s.ok()) return s;
+  for (size_t i = 0; i < r.references.size(); ++i)
+    if (r.references[i].rfind("https://", 0) != 0 && r.references[i].rfind("http://", 0) != 0)
+      return err.at("/references/" + std::to_string(i), "references must be URLs (http:// or https://)");
+  if (j.contains("knobs")) {
+    if (Status s = read_string_list(j, "knobs", err, r.knobs, false); !s.ok()) return s;
+    for (size_t i = 0; i < r.knobs.size(); ++i)
+      if (!known_knobs().count(r.knobs[i]))
+        return err.at("/knobs/" + std::to_string(i),
+                      "unknown tuner knob \"" + r.knobs[i] +
+                          "\" (known: batch_size, num_workers, pin_memory, amp, channels_last, cudnn_benchmark, tf32, "
+                          "prefetch, persistent_workers)");
+  }
+  return r;
+}
+
+}  // namespace detail
+
+namespace {
+
+StatusOr<std::vector<detail::Rule>> load_path(const std::filesystem::path& path) {
+  std::error_code ec;
+  std::vector<std::filesystem::path> files;
+  if (std::filesystem::is_directory(path, ec)) {
+    for (const auto& entry : std::filesystem::directory_iterator(path, ec)) {
+      const auto& p = entry.path();
+      const std::string name = p.filename().string();
+      if (p.extension() != ".json" || name.ends_with(".schema.json")) continue;
+      if (!entry.is_regular_file(ec)) continue;
+      files.push_back(p);
+    }
+    if (ec) return IoError(path.string() + ": cannot list the folder: " + ec.message());
+    std::sort(files.begin(), files.end());
+    if (files.empty()) return NotFound(path.string() + ": no rule files (*.json) in this folder");
+  } else if (std::filesystem::is_regular_file(path, ec)) {
+    files.push_back(path);
+  } else {
+    return NotFound(path.string() + ": no such rules folder or file");
+  }
+  std::vector<detail::Rule> out;
+  std::map<std::string, std::pair<std::string, int>> seen;  // id -> (file, line)
+  for (const auto& f : files) {
+    std::ifstream in(f, std::ios::binary);
+    if (!in) return IoError(f.string() + ": cannot read the rule file");
+    std::stringstream buf;
+    buf << in.rdbuf();
+    auto rule = detail::parse_rule(buf.str(), f.string());
+    if (!rule.ok()) return rule.status();
+    if (auto it = seen.find(rule->id); it != seen.end())
+      return BadInput(f.string() + ":" + std::to_string(rule->line_id) + ": duplicate rule id '" + rule->id +
+                      "' (first defined at " + it->second.first + ":" + std::to_string(it->second.second) + ")");
+    seen[rule->id] = {f.string(), rule->line_id};
+    out.push_back(std::move(rule).value());
+  }
+  return out;
+}
+
+StatusOr<std::vector<detail::Rule>> load_builtins() {
+  std::vector<detail::Rule> out;
+  for (size_t i = 0; i < detail::kEmbeddedRuleCount; ++i) {
+    const auto& file = detail::kEmbeddedRules[i];
+    auto rule = detail::parse_rule(file.text, std::string("<built-in>/") + file.name);
+    if (!rule.ok()) return Internal("built-in rule catalog is invalid: " + rule.status().message());
+    rule->builtin = true;
+    out.push_back(std::move(rule).value());
+  }
+  return out;
+}
+
+RuleSummary summarize(const detail::Rule& r) { return {r.id, r.title, r.tier, r.file, r.builtin, r.knobs}; }
+
+}  // namespace
+
+StatusOr<std::shared_ptr<const RuleSet>> load_rules(const std::vector<std::filesystem::path>& user_dirs) {
+  try {
+    auto builtins = load_builtins();
+    if (!builtins.ok()) return builtins.status();
+    std::map<std::string, detail::Rule> by_id;
+    for (auto& r : *builtins) by_id[r.id] = std::move(r);
+    // Ids defined by user folders so far: the same id twice among user rules is an error, a user rule
+    // with a built-in id replaces the built-in.
+    std::map<std::string, std::pair<std::string, int>> user_ids;
+    for (const auto& dir : user_dirs) {
+      auto rules = load_path(dir);
+      if (!rules.ok()) return rules.status();
+      for (auto& r : *rules) {
+        if (auto it = user_ids.find(r.id); it != user_ids.end())
+          return BadInput(r.file + ":" + std::to_string(r.line_id) + ": duplicate rule id '" + r.id +
+                          "' (first defined at " + it->second.first + ":" + std::to_string(it->second.second) + ")");
+        user_ids[r.id] = {r.file, r.line_id};
+        by_id[r.id] = std::move(r);
+      }
+    }
+    auto set = std::make_shared<RuleSet>();
+    for (auto& [id, r] : by_id) set->rules.push_back(std::move(r));
+    return std::shared_ptr<const RuleSet>(std::move(set));
+  } catch (const std::exception& e) {
+    return Internal(std::string("loading rules failed: ") + e.what());
+  }
+}
+
+StatusOr<std::vector<RuleSummary>> check_rules(const std::filesystem::path& path) {
+  try {
+    auto rules = load_path(path);
+    if (!rules.ok()) return rules.status();
+    std::vector<RuleSummary> out;
+    for (const auto& r : *rules) out.push_back(summarize(r));
+    return out;
+  } catch (const std::exception& e) {
+    return Internal(std::string("checking rules failed: ") + e.what());
+  }
+}
+
+std::vector<RuleSummary> list_rules(const RuleSet& rules) {
+  std::vector<RuleSummary> out;
+  for (const auto& r : rules.rules) out.push_back(summarize(r));
+  std::stable_sort(out.begin(), out.end(), [](const RuleSummary& a, const RuleSummary& b) {
+    return a.tier != b.tier ? a.tier < b.tier : a.id < b.id;
+  });
+  return out;
+}
+
+}  // namespace profile_train::rules

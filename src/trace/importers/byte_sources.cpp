@@ -1,0 +1,172 @@
+#include "importers/byte_sources.h"
+
+#include <sys/stat.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace profile_train::trace::detail {
+
+// ---- FileSource ---------------------------------------------------------------------------------------
+
+StatusOr<std::unique_ptr<FileSource>> FileSource::open(const std::string& path) {
+  struct stat st{};
+  if (::stat(path.c_str(), &st) != 0) {
+    const int err = errno;
+    if (err == ENOENT || err == ENOTDIR) return NotFound(path + ": no such file");
+    return IoError(path + ": cannot open: " + std::strerror(err));
+  }
+  if (S_ISDIR(st.st_mode)) return BadInput(path + ": is a directory, not a trace file");
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return IoError(path + ": cannot open: " + std::strerror(errno));
+  const uint64_t size = S_ISREG(st.st_mode) ? static_cast<uint64_t>(st.st_size) : 0;
+  return std::unique_ptr<FileSource>(new FileSource(f, path, size));
+}
+
+FileSource::~FileSource() {
+  if (f_ != nullptr) std::fclose(f_);
+}
+
+StatusOr<size_t> FileSource::read(char* buf, size_t n) {
+  const size_t got = std::fread(buf, 1, n, f_);
+  if (got < n && std::ferror(f_)) return IoError(name_ + ": read error: " + std::strerror(errno));
+  consumed_ += got;
+  return got;
+}
+
+// ---- MemorySource -------------------------------------------------------------------------------------
+
+StatusOr<size_t> MemorySource::read(char* buf, size_t n) {
+  const size_t k = std::min(n, data_.size() - pos_);
+  if (k > 0) std::memcpy(buf, data_.data() + pos_, k);
+  pos_ += k;
+  return k;
+}
+
+// ---- GzipSource ---------------------------------------------------------------------------------------
+
+struct GzipSource::State {
+  z_stream zs{};
+  bool init_ok = false;
+  std::vector<unsigned char> in;  // compressed input window
+  bool in_eof = false;            // the compressed source is exhausted
+  bool done = false;              // last member finished
+};
+
+namespace {
+constexpr size_t kGzipInBuf = size_t{256} << 10;
+}
+
+GzipSource::GzipSource(ByteSource& compressed) : in_(compressed), st_(std::make_unique<State>()) {
+  st_->in.resize(kGzipInBuf);
+  // 15 + 32: accept gzip or zlib headers (auto-detect).
+  st_->init_ok = inflateInit2(&st_->zs, 15 + 32) == Z_OK;
+}
+
+GzipSource::~GzipSource() {
+  if (st_->init_ok) inflateEnd(&st_->zs);
+}
+
+Status GzipSource::fill() {
+  auto& s = *st_;
+  if (s.in_eof) return Status::Ok();
+  // Keep unconsumed input at the front.
+  size_t keep = s.zs.avail_in;
+  if (keep > 0 && s.zs.next_in != s.in.data()) std::memmove(s.in.data(), s.zs.next_in, keep);
+  auto got = in_.read(reinterpret_cast<char*>(s.in.data()) + keep, s.in.size() - keep);
+  if (!got.ok()) return got.status();
+  if (*got == 0) s.in_eof = true;
+  s.zs.next_in = s.in.data();
+  s.zs.avail_in = static_cast<uInt>(keep + *got);
+  return Status::Ok();
+}
+
+StatusOr<size_t> GzipSource::read(char* buf, size_t n) {
+  auto& s = *st_;
+  if (!s.init_ok) return Internal(name() + ": cannot initialise zlib");
+  if (s.done || n == 0) return size_t{0};
+  s.zs.next_out = reinterpret_cast<Bytef*>(buf);
+  s.zs.avail_out = static_cast<uInt>(std::min<size_t>(n, 1u << 30));
+  const uInt want = s.zs.avail_out;
+  while (s.zs.avail_out == want) {  // loop until at least one byte came out
+    if (s.zs.avail_in == 0) {
+      if (Status st = fill(); !st.ok()) return st;
+      if (s.zs.avail_in == 0 && s.in_eof) return BadInput(name() + ": truncated gzip stream");
+    }
+    const int rc = inflate(&s.zs, Z_NO_FLUSH);
+    if (rc == Z_STREAM_END) {
+      // Another gzip member may follow (concatenated .gz files); anything else after the trailer is ignored.
+      if (s.zs.avail_in < 2) {
+        if (Status st = fill(); !st.ok()) return st;
+      }
+      if (s.zs.avail_in >= 2 && s.zs.next_in[0] == 0x1f && s.zs.next_in[1] == 0x8b) {
+        inflateReset(&s.zs);
+        continue;
+      }
+      s.done = true;
+      break;
+    }
+    if (rc == Z_BUF_ERROR) {
+      // No progress possible: needs more input.
+      if (s.in_eof) return BadInput(name() + ": truncated gzip stream");
+      if (Status st = fill(); !st.ok()) return st;
+      continue;
+    }
+    if (rc != Z_OK) {
+      const char* msg = s.zs.msg != nullptr ? s.zs.msg : "invalid data";
+      return BadInput(name() + ": corrupt gzip stream (" + msg + ")");
+    }
+  }
+  return static_cast<size_t>(want - s.zs.avail_out);
+}
+
+// ---- GuardSource --------------------------------------------------------------------------------------
+
+StatusOr<size_t> GuardSource::read_inner(char* buf, size_t n) {
+  auto got = inner_.read(buf, n);
+  if (!got.ok()) return got;
+  produced_ += *got;
+  if (produced_ > limit_) {
+    return ResourceExhausted(name() + ": more than " + std::to_string(limit_) +
+                             " bytes after decompression (limit; see LoadOptions::max_uncompressed_bytes)");
+  }
+  if (progress_ && produced_ >= next_progress_) {
+    next_progress_ = produced_ + (uint64_t{16} << 20);
+    progress_(raw_position_ ? raw_position_() : produced_, raw_total_);
+  }
+  return got;
+}
+
+StatusOr<std::string_view> GuardSource::peek(size_t n) {
+  while (head_.size() < n) {
+    const size_t old = head_.size();
+    head_.resize(n);
+    auto got = read_inner(head_.data() + old, n - old);
+    if (!got.ok()) {
+      head_.resize(old);
+      return got.status();
+    }
+    head_.resize(old + *got);
+    if (*got == 0) break;
+  }
+  return std::string_view(head_).substr(0, std::min(n, head_.size()));
+}
+
+StatusOr<size_t> GuardSource::read(char* buf, size_t n) {
+  if (head_pos_ < head_.size()) {
+    const size_t k = std::min(n, head_.size() - head_pos_);
+    std::memcpy(buf, head_.data() + head_pos_, k);
+    head_pos_ += k;
+    if (head_pos_ == head_.size()) {
+      head_.clear();
+      head_.shrink_to_fit();
+      head_pos_ = 0;
+    }
+    return k;
+  }
+  return read_inner(buf, n);
+}
+
+}  // namespace profile_train::trace::detail

@@ -1,0 +1,95 @@
+// Byte sources used by load_trace: a plain file, bytes in memory, a streaming gzip decoder over either, and
+// a guard that enforces the size limit, reports progress and replays the sniffed head.
+// Owner: trace component. None of these are thread-safe; each is used by one loader at a time.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "profile_train/trace/importer.h"
+
+namespace profile_train::trace::detail {
+
+// Reads a file with stdio. Owns the FILE*.
+class FileSource final : public ByteSource {
+ public:
+  // Opens `path`; NotFound / IoError / BadInput (directory) name the file.
+  static StatusOr<std::unique_ptr<FileSource>> open(const std::string& path);
+  ~FileSource() override;
+  StatusOr<size_t> read(char* buf, size_t n) override;
+  const std::string& name() const override { return name_; }
+  uint64_t consumed() const { return consumed_; }
+  uint64_t size() const { return size_; }  // 0 when unknown (pipes)
+
+ private:
+  FileSource(std::FILE* f, std::string name, uint64_t size) : f_(f), name_(std::move(name)), size_(size) {}
+  std::FILE* f_;
+  std::string name_;
+  uint64_t size_ = 0;
+  uint64_t consumed_ = 0;
+};
+
+// Reads from a caller-owned buffer that must outlive the source.
+class MemorySource final : public ByteSource {
+ public:
+  MemorySource(std::string_view data, std::string name) : data_(data), name_(std::move(name)) {}
+  StatusOr<size_t> read(char* buf, size_t n) override;
+  const std::string& name() const override { return name_; }
+  uint64_t consumed() const { return pos_; }
+
+ private:
+  std::string_view data_;
+  std::string name_;
+  size_t pos_ = 0;
+};
+
+// Streaming gzip (or zlib) decoder over another source; handles multi-member files. A stream that ends
+// before the gzip trailer is BadInput "NAME: truncated gzip stream"; corrupt data is BadInput too.
+class GzipSource final : public ByteSource {
+ public:
+  explicit GzipSource(ByteSource& compressed);
+  ~GzipSource() override;
+  GzipSource(const GzipSource&) = delete;
+  GzipSource& operator=(const GzipSource&) = delete;
+  StatusOr<size_t> read(char* buf, size_t n) override;
+  const std::string& name() const override { return in_.name(); }
+
+ private:
+  Status fill();
+  ByteSource& in_;
+  struct State;
+  std::unique_ptr<State> st_;
+};
+
+// Wraps the decompressed stream: enforces `limit` (ResourceExhausted), calls `progress` about every
+// 16 MiB with the raw (compressed) position, and first replays the bytes read by peek().
+class GuardSource final : public ByteSource {
+ public:
+  GuardSource(ByteSource& inner, uint64_t limit, std::function<void(uint64_t, uint64_t)> progress,
+              std::function<uint64_t()> raw_position, uint64_t raw_total)
+      : inner_(inner), limit_(limit), progress_(std::move(progress)), raw_position_(std::move(raw_position)),
+        raw_total_(raw_total) {}
+  // Reads up to `n` bytes ahead without consuming them (they are returned again by read()).
+  StatusOr<std::string_view> peek(size_t n);
+  StatusOr<size_t> read(char* buf, size_t n) override;
+  const std::string& name() const override { return inner_.name(); }
+
+ private:
+  StatusOr<size_t> read_inner(char* buf, size_t n);
+  ByteSource& inner_;
+  uint64_t limit_;
+  std::function<void(uint64_t, uint64_t)> progress_;
+  std::function<uint64_t()> raw_position_;
+  uint64_t raw_total_;
+  uint64_t produced_ = 0;
+  uint64_t next_progress_ = 0;
+  std::string head_;
+  size_t head_pos_ = 0;
+};
+
+}  // namespace profile_train::trace::detail

@@ -1,0 +1,265 @@
+// A streaming, validating JSON tokenizer for large trace files (owner: trace component).
+//
+// Design: decompressed bytes are read in chunks into one growable buffer. The caller parses one *element*
+// at a time (an array element, a top-level member) through `element(f)`: `f` reads tokens straight from the
+// buffer; if it runs past the buffered data it throws NeedMore, the buffer is compacted/refilled (growing
+// only when a single element is larger than the buffer) and `f` runs again from the element's start. So `f`
+// must only commit its results when it returns. Memory is bounded by max(chunk, largest element) and the
+// hot path (no escapes) hands out string_views into the buffer without allocating.
+//
+// Errors: malformed JSON, truncation and nesting deeper than `max_depth` throw JsonError (offset + reason);
+// a failing source throws SourceError with its Status. Both are caught by the importer and turned into a
+// Status; no exception leaves the importer.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "profile_train/trace/importer.h"
+
+namespace profile_train::trace::detail {
+
+struct NeedMore {};
+struct JsonError {
+  uint64_t offset;  // byte offset in the decompressed stream
+  std::string what;
+};
+// Valid JSON that is not a trace of the expected shape (e.g. no traceEvents array).
+struct FormatError {
+  std::string what;
+};
+struct SourceError {
+  Status status;
+};
+
+// A number token as written in the source, interpreted on demand.
+struct NumberText {
+  std::string_view text;
+  bool integral = true;  // no '.', no exponent
+};
+
+class JsonReader {
+ public:
+  static constexpr size_t kPad = 64;  // zero bytes kept after the data: SIMD loads may read past the end
+
+  JsonReader(ByteSource& src, int max_depth, size_t chunk = size_t{4} << 20)
+      : src_(src), max_depth_(max_depth), chunk_(chunk) {
+    cap_ = chunk_;
+    buf_.reset(new char[cap_ + kPad]);
+    std::memset(buf_.get(), 0, kPad);
+    p_ = end_ = buf_.get();
+  }
+
+  int max_depth() const { return max_depth_; }
+  uint64_t offset() const { return base_ + static_cast<uint64_t>(p_ - buf_.get()); }
+  bool at_eof() const { return eof_ && p_ >= end_; }
+
+  // Runs `f` until it completes without running out of buffered data (see the file comment).
+  template <typename F>
+  void element(F&& f) {
+    for (;;) {
+      const size_t mark = static_cast<size_t>(p_ - buf_.get());
+      scratch_used_ = 0;
+      try {
+        f();
+        return;
+      } catch (const NeedMore&) {
+        if (eof_) fail_at(base_ + (end_ - buf_.get()), "truncated JSON (the file ends inside a value)");
+        refill(mark);
+      }
+    }
+  }
+
+  // Skips whitespace; returns kEof at the true end of the stream, else the next byte (not consumed).
+  // Only valid outside element(): used between top-level tokens.
+  static constexpr int kEof = -1;
+  int peek_top() {
+    int c = kEof;
+    element([&] {
+      skip_ws();
+      if (p_ >= end_) {
+        if (!eof_) throw NeedMore{};
+        c = kEof;
+        return;
+      }
+      c = static_cast<unsigned char>(*p_);
+    });
+    return c;
+  }
+
+  // ---- token primitives (use inside element()) ---------------------------------------------------------
+  void skip_ws() {
+    while (is_ws(*p_)) ++p_;
+  }
+  // Next non-whitespace byte, not consumed. Throws NeedMore at the end of the buffered data.
+  char peek() {
+    skip_ws();
+    if (p_ >= end_) throw NeedMore{};
+    return *p_;
+  }
+  void expect(char c) {
+    if (peek() != c) fail(std::string("expected '") + c + "'" + found());
+    ++p_;
+  }
+  // After a value inside a container: consumes ',' (returns true) or the closer (returns false).
+  bool next_or_close(char closer) {
+    const char c = peek();
+    ++p_;
+    if (c == ',') return true;
+    if (c == closer) return false;
+    --p_;
+    fail(std::string("expected ',' or '") + closer + "'" + found());
+  }
+  // Consumes `s` if the stream continues with it (no whitespace skipping).
+  bool starts_with(std::string_view s) {
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (p_ + i >= end_) throw NeedMore{};
+      if (p_[i] != s[i]) return false;
+    }
+    p_ += s.size();
+    return true;
+  }
+  // Consumes `closer` if it is next (empty container).
+  bool try_close(char closer) {
+    if (peek() == closer) {
+      ++p_;
+      return true;
+    }
+    return false;
+  }
+
+  // Reads a string token. The view points into the buffer (no escapes) or into per-element scratch
+  // storage; it is valid until the current element() call returns.
+  std::string_view read_string() {
+    if (peek() != '"') fail("expected a string" + found());
+    const char* start = ++p_;
+    const char* q = find_quote_or_backslash(start);
+    if (*q == '"' && q < end_) {
+      p_ = q + 1;
+      return std::string_view(start, static_cast<size_t>(q - start));
+    }
+    if (q >= end_) throw NeedMore{};
+    return read_escaped(start, q);
+  }
+  void skip_string() {
+    if (peek() != '"') fail("expected a string" + found());
+    ++p_;
+    for (;;) {
+      const char* q = find_quote_or_backslash(p_);
+      if (q >= end_) throw NeedMore{};
+      if (*q == '"') {
+        p_ = q + 1;
+        return;
+      }
+      // backslash: skip it and the escaped byte (validated loosely: any byte but end of data)
+      if (q + 1 >= end_) throw NeedMore{};
+      p_ = q + 2;
+    }
+  }
+  NumberText read_number() {
+    skip_ws();
+    const char* start = p_;
+    const char* q = p_;
+    NumberText n;
+    if (*q == '-') ++q;
+    if (!is_digit(*q)) {
+      if (q >= end_) throw NeedMore{};
+      p_ = q;
+      fail("expected a number" + found());
+    }
+    while (is_digit(*q)) ++q;
+    if (*q == '.') {
+      n.integral = false;
+      ++q;
+      if (!is_digit(*q)) {
+        if (q >= end_) throw NeedMore{};
+        p_ = q;
+        fail("expected a digit after '.'");
+      }
+      while (is_digit(*q)) ++q;
+    }
+    if (*q == 'e' || *q == 'E') {
+      n.integral = false;
+      ++q;
+      if (*q == '+' || *q == '-') ++q;
+      if (!is_digit(*q)) {
+        if (q >= end_) throw NeedMore{};
+        p_ = q;
+        fail("expected a digit in the exponent");
+      }
+      while (is_digit(*q)) ++q;
+    }
+    if (q >= end_) throw NeedMore{};  // the number might continue in the next chunk
+    p_ = q;
+    n.text = std::string_view(start, static_cast<size_t>(q - start));
+    return n;
+  }
+  // Skips any value; `depth` is the nesting depth of the container holding it (top-level value: 0).
+  void skip_value(int depth);
+
+  // Formats " (found 'x')" for error messages.
+  std::string found() const;
+  [[noreturn]] void fail(const std::string& what) const { fail_at(offset(), what); }
+  [[noreturn]] static void fail_at(uint64_t off, const std::string& what) { throw JsonError{off, what}; }
+
+  static bool is_ws(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+  static bool is_digit(char c) { return static_cast<unsigned char>(c - '0') < 10; }
+
+ private:
+  // First '"' or '\\' at or after p, or a pointer >= end_ if none is buffered.
+  const char* find_quote_or_backslash(const char* p) const {
+#if defined(__SSE2__)
+    const __m128i quote = _mm_set1_epi8('"');
+    const __m128i bslash = _mm_set1_epi8('\\');
+    for (;;) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+      const int m = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)));
+      if (m != 0) return p + __builtin_ctz(static_cast<unsigned>(m));
+      p += 16;
+      if (p >= end_) return end_;
+    }
+#else
+    while (p < end_ && *p != '"' && *p != '\\') ++p;
+    return p;
+#endif
+  }
+  std::string_view read_escaped(const char* start, const char* q);
+  void skip_literal(const char* lit, size_t n);
+  void refill(size_t mark);
+
+  ByteSource& src_;
+  int max_depth_;
+  size_t chunk_;
+  std::unique_ptr<char[]> buf_;
+  size_t cap_ = 0;
+  const char* p_ = nullptr;
+  const char* end_ = nullptr;
+  uint64_t base_ = 0;  // stream offset of buf_[0]
+  bool eof_ = false;
+  std::vector<char> stack_;  // skip_value's container stack (reused)
+  // Decoded strings with escapes, reused across elements (capacity kept: allocation-free when warm).
+  std::deque<std::string> scratch_;  // deque: growing it never moves the strings views point into
+  size_t scratch_used_ = 0;
+};
+
+}  // namespace profile_train::trace::detail
+
+namespace profile_train::trace::detail {
+
+// Number conversions. All return false when the value does not fit (the caller counts a malformed field).
+bool number_to_i64(const NumberText& n, int64_t* out);
+bool number_to_double(const NumberText& n, double* out);
+// Converts a microsecond count written in decimal (e.g. "4458677051847.046") to integer nanoseconds,
+// reading the digits directly (no double round-trip): rounds half away from zero beyond the 3rd decimal.
+bool us_text_to_ns(const NumberText& n, int64_t* out);
+
+}  // namespace profile_train::trace::detail

@@ -1,0 +1,173 @@
+#include "profile_train/tuner/knobs.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+
+namespace profile_train::tuner {
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string trim(std::string_view s) {
+  size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return std::string(s.substr(b, e - b));
+}
+
+bool parse_ll(std::string_view s, long long* out) {
+  if (s.empty()) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+}  // namespace
+
+const std::vector<KnobDef>& knob_catalog() {
+  // Order = cheapest / lowest-risk first (ties in the guided search are broken by it). batch_size's auto
+  // list is the doubling ladder; the guided search stops climbing it at an OOM or a plateau.
+  static const std::vector<KnobDef> kCatalog = {
+      {"num_workers", KnobKind::kInteger, {"0", "1", "2", "4", "8"}, "dataloader.num_workers", "--workers",
+       true, {"workers", "dataloader.num_workers"}},
+      {"pin_memory", KnobKind::kBool, {"0", "1"}, "dataloader.pin_memory", "--pin-memory", true,
+       {"pin", "dataloader.pin_memory"}},
+      {"prefetch_factor", KnobKind::kInteger, {"2", "4", "8"}, "dataloader.prefetch_factor", "--prefetch",
+       false, {"prefetch", "dataloader.prefetch_factor"}},
+      {"persistent_workers", KnobKind::kBool, {"0", "1"}, "dataloader.persistent_workers", "", false,
+       {"persistent", "dataloader.persistent_workers"}},
+      {"amp", KnobKind::kChoice, {"off", "bf16", "fp16"}, "amp.dtype", "--amp", true,
+       {"autocast", "amp.dtype"}},
+      {"batch_size", KnobKind::kInteger, {"16", "32", "64", "128", "256", "512", "1024", "2048"},
+       "dataloader.batch_size", "--batch-size", true, {"bs", "batch", "dataloader.batch_size"}},
+      {"channels_last", KnobKind::kBool, {"0", "1"}, "", "--channels-last", false, {"model.channels_last"}},
+      {"cudnn_benchmark", KnobKind::kBool, {"0", "1"}, "", "--cudnn-benchmark", false,
+       {"cudnn.benchmark", "cudnn"}},
+      {"tf32", KnobKind::kBool, {"0", "1"}, "", "--tf32", false, {"tf32.matmul"}},
+  };
+  return kCatalog;
+}
+
+const KnobDef* find_knob(std::string_view name) {
+  const std::string n = lower(trim(name));
+  for (const KnobDef& k : knob_catalog()) {
+    if (k.name == n) return &k;
+    if (std::find(k.aliases.begin(), k.aliases.end(), n) != k.aliases.end()) return &k;
+  }
+  return nullptr;
+}
+
+StatusOr<std::string> canonical_value(const KnobDef& knob, std::string_view value) {
+  const std::string v = lower(trim(value));
+  switch (knob.kind) {
+    case KnobKind::kInteger: {
+      long long x = 0;
+      if (!parse_ll(v, &x) || x < 0 || x > (1LL << 30)) {
+        return InvalidArgument("knob " + knob.name + ": '" + std::string(value) +
+                               "' is not a non-negative integer");
+      }
+      if (knob.name == "batch_size" && x == 0) return InvalidArgument("knob batch_size: 0 is not a batch size");
+      return std::to_string(x);
+    }
+    case KnobKind::kBool:
+      if (v == "1" || v == "true" || v == "on" || v == "yes") return std::string("1");
+      if (v == "0" || v == "false" || v == "off" || v == "no") return std::string("0");
+      return InvalidArgument("knob " + knob.name + ": '" + std::string(value) + "' is not a boolean (0/1)");
+    case KnobKind::kChoice:
+      if (knob.name == "amp") {
+        if (v == "off" || v == "none" || v == "fp32" || v == "float32" || v == "0") return std::string("off");
+        if (v == "bf16" || v == "bfloat16") return std::string("bf16");
+        if (v == "fp16" || v == "float16" || v == "half") return std::string("fp16");
+        return InvalidArgument("knob amp: '" + std::string(value) + "' is not one of off, bf16, fp16");
+      }
+      return v;
+  }
+  return InvalidArgument("knob " + knob.name + ": bad value");
+}
+
+std::vector<std::string> auto_values_for(const KnobDef& def, unsigned cpu_count) {
+  std::vector<std::string> values = def.auto_values;
+  if (def.name == "num_workers") {
+    // More workers than 2 x CPUs only adds contention; the ladder stops there.
+    const long long cap = std::max(2LL, 2LL * static_cast<long long>(std::max(1u, cpu_count)));
+    std::erase_if(values, [&](const std::string& v) { return std::stoll(v) > cap; });
+  }
+  return values;
+}
+
+StatusOr<KnobRange> parse_knob_arg(std::string_view arg) {
+  const size_t eq = arg.find('=');
+  if (eq == std::string_view::npos) {
+    return InvalidArgument("--knob '" + std::string(arg) + "': expected NAME=V1,V2,... or NAME=auto");
+  }
+  const KnobDef* def = find_knob(arg.substr(0, eq));
+  if (def == nullptr) {
+    std::string names;
+    for (const KnobDef& k : knob_catalog()) names += (names.empty() ? "" : ", ") + k.name;
+    return InvalidArgument("--knob '" + std::string(arg) + "': unknown knob (known: " + names + ")");
+  }
+  KnobRange range;
+  range.def = def;
+  const std::string rhs = trim(arg.substr(eq + 1));
+  if (lower(rhs) == "auto") {
+    range.is_auto = true;
+    return range;  // values filled by the caller (auto_values_for) once the host is known
+  }
+  size_t pos = 0;
+  while (pos <= rhs.size()) {
+    size_t comma = rhs.find(',', pos);
+    if (comma == std::string::npos) comma = rhs.size();
+    const std::string item = trim(std::string_view(rhs).substr(pos, comma - pos));
+    if (!item.empty()) {
+      auto v = canonical_value(*def, item);
+      if (!v.ok()) return v.status();
+      if (std::find(range.values.begin(), range.values.end(), *v) == range.values.end()) {
+        range.values.push_back(*v);
+      }
+    }
+    pos = comma + 1;
+  }
+  if (range.values.empty()) return InvalidArgument("--knob '" + std::string(arg) + "': no values");
+  return range;
+}
+
+std::string config_key(const Config& config) {
+  std::string key;
+  for (const auto& [k, v] : config) key += (key.empty() ? "" : ",") + k + "=" + v;
+  return key;
+}
+
+std::string describe_config(const Config& config, const KnobSpace& space) {
+  std::string out;
+  for (const KnobRange& r : space) {
+    auto it = config.find(r.def->name);
+    if (it == config.end()) continue;
+    out += (out.empty() ? "" : " ") + it->first + "=" + it->second;
+  }
+  for (const auto& [k, v] : config) {  // knobs outside the space (should not happen; shown anyway)
+    bool in_space = std::any_of(space.begin(), space.end(), [&](const KnobRange& r) { return r.def->name == k; });
+    if (!in_space) out += (out.empty() ? "" : " ") + k + "=" + v;
+  }
+  return out;
+}
+
+Config baseline_config(const KnobSpace& space) {
+  Config c;
+  for (const KnobRange& r : space) {
+    if (!r.values.empty()) c[r.def->name] = r.values.front();
+  }
+  return c;
+}
+
+long long config_int(const Config& config, const std::string& knob, long long fallback) {
+  auto it = config.find(knob);
+  if (it == config.end()) return fallback;
+  long long x = 0;
+  return parse_ll(it->second, &x) ? x : fallback;
+}
+
+}  // namespace profile_train::tuner

@@ -1,0 +1,400 @@
+#include "profile_train/tuner/process_runner.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+extern char** environ;
+
+namespace profile_train::tuner {
+namespace {
+
+namespace fs = std::filesystem;
+
+double now_s() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+std::string two_digits(int n, int width) {
+  std::string s = std::to_string(n);
+  while (static_cast<int>(s.size()) < width) s.insert(s.begin(), '0');
+  return s;
+}
+
+// The placeholder names that map to `def` ({batch_size}, {bs}, ...).
+bool names_knob(const std::string& name, const KnobDef& def) {
+  if (name == def.name) return true;
+  return std::find(def.aliases.begin(), def.aliases.end(), name) != def.aliases.end();
+}
+
+// Calls fn(knob, begin, end) for every {name} in `s` that names a known knob.
+template <typename Fn>
+void for_each_placeholder(const std::string& s, Fn fn) {
+  size_t pos = 0;
+  while ((pos = s.find('{', pos)) != std::string::npos) {
+    const size_t close = s.find('}', pos + 1);
+    if (close == std::string::npos) return;
+    const std::string name = s.substr(pos + 1, close - pos - 1);
+    const KnobDef* def = name.empty() || name.find_first_of("{ ") != std::string::npos ? nullptr : find_knob(name);
+    if (def != nullptr && names_knob(name, *def)) {
+      fn(*def, pos, close + 1);
+      pos = close + 1;
+    } else {
+      pos = pos + 1;
+    }
+  }
+}
+
+// The last non-empty line of a log, trimmed to a readable length.
+std::string last_line(const std::string& text) {
+  size_t end = text.size();
+  while (end > 0) {
+    while (end > 0 && (text[end - 1] == '\n' || text[end - 1] == '\r' || text[end - 1] == ' ')) --end;
+    if (end == 0) break;
+    size_t begin = text.rfind('\n', end - 1);
+    begin = (begin == std::string::npos) ? 0 : begin + 1;
+    std::string line = text.substr(begin, end - begin);
+    if (line.size() > 300) line = line.substr(0, 297) + "...";
+    return line;
+  }
+  return "";
+}
+
+}  // namespace
+
+std::set<std::string> placeholders_in(const std::vector<std::string>& argv) {
+  std::set<std::string> out;
+  for (const auto& a : argv) for_each_placeholder(a, [&](const KnobDef& d, size_t, size_t) { out.insert(d.name); });
+  return out;
+}
+
+StatusOr<std::vector<std::string>> substitute_placeholders(const std::vector<std::string>& argv,
+                                                           const Config& config) {
+  std::vector<std::string> out;
+  out.reserve(argv.size());
+  for (const auto& a : argv) {
+    std::string result;
+    size_t copied = 0;
+    std::string missing;
+    for_each_placeholder(a, [&](const KnobDef& d, size_t begin, size_t end) {
+      auto it = config.find(d.name);
+      if (it == config.end()) {
+        if (missing.empty()) missing = d.name;
+        return;
+      }
+      result.append(a, copied, begin - copied);
+      result += it->second;
+      copied = end;
+    });
+    if (!missing.empty()) {
+      return InvalidArgument("placeholder {" + missing + "} in '" + a + "' has no value (add --knob " + missing +
+                             "=...)");
+    }
+    result.append(a, copied, std::string::npos);
+    out.push_back(std::move(result));
+  }
+  return out;
+}
+
+nlohmann::json overrides_for(const Config& config, const std::set<std::string>& skip) {
+  nlohmann::json o = nlohmann::json::object();
+  for (const auto& [name, value] : config) {
+    if (skip.count(name)) continue;
+    const KnobDef* def = find_knob(name);
+    if (def == nullptr || def->override_key.empty()) continue;
+    switch (def->kind) {
+      case KnobKind::kInteger: o[def->override_key] = std::stoll(value); break;
+      case KnobKind::kBool: o[def->override_key] = (value == "1"); break;
+      case KnobKind::kChoice: o[def->override_key] = value; break;
+    }
+  }
+  return o;
+}
+
+std::vector<std::string> workload_args(const TuneTarget& target, const Config& config,
+                                       const fs::path& result_file) {
+  // Flags that a knob sets, or that the tuner owns, are dropped from the user's flags (with their value).
+  std::set<std::string> owned = {"--model", "--result"};
+  for (const auto& [name, value] : config) {
+    const KnobDef* def = find_knob(name);
+    if (def != nullptr && !def->workload_flag.empty()) owned.insert(def->workload_flag);
+  }
+  std::vector<std::string> out = {"--model", target.model};
+  for (size_t i = 0; i < target.args.size(); ++i) {
+    const std::string& a = target.args[i];
+    const std::string flag = a.substr(0, a.find('='));
+    if (owned.count(flag)) {
+      if (a.find('=') == std::string::npos && i + 1 < target.args.size()) ++i;  // skip its value too
+      continue;
+    }
+    out.push_back(a);
+  }
+  for (const auto& [name, value] : config) {
+    const KnobDef* def = find_knob(name);
+    if (def == nullptr || def->workload_flag.empty()) continue;
+    out.push_back(def->workload_flag);
+    out.push_back(value);
+  }
+  out.push_back("--result");
+  out.push_back(result_file.string());
+  return out;
+}
+
+std::string read_tail(const fs::path& file, size_t max_bytes) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return "";
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  const std::streamoff start = size > static_cast<std::streamoff>(max_bytes) ? size - static_cast<std::streamoff>(max_bytes) : 0;
+  in.seekg(start);
+  std::string text(static_cast<size_t>(size - start), '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  return text;
+}
+
+ChildResult run_child(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,
+                      const fs::path& log_file, double timeout_s, const std::atomic<bool>* interrupted,
+                      double grace_s) {
+  ChildResult r;
+  if (argv.empty()) {
+    r.start_error = "empty command";
+    return r;
+  }
+  // Everything the child needs is prepared before fork(): only async-signal-safe calls happen after it.
+  std::vector<char*> cargv;
+  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+  std::vector<std::string> env_store;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string kv(*e);
+    const std::string key = kv.substr(0, kv.find('='));
+    const bool replaced = std::any_of(extra_env.begin(), extra_env.end(), [&](const std::string& x) {
+      return x.substr(0, x.find('=')) == key;
+    });
+    if (!replaced) env_store.push_back(kv);
+  }
+  for (const auto& kv : extra_env) env_store.push_back(kv);
+  std::vector<char*> cenv;
+  for (auto& kv : env_store) cenv.push_back(kv.data());
+  cenv.push_back(nullptr);
+
+  const int log_fd = ::open(log_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (log_fd < 0) {
+    r.start_error = "cannot create " + log_file.string() + ": " + std::strerror(errno);
+    return r;
+  }
+  const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  // A pipe closed on exec tells the parent whether exec succeeded (errno travels through it otherwise).
+  int status_pipe[2];
+  if (::pipe2(status_pipe, O_CLOEXEC) != 0) {
+    ::close(log_fd);
+    if (null_fd >= 0) ::close(null_fd);
+    r.start_error = std::string("pipe: ") + std::strerror(errno);
+    return r;
+  }
+  const double t0 = now_s();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    r.start_error = std::string("fork: ") + std::strerror(errno);
+    ::close(log_fd);
+    if (null_fd >= 0) ::close(null_fd);
+    ::close(status_pipe[0]);
+    ::close(status_pipe[1]);
+    return r;
+  }
+  if (pid == 0) {
+    ::setpgid(0, 0);  // own process group: the timeout kills the whole tree, Ctrl-C reaches only the tuner
+    if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
+    ::dup2(log_fd, STDOUT_FILENO);
+    ::dup2(log_fd, STDERR_FILENO);
+    struct sigaction sa {};
+    sa.sa_handler = SIG_DFL;
+    ::sigaction(SIGINT, &sa, nullptr);
+    ::sigaction(SIGTERM, &sa, nullptr);
+    ::execve(cargv[0], cargv.data(), cenv.data());
+    const int err = errno;
+    [[maybe_unused]] ssize_t n = ::write(status_pipe[1], &err, sizeof(err));
+    ::_exit(127);
+  }
+  ::setpgid(pid, pid);  // also from the parent: no race with the first kill
+  ::close(log_fd);
+  if (null_fd >= 0) ::close(null_fd);
+  ::close(status_pipe[1]);
+  int exec_errno = 0;
+  const ssize_t got = ::read(status_pipe[0], &exec_errno, sizeof(exec_errno));
+  ::close(status_pipe[0]);
+  if (got == static_cast<ssize_t>(sizeof(exec_errno))) {
+    int st = 0;
+    ::waitpid(pid, &st, 0);
+    r.start_error = "cannot execute " + argv[0] + ": " + std::strerror(exec_errno);
+    r.duration_s = now_s() - t0;
+    return r;
+  }
+  r.started = true;
+
+  int status = 0;
+  double kill_sent_at = -1;
+  while (true) {
+    const pid_t w = ::waitpid(pid, &status, WNOHANG);
+    if (w == pid) break;
+    if (w < 0 && errno != EINTR) break;
+    const double now = now_s();
+    const bool stop_now = (timeout_s > 0 && now - t0 > timeout_s) || (interrupted != nullptr && interrupted->load());
+    if (stop_now && kill_sent_at < 0) {
+      if (interrupted != nullptr && interrupted->load()) r.interrupted = true;
+      else r.timed_out = true;
+      ::kill(-pid, SIGTERM);
+      kill_sent_at = now;
+    } else if (kill_sent_at >= 0 && now - kill_sent_at > grace_s) {
+      ::kill(-pid, SIGKILL);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (kill_sent_at >= 0) ::kill(-pid, SIGKILL);  // stragglers of the group (DataLoader workers, ...)
+  r.duration_s = now_s() - t0;
+  if (WIFEXITED(status)) {
+    r.exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    r.term_signal = WTERMSIG(status);
+    r.exit_code = 128 + r.term_signal;
+  }
+  return r;
+}
+
+ProcessTrialRunner::ProcessTrialRunner(ProcessRunnerOptions options) : options_(std::move(options)) {}
+
+StatusOr<std::vector<std::string>> ProcessTrialRunner::command_for(const Config& config, const fs::path& dir,
+                                                                   std::vector<std::string>* extra_env) const {
+  std::vector<std::string> argv = {options_.self_exe.string(), "run", "--out", dir.string()};
+  for (const auto& a : options_.run_args) argv.push_back(a);
+  argv.push_back("--");
+  const TuneTarget& target = options_.target;
+  if (target.kind == TuneTarget::Kind::kWorkload) {
+    argv.push_back(target.workload_binary.string());
+    for (auto& a : workload_args(target, config, dir / "workload_result.json")) argv.push_back(std::move(a));
+    return argv;
+  }
+  auto substituted = substitute_placeholders(target.args, config);
+  if (!substituted.ok()) return substituted.status();
+  for (auto& a : *substituted) argv.push_back(std::move(a));
+  const nlohmann::json overrides = overrides_for(config, placeholders_in(target.args));
+  if (extra_env != nullptr && !overrides.empty()) extra_env->push_back("PROFILE_TRAIN_OVERRIDES=" + overrides.dump());
+  return argv;
+}
+
+Measurement ProcessTrialRunner::run(const Config& config, const RunContext& ctx) {
+  Measurement m;
+  const fs::path dir = options_.out_dir / "trials" / (two_digits(ctx.trial_index, 3) + "-r" + std::to_string(ctx.repeat + 1));
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  fs::create_directories(dir, ec);
+  m.dir = dir.string();
+  if (ec) {
+    m.status = RunStatus::kCrashed;
+    m.message = "cannot create " + dir.string() + ": " + ec.message();
+    return m;
+  }
+  std::vector<std::string> extra_env;
+  auto argv = command_for(config, dir, &extra_env);
+  if (!argv.ok()) {
+    m.status = RunStatus::kCrashed;
+    m.message = argv.status().message();
+    return m;
+  }
+  {
+    // The exact command, for reproducing one trial by hand.
+    nlohmann::json cmd = {{"argv", *argv}, {"env", extra_env}};
+    std::ofstream(dir / "command.json") << cmd.dump(2) << "\n";
+  }
+  const fs::path log = dir / "trial.log";
+  const ChildResult child = run_child(*argv, extra_env, log, ctx.timeout_s, options_.interrupted, options_.term_grace_s);
+  m.duration_s = child.duration_s;
+  m.exit_code = child.exit_code;
+  if (!child.started) {
+    m.status = RunStatus::kCrashed;
+    m.message = child.start_error;
+    return m;
+  }
+  // The report, when `run` wrote one (also after a failure: it may still say something useful).
+  {
+    std::ifstream in(dir / "report.json");
+    if (in) {
+      try {
+        m.report = nlohmann::json::parse(in);
+      } catch (const std::exception&) {
+        m.report = nullptr;
+      }
+    }
+  }
+  const std::string tail = read_tail(log, 1 << 20);
+  if (child.interrupted) {
+    m.status = RunStatus::kInterrupted;
+    m.message = "interrupted (Ctrl-C)";
+    return m;
+  }
+  if (child.timed_out) {
+    m.status = RunStatus::kTimedOut;
+    std::ostringstream os;
+    os << "killed after " << static_cast<long long>(ctx.timeout_s) << " s ("
+       << (ctx.timeout_reason.empty() ? "timeout" : ctx.timeout_reason) << ")";
+    m.message = os.str();
+    return m;
+  }
+  if (looks_like_oom(tail)) {
+    m.status = RunStatus::kOom;
+    m.message = "out of memory: " + last_line(tail);
+    return m;
+  }
+  if (child.term_signal == SIGKILL) {
+    // Not sent by us: most likely the kernel's OOM killer.
+    m.status = RunStatus::kOom;
+    m.message = "killed by SIGKILL (likely the kernel OOM killer)";
+    return m;
+  }
+  if (child.exit_code != 0) {
+    m.status = RunStatus::kCrashed;
+    m.message = "exit code " + std::to_string(child.exit_code) + ": " + last_line(tail);
+    return m;
+  }
+  if (known_batch_ <= 0) known_batch_ = batch_from_facts(m.report);
+  Status st = metric_from_report(m.report, config, known_batch_, &m);
+  if (st.ok()) {
+    m.status = RunStatus::kOk;
+    return m;
+  }
+  // Fallback for the built-in workload: its own result file (samples/s over its measured window).
+  if (options_.target.kind == TuneTarget::Kind::kWorkload) {
+    std::ifstream in(dir / "workload_result.json");
+    if (in) {
+      try {
+        const nlohmann::json w = nlohmann::json::parse(in);
+        if (w.contains("samples_per_s") && w["samples_per_s"].is_number() && w["samples_per_s"].get<double>() > 0) {
+          m.throughput = w["samples_per_s"].get<double>();
+          m.per_sample = true;
+          if (w.contains("step_ms") && w["step_ms"].is_number()) m.step_ms = w["step_ms"].get<double>();
+          m.status = RunStatus::kOk;
+          m.message = "metric from the workload's result file (" + st.message() + ")";
+          return m;
+        }
+      } catch (const std::exception&) {
+      }
+    }
+  }
+  m.status = RunStatus::kNoMetric;
+  m.message = st.message();
+  return m;
+}
+
+}  // namespace profile_train::tuner

@@ -1,0 +1,490 @@
+#include "profile_train/tuner/tune_report.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+
+namespace profile_train::tuner {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string fmt(double v, int precision = 1) {
+  std::ostringstream os;
+  os.setf(std::ios::fixed);
+  os.precision(precision);
+  os << v;
+  return os.str();
+}
+
+std::string utc_now() {
+  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+json config_json(const Config& c) {
+  json o = json::object();
+  for (const auto& [k, v] : c) o[k] = v;
+  return o;
+}
+
+json trial_ref(const Trial& t) {
+  return {{"trial", t.index},
+          {"config", config_json(t.config)},
+          {"throughput", t.mean},
+          {"stddev", t.stddev},
+          {"repeats", t.values.size()}};
+}
+
+bool report_on_gpu(const json& report) {
+  if (!report.is_object()) return false;
+  if (report.contains("device") && report["device"].is_object()) return true;
+  if (report.contains("source") && report["source"].is_object() &&
+      report["source"].value("has_gpu_activity", false)) {
+    return true;
+  }
+  const json* f = &report;
+  for (const char* k : {"facts", "gpu", "available"}) {
+    if (!f->is_object() || !f->contains(k)) return false;
+    f = &(*f)[k];
+  }
+  return f->is_boolean() && f->get<bool>();
+}
+
+std::string py_bool(const std::string& v) { return v == "1" ? "True" : "False"; }
+
+}  // namespace
+
+std::string html_escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+Speedup speedup_of(const Trial& best, const Trial& baseline, double pooled_relative_sd) {
+  Speedup s;
+  if (!best.ok() || !baseline.ok() || baseline.mean <= 0) return s;
+  s.value = best.mean / baseline.mean;
+  // Relative standard error of each mean: its own spread when it has repeats, else the pooled noise.
+  auto rel_se = [&](const Trial& t) {
+    const double n = static_cast<double>(t.values.size());
+    const double rel_sd = (t.values.size() >= 2 && t.mean > 0) ? t.stddev / t.mean : pooled_relative_sd;
+    return rel_sd / std::sqrt(n);
+  };
+  const double a = rel_se(best), b = rel_se(baseline);
+  s.sigma = s.value * std::sqrt(a * a + b * b);
+  return s;
+}
+
+json code_change(const Config& baseline, const Config& best, const TuneTarget& target, bool on_gpu) {
+  json out;
+  json changes = json::array();
+  Config changed;
+  for (const auto& [k, v] : best) {
+    auto it = baseline.find(k);
+    const std::string from = it == baseline.end() ? std::string() : it->second;
+    if (from != v) {
+      changes.push_back({{"knob", k}, {"from", from}, {"to", v}});
+      changed[k] = v;
+    }
+  }
+  out["changes"] = changes;
+  if (changed.empty()) {
+    out["summary"] = "keep the baseline configuration: no knob gave a gain above the measured noise";
+    out["python"] = json::array();
+    return out;
+  }
+  std::string summary;
+  for (const auto& c : changes) {
+    summary += (summary.empty() ? "" : ", ") + c["knob"].get<std::string>() + " " + c["from"].get<std::string>() +
+               " -> " + c["to"].get<std::string>();
+  }
+  out["summary"] = summary;
+
+  // Python edits that make the best setting permanent in a PyTorch script.
+  json py = json::array();
+  std::string dl_args;
+  auto dl = [&](const char* knob, const std::string& text) {
+    if (changed.count(knob)) dl_args += ", " + text;
+  };
+  dl("batch_size", "batch_size=" + (changed.count("batch_size") ? changed["batch_size"] : ""));
+  dl("num_workers", "num_workers=" + (changed.count("num_workers") ? changed["num_workers"] : ""));
+  dl("pin_memory", "pin_memory=" + (changed.count("pin_memory") ? py_bool(changed["pin_memory"]) : ""));
+  dl("prefetch_factor", "prefetch_factor=" + (changed.count("prefetch_factor") ? changed["prefetch_factor"] : ""));
+  dl("persistent_workers",
+     "persistent_workers=" + (changed.count("persistent_workers") ? py_bool(changed["persistent_workers"]) : ""));
+  if (!dl_args.empty()) {
+    py.push_back({{"what", "DataLoader arguments"}, {"code", "DataLoader(..." + dl_args + ")"}});
+  }
+  const std::string dev = on_gpu ? "cuda" : "cpu";
+  if (changed.count("amp")) {
+    const std::string a = changed["amp"];
+    if (a == "bf16") {
+      py.push_back({{"what", "mixed precision (bf16 autocast around forward + loss)"},
+                    {"code", "with torch.autocast(\"" + dev + "\", dtype=torch.bfloat16):\n"
+                             "    loss = loss_fn(model(inputs), targets)"}});
+    } else if (a == "fp16") {
+      py.push_back({{"what", "mixed precision (fp16 autocast + gradient scaler)"},
+                    {"code", "scaler = torch.amp.GradScaler(\"" + dev + "\")\n"
+                             "with torch.autocast(\"" + dev + "\", dtype=torch.float16):\n"
+                             "    loss = loss_fn(model(inputs), targets)\n"
+                             "scaler.scale(loss).backward()\nscaler.step(optimizer)\nscaler.update()"}});
+    } else {
+      py.push_back({{"what", "mixed precision off"}, {"code", "# remove the torch.autocast(...) context"}});
+    }
+  }
+  if (changed.count("channels_last") && changed["channels_last"] == "1") {
+    py.push_back({{"what", "channels-last memory format"},
+                  {"code", "model = model.to(memory_format=torch.channels_last)\n"
+                           "inputs = inputs.to(memory_format=torch.channels_last)"}});
+  }
+  if (changed.count("cudnn_benchmark")) {
+    py.push_back({{"what", "cuDNN autotuner"},
+                  {"code", "torch.backends.cudnn.benchmark = " + py_bool(changed["cudnn_benchmark"])}});
+  }
+  if (changed.count("tf32")) {
+    py.push_back({{"what", "TF32 matmul / convolution"},
+                  {"code", "torch.backends.cuda.matmul.allow_tf32 = " + py_bool(changed["tf32"]) +
+                               "\ntorch.backends.cudnn.allow_tf32 = " + py_bool(changed["tf32"])}});
+  }
+  out["python"] = py;
+
+  // The command line with the best values (what to run from now on).
+  if (target.kind == TuneTarget::Kind::kWorkload) {
+    std::vector<std::string> argv = {target.workload_binary.filename().string()};
+    for (auto& a : workload_args(target, best, "result.json")) argv.push_back(a);
+    argv.resize(argv.size() - 2);  // drop the tuner's --result FILE
+    out["command"] = argv;
+  } else {
+    if (!placeholders_in(target.args).empty()) {
+      auto sub = substitute_placeholders(target.args, best);
+      if (sub.ok()) out["command"] = *sub;
+    }
+    const json ov = overrides_for(best, placeholders_in(target.args));
+    if (!ov.empty()) out["shim_overrides"] = ov;  // PROFILE_TRAIN_OVERRIDES reproduces it without an edit
+  }
+  return out;
+}
+
+json tune_json(const TuneResult& result, const KnobSpace& space, const TuneReportContext& ctx) {
+  json doc;
+  doc["schema_version"] = std::string(kTuneSchemaVersion);
+  doc["tool"] = {{"name", "profile-train"}, {"version", ctx.tool_version}};
+  doc["created_utc"] = utc_now();
+  json target;
+  if (ctx.target.kind == TuneTarget::Kind::kWorkload) {
+    target = {{"kind", "workload"}, {"model", ctx.target.model}, {"binary", ctx.target.workload_binary.string()},
+              {"args", ctx.target.args}, {"applied_through", "workload flags"}};
+  } else {
+    const auto ph = placeholders_in(ctx.target.args);
+    bool any_override = false;
+    for (const KnobRange& r : space) {
+      if (!ph.count(r.def->name)) any_override = true;
+    }
+    target = {{"kind", "command"}, {"argv", ctx.target.args}, {"placeholders", ph},
+              {"applied_through", ph.empty()          ? "shim overrides (PROFILE_TRAIN_OVERRIDES)"
+                                  : any_override ? "argv placeholders + shim overrides"
+                                                 : "argv placeholders"}};
+  }
+  doc["target"] = target;
+  doc["strategy"] = ctx.strategy;
+  bool per_sample = true;
+  for (const Trial& t : result.trials) {
+    if (t.ok() && !t.per_sample) per_sample = false;
+  }
+  doc["metric"] = {{"unit", per_sample ? "samples/s" : "steps/s"},
+                   {"note", ctx.metric_note.empty()
+                                ? std::string("batch_size / steps.mean_ms of each trial's report.json (measured "
+                                              "window, warmup excluded); steps/s when the batch size is unknown")
+                                : ctx.metric_note}};
+  json sp = json::object();
+  for (const KnobRange& r : space) sp[r.def->name] = {{"values", r.values}, {"auto", r.is_auto}};
+  doc["space"] = sp;
+  const TuneOptions& o = ctx.options;
+  doc["budget"] = {{"max_trials", o.max_trials},         {"time_budget_s", o.time_budget_s},
+                   {"trial_timeout_s", o.trial_timeout_s}, {"repeats", o.repeats},
+                   {"baseline_repeats", std::max(o.repeats, o.baseline_repeats)},
+                   {"min_gain", o.min_gain},             {"noise_k", o.noise_k}};
+  if (o.max_memory_bytes) doc["budget"]["max_memory_bytes"] = *o.max_memory_bytes;
+  int measurements = 0;
+  for (const Trial& t : result.trials) measurements += t.measurements;
+  doc["status"] = {{"complete", result.complete},
+                   {"stop_reason", result.stop_reason},
+                   {"trials", result.trials.size()},
+                   {"measurements", measurements},
+                   {"elapsed_s", result.elapsed_s},
+                   {"oom_trials", result.oom_trials},
+                   {"failed_trials", result.failed_trials}};
+  doc["noise"] = {{"pooled_relative_sd", result.pooled_relative_sd}, {"degrees_of_freedom", result.noise_samples}};
+
+  const Trial* base = result.baseline >= 0 ? &result.trials[result.baseline] : nullptr;
+  const Trial* best = result.best >= 0 ? &result.trials[result.best] : nullptr;
+  json trials = json::array();
+  for (size_t i = 0; i < result.trials.size(); ++i) {
+    const Trial& t = result.trials[i];
+    json j = {{"index", t.index},
+              {"config", config_json(t.config)},
+              {"reason", t.reason},
+              {"status", std::string(to_string(t.status))},
+              {"throughput", t.ok() ? json(t.mean) : json(nullptr)},
+              {"stddev", t.ok() ? json(t.stddev) : json(nullptr)},
+              {"relative_sd", (t.ok() && t.values.size() > 1 && t.mean > 0) ? json(t.stddev / t.mean) : json(nullptr)},
+              {"values", t.values},
+              {"measurements", t.measurements},
+              {"early_stopped", t.early_stopped},
+              {"accepted", t.accepted},
+              {"is_baseline", static_cast<int>(i) == result.baseline},
+              {"is_best", static_cast<int>(i) == result.best},
+              {"duration_s", t.duration_s},
+              {"peak_memory_bytes", t.peak_memory_bytes ? json(*t.peak_memory_bytes) : json(nullptr)},
+              {"message", t.message},
+              {"dirs", t.dirs},
+              {"diagnosis", t.diagnosis}};
+    if (base != nullptr && t.ok() && base->mean > 0) j["vs_baseline"] = t.mean / base->mean;
+    trials.push_back(std::move(j));
+  }
+  doc["trials"] = trials;
+
+  // Throughput per knob value: the best trial with that value, and the trial that differs from the best
+  // configuration only in this knob (the knob's marginal effect at the optimum) when it was measured.
+  json per_knob = json::object();
+  for (const KnobRange& r : space) {
+    json rows = json::array();
+    for (const std::string& v : r.values) {
+      double best_tp = 0;
+      int count = 0;
+      json at_best = nullptr;
+      for (const Trial& t : result.trials) {
+        auto it = t.config.find(r.def->name);
+        if (it == t.config.end() || it->second != v) continue;
+        ++count;
+        if (t.ok()) best_tp = std::max(best_tp, t.mean);
+        if (best != nullptr && t.ok()) {
+          Config a = t.config, b = best->config;
+          a.erase(r.def->name);
+          b.erase(r.def->name);
+          if (a == b) at_best = t.mean;
+        }
+      }
+      if (count == 0) continue;
+      rows.push_back({{"value", v}, {"trials", count}, {"best_throughput", best_tp > 0 ? json(best_tp) : json(nullptr)},
+                      {"at_best_config", at_best}});
+    }
+    per_knob[r.def->name] = rows;
+  }
+  doc["per_knob"] = per_knob;
+  doc["baseline"] = base ? trial_ref(*base) : json(nullptr);
+  doc["best"] = best ? trial_ref(*best) : json(nullptr);
+  if (base != nullptr && best != nullptr) {
+    const Speedup s = speedup_of(*best, *base, result.pooled_relative_sd);
+    doc["speedup"] = {{"value", s.value}, {"sigma", s.sigma}, {"low", s.value - 2 * s.sigma},
+                      {"high", s.value + 2 * s.sigma}, {"interval", "±2 sigma"}};
+    doc["change"] = code_change(base->config, best->config, ctx.target, report_on_gpu(best->report));
+  } else {
+    doc["speedup"] = nullptr;
+    doc["change"] = nullptr;
+  }
+  doc["log"] = result.log;
+  return doc;
+}
+
+std::string tune_html(const json& tune) {
+  auto s = [](const json& j, const char* key) -> std::string {
+    if (!j.is_object() || !j.contains(key)) return "";
+    const json& v = j[key];
+    if (v.is_string()) return v.get<std::string>();
+    if (v.is_null()) return "";
+    return v.dump();
+  };
+  auto num = [](const json& v, int prec = 1) -> std::string {
+    return v.is_number() ? fmt(v.get<double>(), prec) : std::string("–");
+  };
+  const std::string unit = tune.contains("metric") ? s(tune["metric"], "unit") : "";
+  std::ostringstream h;
+  h << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+       "<title>profile-train tune</title><style>"
+       "body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}"
+       "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 7px;text-align:left}"
+       "tr.best{background:#e6f6e6}tr.fail{color:#a33}pre{background:#f4f4f4;padding:8px;overflow-x:auto}"
+       ".big{font-size:1.4em}.muted{color:#777}svg text{font-size:11px;font-family:sans-serif}"
+       "</style></head><body>\n";
+  h << "<h1>profile-train tune</h1>\n";
+  const json& st = tune.contains("status") ? tune["status"] : json::object();
+  h << "<p class=\"muted\">strategy " << html_escape(s(tune, "strategy")) << " · " << html_escape(s(st, "trials"))
+    << " trials (" << html_escape(s(st, "measurements")) << " runs) · " << html_escape(s(st, "stop_reason"))
+    << (st.value("complete", false) ? "" : " · <b>partial results</b>") << " · metric " << html_escape(unit)
+    << "</p>\n";
+  const json& target = tune.contains("target") ? tune["target"] : json::object();
+  std::string cmd;
+  const json& argv = target.contains("argv") ? target["argv"] : (target.contains("args") ? target["args"] : json());
+  if (target.contains("model")) cmd = "--workload " + s(target, "model") + " ";
+  if (argv.is_array()) {
+    for (const auto& a : argv) cmd += (a.is_string() ? a.get<std::string>() : a.dump()) + " ";
+  }
+  h << "<p>target: <code>" << html_escape(cmd) << "</code> (knobs applied through "
+    << html_escape(s(target, "applied_through")) << ")</p>\n";
+
+  // Best vs baseline.
+  const json& base = tune.contains("baseline") ? tune["baseline"] : json();
+  const json& best = tune.contains("best") ? tune["best"] : json();
+  const json& sp = tune.contains("speedup") ? tune["speedup"] : json();
+  h << "<h2>Best vs baseline</h2>\n";
+  if (base.is_object() && best.is_object()) {
+    h << "<p class=\"big\">" << num(best["throughput"]) << " vs " << num(base["throughput"]) << " "
+      << html_escape(unit) << ": <b>×" << num(sp.is_object() ? sp["value"] : json(), 2) << " ± "
+      << num(sp.is_object() ? sp["sigma"] : json(), 2) << "</b> (1σ)</p>\n";
+    auto cfg = [&](const json& c) {
+      std::string out;
+      if (c.is_object()) {
+        for (auto it = c.begin(); it != c.end(); ++it) {
+          out += it.key() + "=" + (it.value().is_string() ? it.value().get<std::string>() : it.value().dump()) + " ";
+        }
+      }
+      return out;
+    };
+    h << "<p>baseline (trial " << html_escape(s(base, "trial")) << "): <code>" << html_escape(cfg(base["config"]))
+      << "</code><br>best (trial " << html_escape(s(best, "trial")) << "): <code>"
+      << html_escape(cfg(best["config"])) << "</code></p>\n";
+  } else {
+    h << "<p>No baseline could be measured.</p>\n";
+  }
+
+  // The change to apply.
+  const json& change = tune.contains("change") ? tune["change"] : json();
+  h << "<h2>The change to apply</h2>\n";
+  if (change.is_object()) {
+    h << "<p>" << html_escape(s(change, "summary")) << "</p>\n";
+    if (change.contains("python") && change["python"].is_array()) {
+      for (const auto& e : change["python"]) {
+        h << "<p>" << html_escape(s(e, "what")) << ":</p><pre>" << html_escape(s(e, "code")) << "</pre>\n";
+      }
+    }
+    if (change.contains("command") && change["command"].is_array()) {
+      std::string c;
+      for (const auto& a : change["command"]) c += (a.is_string() ? a.get<std::string>() : a.dump()) + " ";
+      h << "<p>command:</p><pre>" << html_escape(c) << "</pre>\n";
+    }
+    if (change.contains("shim_overrides")) {
+      h << "<p>or, without editing the script:</p><pre>PROFILE_TRAIN_OVERRIDES='"
+        << html_escape(change["shim_overrides"].dump()) << "' profile-train run -- ...</pre>\n";
+    }
+  } else {
+    h << "<p>–</p>\n";
+  }
+
+  // Throughput per knob value: one small SVG bar chart per knob.
+  h << "<h2>Throughput per knob value</h2>\n<p class=\"muted\">dark bar: best trial with that value; light bar: "
+       "the best configuration with only this knob changed (when measured)</p>\n";
+  if (tune.contains("per_knob") && tune["per_knob"].is_object()) {
+    for (auto it = tune["per_knob"].begin(); it != tune["per_knob"].end(); ++it) {
+      const json& rows = it.value();
+      if (!rows.is_array() || rows.empty()) continue;
+      double maxv = 0;
+      for (const auto& r : rows) {
+        for (const char* k : {"best_throughput", "at_best_config"}) {
+          if (r.contains(k) && r[k].is_number()) maxv = std::max(maxv, r[k].get<double>());
+        }
+      }
+      const int row_h = 22, label_w = 70, bar_w = 300, w = label_w + bar_w + 90;
+      const int height = static_cast<int>(rows.size()) * row_h + 6;
+      h << "<h3>" << html_escape(it.key()) << "</h3>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << w
+        << "\" height=\"" << height << "\" role=\"img\">\n";
+      int y = 3;
+      for (const auto& r : rows) {
+        const double bv = r.contains("best_throughput") && r["best_throughput"].is_number() ? r["best_throughput"].get<double>() : 0;
+        const double av = r.contains("at_best_config") && r["at_best_config"].is_number() ? r["at_best_config"].get<double>() : 0;
+        const int bw = maxv > 0 ? static_cast<int>(bar_w * bv / maxv) : 0;
+        const int aw = maxv > 0 ? static_cast<int>(bar_w * av / maxv) : 0;
+        h << "<text x=\"0\" y=\"" << y + 14 << "\">" << html_escape(s(r, "value")) << "</text>";
+        h << "<rect x=\"" << label_w << "\" y=\"" << y + 2 << "\" width=\"" << bw << "\" height=\"9\" fill=\"#3b6ea8\"/>";
+        if (aw > 0) {
+          h << "<rect x=\"" << label_w << "\" y=\"" << y + 11 << "\" width=\"" << aw
+            << "\" height=\"7\" fill=\"#9cc0e6\"/>";
+        }
+        h << "<text x=\"" << label_w + std::max(bw, aw) + 4 << "\" y=\"" << y + 14 << "\">"
+          << (bv > 0 ? fmt(bv) : std::string("failed")) << "</text>\n";
+        y += row_h;
+      }
+      h << "</svg>\n";
+    }
+  }
+
+  // Trial table.
+  h << "<h2>Trials</h2>\n<table><tr><th>#</th><th>config</th><th>why</th><th>status</th><th>" << html_escape(unit)
+    << "</th><th>± sd</th><th>runs</th><th>vs baseline</th><th>diagnosis</th><th>message</th></tr>\n";
+  if (tune.contains("trials") && tune["trials"].is_array()) {
+    for (const auto& t : tune["trials"]) {
+      std::string cfg;
+      if (t.contains("config") && t["config"].is_object()) {
+        for (auto it = t["config"].begin(); it != t["config"].end(); ++it) {
+          cfg += it.key() + "=" + (it.value().is_string() ? it.value().get<std::string>() : it.value().dump()) + " ";
+        }
+      }
+      const bool ok = s(t, "status") == "ok";
+      std::string cls = t.value("is_best", false) ? "best" : (ok ? "" : "fail");
+      std::string status = s(t, "status");
+      if (t.value("early_stopped", false)) status += " (early stop)";
+      if (t.value("accepted", false)) status += " ✓";
+      std::string diag;
+      if (t.contains("diagnosis") && t["diagnosis"].is_object()) {
+        diag = s(t["diagnosis"], "bottleneck");
+        if (t["diagnosis"].contains("recommendations") && t["diagnosis"]["recommendations"].is_array() &&
+            !t["diagnosis"]["recommendations"].empty()) {
+          diag += ": " + s(t["diagnosis"]["recommendations"][0], "id");
+        }
+      }
+      h << "<tr class=\"" << cls << "\"><td>" << html_escape(s(t, "index")) << "</td><td><code>" << html_escape(cfg)
+        << "</code></td><td>" << html_escape(s(t, "reason")) << "</td><td>" << html_escape(status) << "</td><td>"
+        << num(t.contains("throughput") ? t["throughput"] : json()) << "</td><td>"
+        << num(t.contains("stddev") ? t["stddev"] : json()) << "</td><td>" << html_escape(s(t, "measurements"))
+        << "</td><td>" << (t.contains("vs_baseline") ? "×" + num(t["vs_baseline"], 2) : std::string("–"))
+        << "</td><td>" << html_escape(diag) << "</td><td>" << html_escape(s(t, "message")) << "</td></tr>\n";
+    }
+  }
+  h << "</table>\n";
+  const json& noise = tune.contains("noise") ? tune["noise"] : json::object();
+  h << "<p class=\"muted\">measured noise: pooled relative sd " << num(noise.contains("pooled_relative_sd") ? json(100.0 * noise["pooled_relative_sd"].get<double>()) : json(), 1)
+    << "% (" << html_escape(s(noise, "degrees_of_freedom")) << " degrees of freedom). A change is kept only when its "
+       "gain exceeds both the minimum gain and the noise.</p>\n";
+  if (tune.contains("log") && tune["log"].is_array()) {
+    h << "<h2>Search log</h2>\n<ol>\n";
+    for (const auto& l : tune["log"]) h << "<li>" << html_escape(l.is_string() ? l.get<std::string>() : l.dump()) << "</li>\n";
+    h << "</ol>\n";
+  }
+  h << "</body></html>\n";
+  return h.str();
+}
+
+Status write_file_atomic(const fs::path& path, const std::string& content) {
+  const fs::path tmp = path.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return IoError("cannot write " + tmp.string());
+    out << content;
+    if (!out) return IoError("cannot write " + tmp.string());
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) return IoError("cannot rename " + tmp.string() + " to " + path.string() + ": " + ec.message());
+  return Status::Ok();
+}
+
+}  // namespace profile_train::tuner

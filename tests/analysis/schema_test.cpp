@@ -1,0 +1,65 @@
+// reports/report.schema.json: the validator works, the schema is well-formed, and produced reports conform.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "mini_schema.h"
+#include "profile_train/analysis/analyze.h"
+#include "trace_builder.h"
+
+namespace profile_train::analysis {
+namespace {
+
+using testing::MiniSchema;
+using testing::TraceBuilder;
+
+nlohmann::json load_schema() {
+  std::ifstream in(std::string(PT_SOURCE_DIR) + "/reports/report.schema.json");
+  return nlohmann::json::parse(in);
+}
+
+TEST(MiniSchema, CatchesViolations) {
+  const MiniSchema s(nlohmann::json::parse(R"({
+    "$defs": {"frac": {"type": ["number", "null"], "minimum": 0, "maximum": 1}},
+    "type": "object", "required": ["a", "b"],
+    "properties": {"a": {"$ref": "#/$defs/frac"}, "b": {"type": "array", "items": {"enum": ["x", "y"]}},
+                   "c": {"type": "object", "additionalProperties": false, "properties": {"d": {"type": "integer"}}}}})"));
+  EXPECT_TRUE(s.validate(nlohmann::json::parse(R"({"a": 0.5, "b": ["x"], "c": {"d": 3}})")).empty());
+  EXPECT_TRUE(s.validate(nlohmann::json::parse(R"({"a": null, "b": []})")).empty());
+  EXPECT_EQ(s.validate(nlohmann::json::parse(R"({"a": 1.5, "b": ["z"]})")).size(), 2u);
+  EXPECT_EQ(s.validate(nlohmann::json::parse(R"({"b": "x"})")).size(), 2u);  // missing a, wrong type of b
+  EXPECT_EQ(s.validate(nlohmann::json::parse(R"({"a": 0, "b": [], "c": {"d": 1.5, "e": 1}})")).size(), 2u);
+}
+
+TEST(Schema, SyntheticReportsConform) {
+  const MiniSchema s(load_schema());
+  const std::vector<trace::Trace> traces = [] {
+    std::vector<trace::Trace> v;
+    v.push_back(TraceBuilder()
+                    .device(0)
+                    .annotation("ProfilerStep#1", 0, 100)
+                    .annotation("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 0, 20)
+                    .runtime("cudaLaunchKernel", 20, 1, 1)
+                    .kernel("volta_sgemm_128x64_nn", 21, 50, 1).launch_config(80, 256, 1.f, 25.f)
+                    .runtime("cudaMemcpyAsync", 75, 1, 2)
+                    .memcpy(trace::CopyKind::kHtoD, trace::MemoryKind::kPinned, trace::MemoryKind::kDevice, 76, 2, 1000, 2)
+                    .memory_sample(1, 100, 100)
+                    .build());
+    v.push_back(TraceBuilder().annotation("ProfilerStep#1", 0, 100).cpu_op("aten::mm", 1, 50).build());
+    v.push_back(TraceBuilder().build());
+    return v;
+  }();
+  for (const auto& t : traces) {
+    const auto r = build_report(t);
+    const auto errors = s.validate(r);
+    EXPECT_TRUE(errors.empty()) << errors.front() << "\n" << r.dump(2);
+  }
+  // A broken report is rejected.
+  auto bad = build_report(traces[0]);
+  bad["verdict"]["bottleneck"] = "slow";
+  bad.erase("gpu");
+  EXPECT_EQ(s.validate(bad).size(), 2u);
+}
+
+}  // namespace
+}  // namespace profile_train::analysis

@@ -1,0 +1,130 @@
+// Verdict per class on synthetic traces (one 100 us step each unless stated).
+#include <gtest/gtest.h>
+
+#include "profile_train/analysis/analyze.h"
+#include "trace_builder.h"
+
+namespace profile_train::analysis {
+namespace {
+
+using testing::TraceBuilder;
+using trace::CopyKind;
+using trace::MemoryKind;
+
+std::string verdict(const trace::Trace& t) { return build_report(t)["verdict"]["bottleneck"].get<std::string>(); }
+
+TEST(Verdict, InputPipelineWithGpu) {
+  const auto t = TraceBuilder()
+                     .device(0)
+                     .annotation("ProfilerStep#1", 0, 100)
+                     .annotation("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 0, 40)
+                     .runtime("cudaLaunchKernel", 40, 1, 1)
+                     .kernel("volta_sgemm_128x64_nn", 41, 59, 1)
+                     .build();
+  const auto r = build_report(t);
+  EXPECT_EQ(r["verdict"]["bottleneck"], "input_pipeline");
+  EXPECT_GT(r["verdict"]["confidence"].get<double>(), 0.5);
+  ASSERT_FALSE(r["verdict"]["evidence"].empty());
+  EXPECT_NE(r["verdict"]["evidence"][0].get<std::string>().find("40.0%"), std::string::npos)
+      << r["verdict"].dump();
+}
+
+TEST(Verdict, InputPipelineWithoutGpu) {
+  const auto t = TraceBuilder()
+                     .annotation("ProfilerStep#1", 0, 100)
+                     .annotation("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 0, 70)
+                     .cpu_op("aten::mm", 70, 20)
+                     .build();
+  EXPECT_EQ(verdict(t), "input_pipeline");
+}
+
+TEST(Verdict, CpuOnly) {
+  const auto t = TraceBuilder()
+                     .annotation("ProfilerStep#1", 0, 100)
+                     .annotation("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 0, 5)
+                     .cpu_op("aten::mm", 5, 90)
+                     .build();
+  EXPECT_EQ(verdict(t), "cpu_only");
+}
+
+TEST(Verdict, UnknownWhenGpuJobHasNoGpuEvents) {
+  // Runtime calls but no GPU activity: a trimmed trace of a GPU job.
+  const auto t = TraceBuilder()
+                     .annotation("ProfilerStep#1", 0, 100)
+                     .cpu_op("aten::mm", 0, 90)
+                     .runtime("cudaLaunchKernel", 10, 5, 1)
+                     .build();
+  const auto r = build_report(t);
+  EXPECT_EQ(r["verdict"]["bottleneck"], "unknown");
+  EXPECT_NE(r["verdict"]["summary"].get<std::string>().find("no GPU activity"), std::string::npos);
+}
+
+TEST(Verdict, GpuCompute) {
+  const auto t = TraceBuilder()
+                     .device(0)
+                     .annotation("ProfilerStep#1", 0, 100)
+                     .runtime("cudaLaunchKernel", 0, 2, 1)
+                     .kernel("volta_sgemm_128x64_nn", 3, 95, 1)
+                     .build();
+  EXPECT_EQ(verdict(t), "gpu_compute");
+}
+
+TEST(Verdict, GpuMemory) {
+  const auto t = TraceBuilder()
+                     .device(0, "Test GPU", 80, 1000)
+                     .annotation("ProfilerStep#1", 0, 100)
+                     .runtime("cudaLaunchKernel", 0, 2, 1)
+                     .kernel("volta_sgemm_128x64_nn", 3, 95, 1)
+                     .memory_sample(1, 960, 960)
+                     .build();
+  EXPECT_EQ(verdict(t), "gpu_memory");
+}
+
+TEST(Verdict, CpuOverhead) {
+  TraceBuilder b;
+  b.device(0).annotation("ProfilerStep#1", 0, 100);
+  for (int i = 0; i < 10; ++i)  // 10 x (8 us of CPU op, then a 1 us launch of a 1 us kernel)
+    b.cpu_op("aten::add", i * 10, 8).runtime("cudaLaunchKernel", i * 10 + 8, 1, i + 1).kernel("k", i * 10 + 9, 1, i + 1);
+  EXPECT_EQ(verdict(b.build()), "cpu_overhead");
+}
+
+TEST(Verdict, HostToDevice) {
+  const auto t = TraceBuilder()
+                     .device(0)
+                     .annotation("ProfilerStep#1", 0, 100)
+                     .runtime("cudaMemcpyAsync", 0, 41, 1)
+                     .memcpy(CopyKind::kHtoD, MemoryKind::kPageable, MemoryKind::kDevice, 1, 40, 400000, 1)
+                     .runtime("cudaLaunchKernel", 41, 1, 2)
+                     .kernel("volta_sgemm_128x64_nn", 42, 58, 2)
+                     .build();
+  EXPECT_EQ(verdict(t), "host_to_device");
+}
+
+TEST(Verdict, Communication) {
+  const auto t = TraceBuilder()
+                     .device(0)
+                     .annotation("ProfilerStep#1", 0, 100)
+                     .runtime("cudaLaunchKernel", 0, 1, 1)
+                     .kernel("volta_sgemm_128x64_nn", 1, 50, 1)
+                     .runtime("cudaLaunchKernel", 1, 1, 2)
+                     .kernel("ncclKernel_AllReduce_RING_LL_Sum_float", 51, 45, 2, 20)
+                     .build();
+  EXPECT_EQ(verdict(t), "communication");
+}
+
+TEST(Verdict, Synchronization) {
+  // The host blocks 50 us in cudaStreamSynchronize; the GPU is idle 60% of the step.
+  const auto t = TraceBuilder()
+                     .device(0)
+                     .annotation("ProfilerStep#1", 0, 100)
+                     .runtime("cudaLaunchKernel", 0, 1, 1)
+                     .kernel("volta_sgemm_128x64_nn", 10, 40, 1)
+                     .runtime("cudaStreamSynchronize", 10, 50)
+                     .build();
+  EXPECT_EQ(verdict(t), "synchronization");
+}
+
+TEST(Verdict, UnknownWhenEmpty) { EXPECT_EQ(verdict(TraceBuilder().build()), "unknown"); }
+
+}  // namespace
+}  // namespace profile_train::analysis

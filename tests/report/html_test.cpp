@@ -1,0 +1,172 @@
+// HTML report rendering: structure, escaping of program-supplied names, bounded timeline size.
+#include <gtest/gtest.h>
+
+#include "assets.h"
+#include "escape.h"
+#include "profile_train/report/writers.h"
+#include "synthetic.h"
+#include "test_util.h"
+#include "timeline.h"
+
+namespace profile_train::report {
+namespace {
+
+using namespace profile_train::report::testing;
+using nlohmann::json;
+
+TEST(Escape, JsonStringIsScriptSafeAndValid) {
+  std::string out;
+  detail::append_json_string(out, std::string("a</script><b>&\xE2\x80\xA8\x01\"\\") + "\xFF" + "z");
+  EXPECT_EQ(out.find('<'), std::string::npos);
+  EXPECT_EQ(out.find('>'), std::string::npos);
+  EXPECT_EQ(out.find("\xE2\x80\xA8"), std::string::npos);
+  const json parsed = json::parse(out);  // valid JSON
+  EXPECT_EQ(parsed.get<std::string>(), std::string("a</script><b>&\xE2\x80\xA8\x01\"\\") + "\xEF\xBF\xBD" + "z");
+}
+
+TEST(Escape, ScriptSafeJsonRoundTrips) {
+  json j = {{"k", "<script>alert(1)</script> & \xE2\x80\xA9"}, {"bad", std::string("\xC3")}};
+  const std::string s = detail::script_safe_json(j);
+  EXPECT_EQ(s.find("<"), std::string::npos);
+  EXPECT_EQ(s.find("\xE2\x80\xA9"), std::string::npos);
+  const json back = json::parse(s);
+  EXPECT_EQ(back["k"], j["k"]);
+  EXPECT_EQ(back["bad"].get<std::string>(), "\xEF\xBF\xBD");
+}
+
+TEST(Escape, HtmlEscapesMarkupAndTruncatesOnCharBoundary) {
+  EXPECT_EQ(detail::html_escape("<a href='x'>&\"</a>"), "&lt;a href=&#39;x&#39;&gt;&amp;&quot;&lt;/a&gt;");
+  const std::string cut = detail::truncate_utf8("ab\xC3\xA9" "cd", 3);  // would split U+00E9
+  EXPECT_EQ(cut, "ab\xE2\x80\xA6");
+}
+
+TEST(Html, FixtureRendersAllSectionsWithEscapedNames) {
+  const json report = fixture("report_input_pipeline.json");
+  const auto trace = make_training_trace(4, 40, 100'000'000);
+  const std::string html = render_html(report, &trace);
+  // Sections the page promises.
+  for (const char* id : {"id=\"verdict\"", "id=\"breakdown-chart\"", "id=\"recs-list\"", "id=\"timeline\"",
+                         "id=\"kernels-table\"", "id=\"copies-table\"", "id=\"memory\"", "id=\"data-quality\""})
+    EXPECT_NE(html.find(id), std::string::npos) << id;
+  EXPECT_NE(html.find("data-bottleneck=\"input_pipeline\""), std::string::npos);
+  EXPECT_NE(html.find("Input pipeline"), std::string::npos);
+  // Per-step bars (4) + the mean bar.
+  EXPECT_NE(html.find("data-bars=\"5\""), std::string::npos);
+  EXPECT_EQ(count_of(html, "<li class=\"rec\""), 2u);
+  EXPECT_EQ(count_of(html, "class=\"copy\""), 4u);  // python + C++ for both recommendations
+  // Hostile names render as text: only our own three <script> elements exist.
+  EXPECT_EQ(count_of(html, "<script"), 3u);
+  EXPECT_EQ(html.find("<script>alert"), std::string::npos);
+  EXPECT_EQ(html.find("<img src=x"), std::string::npos);
+  EXPECT_NE(html.find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
+  EXPECT_NE(html.find("SGD&lt;/td&gt;&lt;script&gt;alert(3)"), std::string::npos);
+  // javascript: references stay text, https ones become links.
+  EXPECT_EQ(html.find("href=\"javascript:"), std::string::npos);
+  EXPECT_NE(html.find("href=\"https://pytorch.org/docs/stable/data.html"), std::string::npos);
+  // No network: no external URL is loaded by any element.
+  EXPECT_EQ(html.find("src=\"http"), std::string::npos);
+  EXPECT_EQ(html.find("<link"), std::string::npos);
+  EXPECT_NE(html.find("default-src 'none'"), std::string::npos);
+}
+
+TEST(Html, EmbeddedTimelineDataIsValidJsonWithTheHostileNameAsData) {
+  const json report = fixture("report_input_pipeline.json");
+  const auto trace = make_training_trace(4, 40, 100'000'000);
+  const std::string html = render_html(report, &trace);
+  auto text = embedded_data(html);
+  ASSERT_TRUE(text.has_value());
+  EXPECT_EQ(text->find('<'), std::string::npos);
+  const json data = json::parse(*text);
+  const json& tl = data["timeline"];
+  ASSERT_TRUE(tl.is_object());
+  bool found = false;
+  for (const auto& n : tl["names"]) found |= n == "<script>alert(1)</script>";
+  EXPECT_TRUE(found);
+  // The fixture's median is 98 ms: the first step with that duration is ProfilerStep#2 at 1.114 s.
+  EXPECT_EQ(tl["window"]["label"], "ProfilerStep#2 (median step)");
+  EXPECT_EQ(tl["window"]["start_ns"], 1114000000);
+  // Events: stride 8, drawn == ev/stride, GPU and CPU tracks present.
+  EXPECT_EQ(tl["ev"].size(), tl["drawn"].get<size_t>() * 8);
+  bool cpu = false, gpu = false;
+  for (const auto& t : tl["tracks"]) cpu |= t["kind"] == "cpu", gpu |= t["kind"] == "gpu";
+  EXPECT_TRUE(cpu && gpu);
+}
+
+TEST(Timeline, CountsAddUpWhenNothingIsMerged) {
+  const auto trace = make_training_trace(3, 20, 50'000'000);
+  json report = {{"steps", {{"median_ms", 50.0},
+                            {"per_step", json::array({{{"name", "s0"}, {"start_ns", 1000000000}, {"duration_ms", 50.0}}})}}}};
+  const json tl = detail::build_timeline(report, trace);
+  ASSERT_TRUE(tl.is_object());
+  // Independently: events of drawable categories overlapping [1.00 s, 1.05 s].
+  int64_t expected = 0;
+  for (const auto& e : trace.events)
+    if (e.cat != trace::Category::kGpuAnnotation && e.end_ns() >= 1000000000 && e.start_ns <= 1050000000) ++expected;
+  EXPECT_EQ(tl["total"].get<int64_t>(), expected);
+  EXPECT_EQ(tl["drawn"].get<int64_t>(), expected);
+  EXPECT_EQ(tl["merged_blocks"].get<int64_t>(), 0);
+}
+
+TEST(Timeline, HugeStepIsMergedUnderTheBudgetAndEveryEventIsAccountedFor) {
+  // One step with 150k kernels (300k+ events): must be summarized.
+  const auto trace = make_training_trace(1, 150000, 2'000'000'000);
+  json report = {{"steps", {{"per_step", json::array({{{"name", "big"}, {"start_ns", 1000000000}, {"duration_ms", 2000.0}}})}}}};
+  detail::TimelineLimits limits;
+  const json tl = detail::build_timeline(report, trace, limits);
+  ASSERT_TRUE(tl.is_object());
+  const auto total = tl["total"].get<int64_t>();
+  EXPECT_GT(total, 300000);
+  EXPECT_LE(tl["drawn"].get<size_t>(), limits.max_events);
+  EXPECT_GT(tl["merged_blocks"].get<int64_t>(), 0);
+  // Sum of per-block counts + everything dropped == total.
+  int64_t counted = 0;
+  const auto& ev = tl["ev"];
+  for (size_t i = 0; i < ev.size(); i += 8) counted += ev[i + 6].get<int64_t>();
+  counted += tl["dropped_depth"].get<int64_t>() + tl["dropped_track_events"].get<int64_t>() +
+             tl["dropped_budget"].get<int64_t>();
+  EXPECT_EQ(counted, total);
+  const std::string html = render_html(report, &trace);
+  EXPECT_LT(html.size(), size_t{10} << 20);
+}
+
+TEST(Html, RendersWithoutTraceAndWithAnEmptyReport) {
+  const std::string a = render_html(fixture("report_input_pipeline.json"), nullptr);
+  EXPECT_NE(a.find("no timeline"), std::string::npos);
+  const std::string b = render_html(json::object(), nullptr);
+  EXPECT_NE(b.find("data-bottleneck=\"unknown\""), std::string::npos);
+  EXPECT_NE(b.find("No step breakdown"), std::string::npos);
+  // Mistyped values are shown as missing, never thrown on.
+  json odd = {{"steps", {{"mean_ms", "fast"}, {"per_step", 3}}}, {"gpu", {{"top_kernels", {{"a", 1}}}}},
+              {"recommendations", json::array({1, "x", json::object()})}};
+  EXPECT_NO_THROW(render_html(odd, nullptr));
+}
+
+TEST(Html, WriteHtmlWritesTheFileAndReportsIoErrors) {
+  const auto dir = temp_dir("html");
+  const auto trace = make_training_trace(2, 10, 10'000'000);
+  ASSERT_TRUE(write_html(fixture("report_input_pipeline.json"), &trace, dir / "report.html").ok());
+  EXPECT_GT(std::filesystem::file_size(dir / "report.html"), 1000u);
+  const Status bad = write_html(json::object(), nullptr, dir / "no-such-dir" / "report.html");
+  EXPECT_FALSE(bad.ok());
+  EXPECT_NE(bad.message().find("no-such-dir"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace profile_train::report
+
+namespace profile_train::report {
+namespace {
+TEST(Html, EmbeddedAssetsCannotCloseTheirOwnBlocks) {
+  auto lower = [](std::string_view s) {
+    std::string out(s);
+    for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+  };
+  for (auto asset : {detail::asset_report_js(), detail::asset_head_js()}) {
+    EXPECT_EQ(lower(asset).find("</script"), std::string::npos);
+    EXPECT_EQ(lower(asset).find("<script"), std::string::npos);
+  }
+  EXPECT_EQ(lower(detail::asset_report_css()).find("</style"), std::string::npos);
+}
+}  // namespace
+}  // namespace profile_train::report

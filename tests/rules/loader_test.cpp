@@ -1,0 +1,209 @@
+// Loading rule files: the built-in catalog, user folders, and bad files named by FILE:LINE.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "profile_train/rules/engine.h"
+#include "rule_set.h"
+#include "test_util.h"
+
+namespace profile_train::rules {
+namespace {
+
+using testing::rule_text;
+using testing::TempDir;
+
+const char* kCatalogIds[] = {"use-gpu", "dataloader-workers", "pin-memory", "prefetch-persistent-workers",
+                             "create-on-device", "fused-adamw", "zero-grad-set-to-none", "avoid-host-sync",
+                             "cudnn-benchmark", "tf32", "right-size-dtypes", "gpu-preprocessing", "amp",
+                             "channels-last", "batch-size", "gradient-accumulation", "activation-checkpointing",
+                             "cuda-graphs", "ddp", "fsdp", "comm-overlap"};
+
+TEST(Catalog, BuiltInHasAllTwentyOneIdsWithTheirTiers) {
+  auto set = load_rules();
+  ASSERT_TRUE(set.ok()) << set.status().message();
+  const auto all = list_rules(**set);
+  std::set<std::string> ids;
+  for (const auto& r : all) {
+    ids.insert(r.id);
+    EXPECT_TRUE(r.builtin);
+    EXPECT_EQ(r.file, "<built-in>/" + r.id + ".json");
+  }
+  EXPECT_EQ(all.size(), std::size(kCatalogIds));
+  for (const char* id : kCatalogIds) EXPECT_TRUE(ids.count(id)) << id;
+  // Tiers of PRODUCT.md's catalog.
+  std::map<std::string, int> tier;
+  for (const auto& r : all) tier[r.id] = r.tier;
+  for (const char* id : {"use-gpu", "dataloader-workers", "pin-memory", "tf32", "gpu-preprocessing"})
+    EXPECT_EQ(tier[id], 1) << id;
+  for (const char* id : {"amp", "channels-last", "batch-size"}) EXPECT_EQ(tier[id], 2) << id;
+  for (const char* id : {"gradient-accumulation", "activation-checkpointing", "cuda-graphs"}) EXPECT_EQ(tier[id], 3) << id;
+  for (const char* id : {"ddp", "fsdp", "comm-overlap"}) EXPECT_EQ(tier[id], 4) << id;
+}
+
+TEST(Catalog, FilesOnDiskMatchTheEmbeddedCopy) {
+  // The embedded catalog is generated from rules/*.json at build time; check_rules reads the folder itself.
+  auto found = check_rules(std::filesystem::path(PT_SOURCE_DIR) / "rules");
+  ASSERT_TRUE(found.ok()) << found.status().message();
+  EXPECT_EQ(found->size(), std::size(kCatalogIds));
+  for (size_t i = 0; i < detail::kEmbeddedRuleCount; ++i) {
+    const auto& e = detail::kEmbeddedRules[i];
+    EXPECT_EQ(testing::read_file(std::filesystem::path(PT_SOURCE_DIR) / "rules" / e.name), e.text) << e.name;
+  }
+}
+
+TEST(Catalog, EveryRuleHasFixesCaveatsReferencesAndAGainRationale) {
+  auto set = load_rules();
+  ASSERT_TRUE(set.ok());
+  for (const auto& r : (*set)->rules) {
+    SCOPED_TRACE(r.id);
+    EXPECT_FALSE(r.fix_python.empty());
+    EXPECT_FALSE(r.fix_cpp.empty());
+    EXPECT_GE(r.caveats.size(), 1u);
+    EXPECT_GE(r.references.size(), 1u);
+    for (const auto& ref : r.references) EXPECT_EQ(ref.rfind("https://", 0), 0u) << ref;
+    EXPECT_FALSE(r.gain_rationale.empty());
+    EXPECT_GE(r.evidence.size(), 1u);
+    EXPECT_EQ(r.json.value("format_version", ""), "1.0");
+  }
+}
+
+TEST(UserRules, AddAndReplaceBuiltIns) {
+  TempDir dir;
+  dir.write("mine.json", rule_text("my-rule"));
+  dir.write("override.json", rule_text("amp", "gpu.tensor_core_kernel_share < 0.5", "1.3", "My own AMP advice"));
+  dir.write("rule.schema.json", "{\"not\": \"a rule\"}");  // schema files are skipped
+  dir.write("notes.txt", "ignored");
+  auto set = load_rules({dir.path()});
+  ASSERT_TRUE(set.ok()) << set.status().message();
+  const auto all = list_rules(**set);
+  EXPECT_EQ(all.size(), std::size(kCatalogIds) + 1);
+  bool saw_amp = false, saw_mine = false;
+  for (const auto& r : all) {
+    if (r.id == "amp") {
+      saw_amp = true;
+      EXPECT_EQ(r.title, "My own AMP advice");
+      EXPECT_FALSE(r.builtin);
+      EXPECT_EQ(r.file, (dir.path() / "override.json").string());
+    }
+    if (r.id == "my-rule") saw_mine = r.tier == 1;
+  }
+  EXPECT_TRUE(saw_amp);
+  EXPECT_TRUE(saw_mine);
+}
+
+struct BadCase {
+  const char* name;
+  std::string text;
+  int line;                 // expected line in the message
+  const char* must_contain;
+  StatusCode code = StatusCode::kBadInput;
+};
+
+class BadRuleFile : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(BadRuleFile, OneClearErrorWithFileAndLine) {
+  const BadCase& c = GetParam();
+  TempDir dir;
+  const auto path = dir.write("bad.json", c.text);
+  for (int via_check = 0; via_check < 2; ++via_check) {
+    Status s = via_check ? check_rules(dir.path()).status() : load_rules({dir.path()}).status();
+    ASSERT_FALSE(s.ok()) << c.name;
+    EXPECT_EQ(s.code(), c.code) << s.message();
+    EXPECT_EQ(s.exit_code(), 2);
+    const std::string prefix = path.string() + ":" + std::to_string(c.line) + ":";
+    EXPECT_EQ(s.message().rfind(prefix, 0), 0u) << "want prefix " << prefix << "\n got: " << s.message();
+    EXPECT_NE(s.message().find(c.must_contain), std::string::npos) << s.message();
+    EXPECT_EQ(s.message().find('\n'), std::string::npos) << "one line: " << s.message();
+  }
+}
+
+std::string replace(std::string text, const std::string& from, const std::string& to) {
+  const auto p = text.find(from);
+  if (p != std::string::npos) text.replace(p, from.size(), to);
+  return text;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Rules, BadRuleFile,
+    ::testing::Values(
+        BadCase{"syntax", replace(rule_text("x"), "\"tier\": 1,", "\"tier\": 1"), 6, "JSON syntax error"},
+        BadCase{"unknown_metric", rule_text("x", "breakdown.dataloading > 0.05"), 6,
+                "rule 'x': in \"when\", column 1 near 'breakdown.dataloading': unknown metric"},
+        BadCase{"syntax_in_when", rule_text("x", "breakdown.data_loading >> 0.05"), 6, "column 25"},
+        BadCase{"type_in_when", rule_text("x", "device.compute_capability >= 7.0"), 6, "cannot order a string"},
+        BadCase{"version", rule_text("x", "breakdown.data_loading > 0.5", "2.0"), 2,
+                "unsupported rule format_version \"2.0\"", StatusCode::kUnsupported},
+        BadCase{"no_version", replace(rule_text("x"), "\"format_version\": \"1.0\",", ""), 1,
+                "missing required key \"format_version\""},
+        BadCase{"evidence_metric",
+                replace(rule_text("x"), "{breakdown.data_loading|pct}", "{breakdown.data_loadin|pct}"), 7,
+                "evidence placeholder {breakdown.data_loadin|pct}: column 1"},
+        BadCase{"evidence_format", replace(rule_text("x"), "|pct}", "|percent}"), 7, "unknown format 'percent'"},
+        BadCase{"gain_metric", replace(rule_text("x"), "\"removable_share\": \"breakdown.data_loading\"",
+                                       "\"removable_share\": \"breakdown.loading\""),
+                8, "gain.removable_share"},
+        BadCase{"gain_not_number", replace(rule_text("x"), "\"removable_share\": \"breakdown.data_loading\"",
+                                           "\"removable_share\": \"breakdown.data_loading > 0\""),
+                8, "must be a number expression"},
+        BadCase{"knob", replace(rule_text("x"), "\"num_workers\"]", "\"workers\"]"), 12, "unknown tuner knob"},
+        BadCase{"typo_key", replace(rule_text("x"), "\"caveats\"", "\"caveat\""), 10, "unknown key \"caveat\""},
+        BadCase{"tier", replace(rule_text("x"), "\"tier\": 1", "\"tier\": 7"), 5, "\"tier\" must be an integer 1..4"},
+        BadCase{"id", replace(rule_text("x"), "\"id\": \"x\"", "\"id\": \"Bad Id\""), 3, "\"id\" must be"},
+        BadCase{"reference", replace(rule_text("x"), "https://pytorch.org/docs/stable/data.html", "see docs"), 11,
+                "references must be URLs"}),
+    [](const ::testing::TestParamInfo<BadCase>& info) { return std::string(info.param.name); });
+
+TEST(UserRules, DuplicateIdAcrossFilesNamesBothFiles) {
+  TempDir dir;
+  const auto a = dir.write("a.json", rule_text("same-id"));
+  const auto b = dir.write("b.json", rule_text("same-id"));
+  for (int via_check = 0; via_check < 2; ++via_check) {
+    Status s = via_check ? check_rules(dir.path()).status() : load_rules({dir.path()}).status();
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.exit_code(), 2);
+    EXPECT_EQ(s.message().rfind(b.string() + ":3: duplicate rule id 'same-id'", 0), 0u) << s.message();
+    EXPECT_NE(s.message().find("first defined at " + a.string() + ":3"), std::string::npos) << s.message();
+  }
+}
+
+TEST(UserRules, DuplicateIdAcrossTwoFolders) {
+  TempDir one, two;
+  one.write("a.json", rule_text("same-id"));
+  const auto b = two.write("b.json", rule_text("same-id"));
+  auto set = load_rules({one.path(), two.path()});
+  ASSERT_FALSE(set.ok());
+  EXPECT_EQ(set.status().message().rfind(b.string() + ":3: duplicate rule id", 0), 0u) << set.status().message();
+}
+
+TEST(UserRules, MissingOrEmptyFolderIsAnError) {
+  TempDir dir;
+  auto missing = load_rules({dir.path() / "nope"});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().exit_code(), 2);
+  EXPECT_NE(missing.status().message().find("no such rules folder"), std::string::npos);
+  auto empty = check_rules(dir.path());
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.status().message().find("no rule files"), std::string::npos);
+}
+
+TEST(UserRules, CheckAcceptsOneFile) {
+  TempDir dir;
+  const auto f = dir.write("one.json", rule_text("solo"));
+  auto found = check_rules(f);
+  ASSERT_TRUE(found.ok()) << found.status().message();
+  ASSERT_EQ(found->size(), 1u);
+  EXPECT_EQ((*found)[0].id, "solo");
+}
+
+TEST(JsonLines, MultiLineValuesAndNestedPointers) {
+  // parse_rule reports the line of the key even when values span lines.
+  std::string text = rule_text("x");
+  text = replace(text, "\"when\": \"breakdown.data_loading > 0.5\"", "\"when\":\n    \"breakdown.data_loadin > 0.5\"");
+  auto r = detail::parse_rule(text, "f.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message().rfind("f.json:6:", 0), 0u) << r.status().message();
+}
+
+}  // namespace
+}  // namespace profile_train::rules

@@ -1,0 +1,138 @@
+// A deterministic synthetic response surface and a fake TrialRunner over it: throughput as a function of
+// (batch_size, num_workers, amp, pin_memory) with an input-bound plateau, out-of-memory above a batch
+// size, optional crashing configs and seeded multiplicative noise. It produces report.json-like documents
+// (steps, facts, verdict, recommendations) so that the guided strategy's diagnosis path is exercised.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "profile_train/tuner/trial.h"
+
+namespace pt_test {
+
+using profile_train::tuner::Config;
+using profile_train::tuner::Measurement;
+using profile_train::tuner::RunContext;
+using profile_train::tuner::RunStatus;
+
+struct Surface {
+  double overhead_ms = 4.0;          // fixed per-step cost (launches, optimizer): bigger batches amortize it
+  double compute_us_per_sample = 100;  // forward+backward per sample at fp32
+  double amp_bf16_speed = 1.0;       // compute speed-up factor with bf16 autocast
+  double amp_fp16_speed = 1.0;
+  double load_us_per_sample = 400;   // data loading per sample (one worker / the main process)
+  int cores = 4;                     // workers beyond this do not help
+  double worker_overhead = 0.03;     // each worker beyond the cores costs this fraction (contention)
+  double pin_gain = 1.0;             // step time divided by this with pin_memory=1
+  long long oom_batch = 1 << 30;     // batch sizes >= this run out of memory (at fp32)
+  double amp_memory_factor = 1.0;    // bf16/fp16 allow oom_batch * this
+  std::function<bool(const Config&)> crashes;  // configs that crash
+  double noise_rel_sd = 0.0;         // multiplicative noise of each measurement
+  unsigned seed = 1;
+
+  static long long get(const Config& c, const char* k, long long d) {
+    return profile_train::tuner::config_int(c, k, d);
+  }
+  static std::string amp_of(const Config& c) { return c.count("amp") ? c.at("amp") : "off"; }
+
+  // Mean step time (ms) and the fraction of it spent waiting for data.
+  std::pair<double, double> step(const Config& c) const {
+    const double batch = static_cast<double>(get(c, "batch_size", 32));
+    const long long workers = get(c, "num_workers", 0);
+    const std::string amp = amp_of(c);
+    const double speed = amp == "bf16" ? amp_bf16_speed : amp == "fp16" ? amp_fp16_speed : 1.0;
+    double compute = overhead_ms + batch * compute_us_per_sample / 1000.0 / speed;
+    if (get(c, "pin_memory", 0) == 1) compute /= pin_gain;
+    const double load_one = batch * load_us_per_sample / 1000.0;
+    double step_ms, wait_ms;
+    if (workers == 0) {
+      step_ms = compute + load_one;
+      wait_ms = load_one;
+    } else {
+      const double eff = static_cast<double>(std::min<long long>(workers, cores)) /
+                         (1.0 + worker_overhead * static_cast<double>(std::max<long long>(0, workers - cores)));
+      const double load = load_one / eff;
+      step_ms = std::max(compute, load);
+      wait_ms = std::max(0.0, load - compute);
+    }
+    return {step_ms, wait_ms / step_ms};
+  }
+  double true_throughput(const Config& c) const {
+    if (oom(c) || (crashes && crashes(c))) return 0;
+    return static_cast<double>(get(c, "batch_size", 32)) * 1000.0 / step(c).first;
+  }
+  bool oom(const Config& c) const {
+    const double limit = static_cast<double>(oom_batch) * (amp_of(c) == "off" ? 1.0 : amp_memory_factor);
+    return static_cast<double>(get(c, "batch_size", 32)) >= limit;
+  }
+  nlohmann::json report(const Config& c, double step_ms, double wait_frac) const {
+    nlohmann::json recs = nlohmann::json::array();
+    const long long workers = get(c, "num_workers", 0);
+    const std::string bottleneck = wait_frac > 0.05 ? "input_pipeline" : "cpu_only";
+    if (wait_frac > 0.05 && workers < cores) {
+      recs.push_back({{"id", "dataloader-workers"}, {"title", "more workers"}, {"knobs", {"dataloader.num_workers"}}});
+    }
+    if (amp_of(c) == "off" && amp_bf16_speed > 1.2 && wait_frac < 0.05) {
+      recs.push_back({{"id", "amp"}, {"title", "bf16 autocast"}});
+    }
+    const double batch = static_cast<double>(get(c, "batch_size", 32));
+    if (overhead_ms / step_ms > 0.3) recs.push_back({{"id", "batch-size"}, {"title", "bigger batch"}});
+    (void)batch;
+    return {{"schema_version", "1.0"},
+            {"steps", {{"count", 20}, {"mean_ms", step_ms}}},
+            {"verdict", {{"bottleneck", bottleneck}, {"confidence", 0.8}, {"summary", "synthetic"}}},
+            {"recommendations", recs},
+            {"facts", {{"dataloader", {{"batch_size", get(c, "batch_size", 32)}, {"num_workers", workers}}}}}};
+  }
+};
+
+class FakeRunner : public profile_train::tuner::TrialRunner {
+ public:
+  explicit FakeRunner(Surface s) : surface_(std::move(s)), rng_(surface_.seed) {}
+  Measurement run(const Config& config, const RunContext& ctx) override {
+    ++runs_;
+    contexts_.push_back(ctx);
+    Measurement m;
+    m.duration_s = 10;  // simulated wall time of one measurement
+    now_ += m.duration_s;
+    if (after_run_) after_run_(runs_);
+    if (surface_.oom(config)) {
+      m.status = RunStatus::kOom;
+      m.message = "torch.OutOfMemoryError: CUDA out of memory.";
+      return m;
+    }
+    if (surface_.crashes && surface_.crashes(config)) {
+      m.status = RunStatus::kCrashed;
+      m.message = "exit code 1: Segmentation fault";
+      return m;
+    }
+    auto [step_ms, wait] = surface_.step(config);
+    if (surface_.noise_rel_sd > 0) {
+      std::normal_distribution<double> n(1.0, surface_.noise_rel_sd);
+      step_ms /= std::max(0.5, n(rng_));
+    }
+    m.report = surface_.report(config, step_ms, wait);
+    const profile_train::Status st = profile_train::tuner::metric_from_report(m.report, config, 0, &m);
+    m.status = st.ok() ? RunStatus::kOk : RunStatus::kNoMetric;
+    return m;
+  }
+  int runs() const { return runs_; }
+  double now() const { return now_; }
+  void set_after_run(std::function<void(int)> f) { after_run_ = std::move(f); }
+  const std::vector<RunContext>& contexts() const { return contexts_; }
+
+ private:
+  Surface surface_;
+  std::mt19937 rng_;
+  int runs_ = 0;
+  double now_ = 0;
+  std::function<void(int)> after_run_;
+  std::vector<RunContext> contexts_;
+};
+
+}  // namespace pt_test

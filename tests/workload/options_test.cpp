@@ -1,0 +1,99 @@
+#include "options.h"
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace profile_train::workload {
+namespace {
+
+StatusOr<ParseOutcome> parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "profile-train-workload");
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  return parse_options(static_cast<int>(argv.size()), argv.data());
+}
+
+TEST(WorkloadOptions, DefaultsMirrorPythonDataLoaderDefaults) {
+  auto r = parse({});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const auto& o = r->options;
+  EXPECT_EQ(o.model, ModelKind::kCnn);
+  EXPECT_EQ(o.workers, 0);
+  EXPECT_FALSE(o.pin_memory);
+  EXPECT_EQ(o.amp, AmpMode::kOff);
+  EXPECT_EQ(o.device, DeviceChoice::kAuto);
+  EXPECT_TRUE(o.planted.names().empty());
+}
+
+TEST(WorkloadOptions, ParsesTheFullContract) {
+  auto r = parse({"--model", "transformer", "--batch-size", "8", "--workers", "3", "--pin-memory", "1",
+                  "--prefetch", "4", "--amp", "bf16", "--optimizer", "sgd", "--fused", "1", "--foreach", "0",
+                  "--channels-last", "1", "--cudnn-benchmark", "1", "--tf32", "1", "--steps", "7", "--warmup", "2",
+                  "--device", "cpu", "--seed", "9", "--threads", "1", "--result", "r.json",
+                  "--slow-preprocess-us", "500", "--pageable-h2d", "--host-sync", "--tiny", "--cpu-tensors",
+                  "--float64"});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const auto& o = r->options;
+  EXPECT_EQ(o.model, ModelKind::kTransformer);
+  EXPECT_EQ(o.batch_size, 8);
+  EXPECT_EQ(o.effective_batch_size(), 4);  // --tiny caps the batch
+  EXPECT_EQ(o.workers, 3);
+  EXPECT_TRUE(o.pin_memory);
+  EXPECT_EQ(o.prefetch, 4);
+  EXPECT_EQ(o.amp, AmpMode::kBf16);
+  EXPECT_EQ(o.optimizer, OptimizerKind::kSgd);
+  EXPECT_TRUE(o.fused);
+  EXPECT_FALSE(o.foreach);
+  EXPECT_TRUE(o.channels_last && o.cudnn_benchmark && o.tf32);
+  EXPECT_EQ(o.steps, 7);
+  EXPECT_EQ(o.warmup, 2);
+  EXPECT_EQ(o.device, DeviceChoice::kCpu);
+  EXPECT_EQ(o.seed, 9u);
+  EXPECT_EQ(o.threads, 1);
+  EXPECT_EQ(o.result_path, "r.json");
+  EXPECT_EQ(o.planted.slow_preprocess_us, 500);
+  const std::vector<std::string> expected = {"slow-preprocess", "pageable-h2d", "host-sync", "tiny", "cpu-tensors",
+                                             "float64"};
+  EXPECT_EQ(o.planted.names(), expected);
+}
+
+TEST(WorkloadOptions, RejectsBadValuesNamingTheFlag) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string flag;
+  } cases[] = {
+      {{"--model", "resnet"}, "--model"},
+      {{"--amp", "fp8"}, "--amp"},
+      {{"--optimizer", "lamb"}, "--optimizer"},
+      {{"--device", "tpu"}, "--device"},
+      {{"--pin-memory", "yes"}, "--pin-memory"},
+      {{"--tf32", "2"}, "--tf32"},
+      {{"--batch-size", "0"}, "--batch-size"},
+      {{"--workers", "-1"}, "--workers"},
+      {{"--steps", "0"}, "--steps"},
+      {{"--fused", "1", "--foreach", "1"}, "--fused"},
+      {{"--model", "transformer", "--cpu-normalize"}, "--cpu-normalize"},
+      {{"--no-such-flag"}, "--no-such-flag"},
+      {{"--steps", "many"}, "--steps"},
+  };
+  for (const auto& c : cases) {
+    auto r = parse(c.args);
+    ASSERT_FALSE(r.ok()) << c.flag;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(r.status().exit_code(), 2);
+    EXPECT_NE(r.status().message().find(c.flag), std::string::npos) << r.status().message();
+    EXPECT_EQ(r.status().message().find('\n'), std::string::npos) << "one line: " << r.status().message();
+  }
+}
+
+TEST(WorkloadOptions, HelpIsNotAnError) {
+  auto r = parse({"--help"});
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->help_requested);
+  EXPECT_NE(r->help_text.find("--slow-preprocess-us"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace profile_train::workload

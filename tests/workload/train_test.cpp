@@ -1,0 +1,256 @@
+// Models, loader and optimizers of the workload, and short CPU training runs with tiny sizes.
+#include "train.h"
+
+#include <numeric>
+
+#include <gtest/gtest.h>
+
+namespace profile_train::workload {
+namespace {
+
+ModelConfig tiny_config(ModelKind kind) {
+  ModelConfig c;
+  c.kind = kind;
+  c.image_size = 8;
+  c.channels = 4;
+  c.features = 32;
+  c.hidden = 64;
+  c.mlp_layers = 2;
+  c.vocab = 32;
+  c.seq_len = 12;
+  c.d_model = 32;
+  c.heads = 2;
+  c.layers = 1;
+  return c;
+}
+
+WorkloadOptions cpu_options(ModelKind kind, int64_t steps) {
+  WorkloadOptions o;
+  o.model = kind;
+  o.device = DeviceChoice::kCpu;
+  o.batch_size = 16;
+  o.steps = steps;
+  o.warmup = 0;
+  o.threads = 1;
+  o.seed = 3;
+  return o;
+}
+
+double mean_of(const std::vector<float>& v, size_t from, size_t n) {
+  return std::accumulate(v.begin() + static_cast<long>(from), v.begin() + static_cast<long>(from + n), 0.0) /
+         static_cast<double>(n);
+}
+
+// Mean of the last 5 losses is below the mean of the first 5 by `margin` (relative).
+void expect_loss_falls(const TrainResult& r, double margin) {
+  ASSERT_GE(r.losses.size(), 10u);
+  const double first = mean_of(r.losses, 0, 5), last = mean_of(r.losses, r.losses.size() - 5, 5);
+  EXPECT_LT(last, first * (1.0 - margin)) << "first " << first << " last " << last;
+}
+
+TEST(WorkloadModels, BuildAndProduceLogitsOfTheRightShape) {
+  torch::manual_seed(0);
+  for (auto kind : {ModelKind::kCnn, ModelKind::kMlp, ModelKind::kTransformer}) {
+    const auto cfg = tiny_config(kind);
+    auto net = make_model(cfg);
+    ASSERT_TRUE(net);
+    EXPECT_FALSE(net->parameters().empty());
+    torch::Tensor x, logits;
+    if (kind == ModelKind::kCnn) {
+      x = torch::randn({2, 3, cfg.image_size, cfg.image_size});
+      logits = net->forward(x);
+      EXPECT_EQ(logits.sizes(), (std::vector<int64_t>{2, cfg.num_classes}));
+      EXPECT_TRUE(net->has_conv());
+    } else if (kind == ModelKind::kMlp) {
+      logits = net->forward(torch::randn({2, cfg.features}));
+      EXPECT_EQ(logits.sizes(), (std::vector<int64_t>{2, cfg.num_classes}));
+      EXPECT_FALSE(net->has_conv());
+    } else {
+      logits = net->forward(torch::randint(cfg.vocab, {2, cfg.seq_len}, torch::kLong));
+      EXPECT_EQ(logits.sizes(), (std::vector<int64_t>{2, cfg.seq_len, cfg.vocab}));
+    }
+  }
+}
+
+TEST(WorkloadModels, TransformerAttentionIsCausal) {
+  torch::manual_seed(0);
+  const auto cfg = tiny_config(ModelKind::kTransformer);
+  auto net = make_model(cfg);
+  net->eval();
+  auto a = torch::randint(cfg.vocab, {1, cfg.seq_len}, torch::kLong);
+  auto b = a.clone();
+  b[0][cfg.seq_len - 1] = (a[0][cfg.seq_len - 1].item<int64_t>() + 1) % cfg.vocab;  // change the last token
+  torch::NoGradGuard no_grad;
+  auto la = net->forward(a), lb = net->forward(b);
+  // Earlier positions cannot see the last token; the last position does.
+  EXPECT_TRUE(torch::allclose(la.slice(1, 0, cfg.seq_len - 1), lb.slice(1, 0, cfg.seq_len - 1)));
+  EXPECT_FALSE(torch::allclose(la.slice(1, cfg.seq_len - 1), lb.slice(1, cfg.seq_len - 1)));
+}
+
+TEST(WorkloadModels, ChannelsLastConvertsConvWeights) {
+  auto net = make_model(tiny_config(ModelKind::kCnn));
+  to_channels_last(*net);
+  int converted = 0;
+  for (const auto& p : net->parameters()) {
+    if (p.dim() != 4) continue;
+    EXPECT_TRUE(p.is_contiguous(at::MemoryFormat::ChannelsLast));
+    ++converted;
+  }
+  EXPECT_GT(converted, 0);
+}
+
+TEST(WorkloadData, SamplesAreDeterministicAndWellFormed) {
+  DataConfig dc;
+  dc.model = tiny_config(ModelKind::kCnn);
+  dc.seed = 11;
+  dc.size = 64;
+  SyntheticDataset ds(dc);
+  auto a = ds.get(5), b = ds.get(5), c = ds.get(6);
+  EXPECT_TRUE(torch::equal(a.data, b.data));
+  EXPECT_FALSE(torch::equal(a.data, c.data));
+  EXPECT_EQ(a.data.scalar_type(), torch::kUInt8);
+  EXPECT_EQ(a.data.sizes(), (std::vector<int64_t>{3, 8, 8}));
+  const auto label = a.target.item<int64_t>();
+  EXPECT_GE(label, 0);
+  EXPECT_LT(label, dc.model.num_classes);
+
+  dc.cpu_normalize = true;
+  SyntheticDataset normalized(dc);
+  auto n = normalized.get(5);
+  EXPECT_EQ(n.data.scalar_type(), torch::kFloat);
+  // Same sample, normalized on the CPU, equals the device-side normalization of the raw one.
+  DataConfig raw_cfg = dc;
+  raw_cfg.cpu_normalize = false;
+  auto on_device = normalize_on_device(raw_cfg, a.data, torch::kFloat);
+  EXPECT_TRUE(torch::allclose(n.data, on_device, 1e-4, 1e-4));
+
+  DataConfig lm;
+  lm.model = tiny_config(ModelKind::kTransformer);
+  lm.size = 8;
+  auto t = SyntheticDataset(lm).get(0);
+  EXPECT_EQ(t.data.sizes(), (std::vector<int64_t>{lm.model.seq_len}));
+  // Targets are the inputs shifted by one.
+  EXPECT_TRUE(torch::equal(t.data.slice(0, 1), t.target.slice(0, 0, lm.model.seq_len - 1)));
+}
+
+TEST(WorkloadData, WorkerThreadsServeTheSameBatchesAsTheMainThread) {
+  DataConfig dc;
+  dc.model = tiny_config(ModelKind::kMlp);
+  dc.size = 64;
+  auto first_batches = [&](int64_t workers) {
+    torch::manual_seed(7);  // RandomSampler draws its permutation from the global generator
+    LoaderConfig lc;
+    lc.batch_size = 8;
+    lc.workers = workers;
+    auto loader = make_loader(SyntheticDataset(dc), lc);
+    std::vector<torch::Tensor> out;
+    for (auto& batch : *loader) {
+      EXPECT_EQ(batch.data.size(0), 8);
+      out.push_back(batch.data);
+      if (out.size() == 3) break;
+    }
+    return out;
+  };
+  auto main_thread = first_batches(0), threads = first_batches(2);
+  ASSERT_EQ(main_thread.size(), 3u);
+  ASSERT_EQ(threads.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(torch::equal(main_thread[i], threads[i])) << i;
+}
+
+TEST(WorkloadOptimizers, ConstructWithHonestFlags) {
+  auto net = make_model(tiny_config(ModelKind::kMlp));
+  struct Case {
+    OptimizerKind kind;
+    bool fused, foreach;
+    const char* name;
+  } cases[] = {{OptimizerKind::kSgd, false, false, "SGD"},   {OptimizerKind::kAdam, false, true, "Adam"},
+               {OptimizerKind::kAdamW, true, false, "AdamW"}, {OptimizerKind::kAdamW, false, false, "AdamW"}};
+  for (const auto& c : cases) {
+    auto opt = make_optimizer(c.kind, c.fused, c.foreach, net->parameters());
+    EXPECT_EQ(opt->class_name(), c.name);
+    EXPECT_EQ(opt->fused(), c.fused);
+    EXPECT_EQ(opt->foreach(), c.foreach);
+    EXPECT_EQ(opt->supports_amp_scaling(), c.fused);
+  }
+  EXPECT_DOUBLE_EQ(make_optimizer(OptimizerKind::kAdamW, false, false, net->parameters())->weight_decay(), 0.01);
+  EXPECT_DOUBLE_EQ(make_optimizer(OptimizerKind::kAdam, false, false, net->parameters())->weight_decay(), 0.0);
+}
+
+TEST(WorkloadOptimizers, ForeachAndFusedAdamWMatchTheForLoop) {
+  // Same gradients, three implementations: the parameters must end up (nearly) equal.
+  auto run = [](bool fused, bool foreach) {
+    torch::manual_seed(1);
+    auto p = torch::randn({5, 3}).requires_grad_(true);
+    auto opt = make_optimizer(OptimizerKind::kAdamW, fused, foreach, {p});
+    for (int i = 0; i < 3; ++i) {
+      opt->zero_grad();
+      (p * p * (i + 1)).sum().backward();
+      opt->step();
+    }
+    return p.detach().clone();
+  };
+  auto loop = run(false, false), fe = run(false, true), fu = run(true, false);
+  torch::manual_seed(1);
+  const auto initial = torch::randn({5, 3});
+  EXPECT_FALSE(torch::allclose(loop, initial, 1e-4, 1e-4));  // the updates did move the parameters
+  EXPECT_TRUE(torch::allclose(loop, fe, 1e-5, 1e-6));
+  EXPECT_TRUE(torch::allclose(loop, fu, 1e-5, 1e-6));
+}
+
+TEST(WorkloadTrain, EveryModelLowersItsLossOnTheCpu) {
+  for (auto kind : {ModelKind::kMlp, ModelKind::kCnn, ModelKind::kTransformer}) {
+    auto r = train(cpu_options(kind, 30), tiny_config(kind));
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(r->device, "cpu");
+    EXPECT_EQ(r->timings.size(), 30u);
+    EXPECT_GT(r->samples_per_s, 0.0);
+    SCOPED_TRACE(to_string(kind));
+    expect_loss_falls(*r, 0.05);
+  }
+}
+
+TEST(WorkloadTrain, Bf16AutocastRunsOnTheCpu) {
+  auto o = cpu_options(ModelKind::kMlp, 30);
+  o.amp = AmpMode::kBf16;
+  auto r = train(o, tiny_config(ModelKind::kMlp));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->grad_scaler);
+  EXPECT_EQ(r->param_dtypes, std::vector<std::string>{"float32"});  // autocast leaves parameters in fp32
+  expect_loss_falls(*r, 0.05);
+}
+
+TEST(WorkloadTrain, Fp16WithTheLossScalerAndFusedAdamWRunsOnTheCpu) {
+  auto o = cpu_options(ModelKind::kMlp, 30);
+  o.amp = AmpMode::kFp16;
+  o.fused = true;
+  auto r = train(o, tiny_config(ModelKind::kMlp));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->grad_scaler);
+  EXPECT_TRUE(r->optimizer_fused);
+  expect_loss_falls(*r, 0.05);
+}
+
+TEST(WorkloadTrain, PlantedFlagsChangeWhatTheRunRecords) {
+  auto o = cpu_options(ModelKind::kMlp, 3);
+  o.planted.float64 = true;
+  o.planted.host_sync = true;
+  o.planted.cpu_tensors = true;
+  auto r = train(o, tiny_config(ModelKind::kMlp));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->param_dtypes, std::vector<std::string>{"float64"});
+  const auto facts = facts_json(o, *r);
+  EXPECT_EQ(facts["params"]["dtypes"][0], "float64");
+  EXPECT_EQ(facts["workload"]["planted"].size(), 3u);
+}
+
+TEST(WorkloadTrain, CudaRequestWithoutAGpuIsAnUsageError) {
+  if (torch::cuda::is_available()) GTEST_SKIP() << "a CUDA device is present";
+  auto o = cpu_options(ModelKind::kMlp, 1);
+  o.device = DeviceChoice::kCuda;
+  auto r = train(o, tiny_config(ModelKind::kMlp));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().exit_code(), 2);
+}
+
+}  // namespace
+}  // namespace profile_train::workload
