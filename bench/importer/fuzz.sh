@@ -33,10 +33,15 @@ printf '{"traceEvents":[{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":"strea
 printf '[{"ph":"i","name":"[memory]","ts":1,"args":{"Bytes":4}}]' > "$corpus/inline_2.json"
 
 cd "$build"
+touch "$corpus"
 start=$(date -u +%FT%TZ)
+rm -f "$build"/fuzz-0.log
+rc=0
 nice -n 19 "$build/bench/importer/pt_fuzz_importer" -max_total_time="$secs" -jobs=1 -workers=1 \
-  -max_len=262144 -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 "$corpus" || true
-echo "started $start, ended $(date -u +%FT%TZ)"
-log="$build/fuzz-0.log"
-[ -f "$log" ] && tail -n 40 "$log"
-ls "$build"/crash-* "$build"/timeout-* "$build"/oom-* 2>/dev/null && echo "FINDINGS above" || echo "no crash/timeout/oom files"
+  -max_len=262144 -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 "$corpus" > "$build/fuzz.log" 2>&1 || rc=$?
+[ -f "$build/fuzz-0.log" ] && cat "$build/fuzz-0.log" >> "$build/fuzz.log"
+echo "started $start, ended $(date -u +%FT%TZ), libFuzzer exit code $rc"
+grep -E '^#[0-9]+ +(DONE|pulse)|stat::|SUMMARY|ERROR' "$build/fuzz.log" | tail -n 12
+findings="$(find "$build" -maxdepth 1 \( -name 'crash-*' -o -name 'timeout-*' -o -name 'oom-*' -o -name 'leak-*' \) -newer "$corpus" | wc -l)"
+echo "findings (crash/timeout/oom/leak files from this run): $findings"
+[ "$findings" = 0 ] && [ "$rc" = 0 ]

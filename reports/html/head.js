@@ -1,6 +1,6 @@
-// Runs first, in <head>. Records script errors and any call to alert/confirm/prompt on <body>/<html>
-// attributes so a headless browser's DOM dump can tell whether the page rendered cleanly and whether any
-// injected script ran. The report itself never calls alert.
+// Runs first, in the document head. Records script errors and any call to alert/confirm/prompt as
+// attributes of the body / root elements, so a headless browser's DOM dump can tell whether the page
+// rendered cleanly and whether any injected script ran. The report itself never calls alert.
 (function () {
   var errors = [];
   function mark() {

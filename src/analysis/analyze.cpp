@@ -8,6 +8,7 @@
 #include <numeric>
 #include <set>
 #include <string>
+#include <unordered_map>
 
 #include "profile_train/analysis/analyzers.h"
 
@@ -62,10 +63,22 @@ bool tc_eligible_op(std::string op) {
   return false;
 }
 
-std::string op_name_of(const Ctx& c, const Event& k) {
-  if (k.external_id < 0) return {};
-  auto it = c.idx.op_by_external_id.find(k.external_id);
-  return it == c.idx.op_by_external_id.end() ? std::string() : c.t.name(c.t.events[it->second]);
+enum KernelClass : uint8_t { kComm = 1, kTc = 2, kFp64 = 4, kFp32 = 8, kConv = 16 };
+
+// Kernel classes from its name and the operator that launched it (empty if unknown).
+uint8_t classify_kernel(const std::string& n, std::string op) {
+  if (is_communication_kernel(n)) return kComm;
+  uint8_t cls = 0;
+  const bool tcore = is_tensor_core_kernel(n);
+  if (tcore) cls |= kTc;
+  if (is_fp64_kernel(n)) cls |= kFp64;
+  else if (!tcore && (is_fp32_tc_eligible_kernel(n) || (!op.empty() && tc_eligible_op(op))) &&
+           n.find("half") == std::string::npos && n.find("bf16") == std::string::npos &&
+           n.find("fp16") == std::string::npos)
+    cls |= kFp32;
+  for (auto& ch : op) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (is_conv_kernel(n) || op.find("conv") != std::string::npos) cls |= kConv;
+  return cls;
 }
 
 // ---- gpu ----------------------------------------------------------------------------------------------------
@@ -130,6 +143,7 @@ json gpu_section(const Ctx& c, std::set<std::string>& missing) {
     return it != opt_ranges.end() && it->start <= ts;
   };
   struct Agg { int64_t count = 0; TimeNs total = 0; };
+  std::unordered_map<uint64_t, uint8_t> cls_cache;
   std::map<std::string, Agg> by_name;
   // SM efficiency inputs: (start, end, blocks per SM) and occupancy (start, end, fraction).
   struct Valued { TimeNs s, e; double v; };
@@ -153,19 +167,19 @@ json gpu_section(const Ctx& c, std::set<std::string>& missing) {
     auto& a = by_name[n];
     a.count++;
     a.total += k.dur_ns;
-    if (is_communication_kernel(n)) continue;  // the shares below are of compute-kernel time
+    // Classify each distinct (kernel name, launching operator) pair once: traces repeat names a lot.
+    const auto op_it = k.external_id >= 0 ? idx.op_by_external_id.find(k.external_id) : idx.op_by_external_id.end();
+    const trace::StringId op_id = op_it == idx.op_by_external_id.end() ? 0 : t.events[op_it->second].name;
+    const uint64_t key = (uint64_t{k.name} << 32) | op_id;
+    auto cls_it = cls_cache.find(key);
+    if (cls_it == cls_cache.end()) cls_it = cls_cache.emplace(key, classify_kernel(n, t.strings.get(op_id))).first;
+    const uint8_t cls = cls_it->second;
+    if (cls & kComm) continue;  // the shares below are of compute-kernel time
     kt += k.dur_ns;
-    const std::string op = op_name_of(c, k);
-    const bool tcore = is_tensor_core_kernel(n);
-    if (tcore) tc += k.dur_ns;
-    if (is_fp64_kernel(n)) fp64 += k.dur_ns;
-    else if (!tcore && (is_fp32_tc_eligible_kernel(n) || (!op.empty() && tc_eligible_op(op))) &&
-             n.find("half") == std::string::npos && n.find("bf16") == std::string::npos &&
-             n.find("fp16") == std::string::npos)
-      fp32 += k.dur_ns;
-    std::string lop = op;
-    for (auto& ch : lop) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    if (is_conv_kernel(n) || lop.find("conv") != std::string::npos) conv += k.dur_ns;
+    if (cls & kTc) tc += k.dur_ns;
+    if (cls & kFp64) fp64 += k.dur_ns;
+    if (cls & kFp32) fp32 += k.dur_ns;
+    if (cls & kConv) conv += k.dur_ns;
     if (!opt_ranges.empty() && k.correlation >= 0) {
       auto rt = idx.runtime_by_correlation.find(k.correlation);
       if (rt != idx.runtime_by_correlation.end() && in_opt(t.events[rt->second].start_ns)) { opt_t += k.dur_ns; ++opt_n; }

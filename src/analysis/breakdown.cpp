@@ -12,6 +12,7 @@
 //                  frames are not counted, as in tb_plugin)
 #include <algorithm>
 #include <map>
+#include <unordered_map>
 
 #include "profile_train/analysis/analyzers.h"
 
@@ -34,13 +35,17 @@ bool is_cpu_collective(std::string_view n) {
 RoleRanges build_role_ranges(const trace::Trace& t, const TraceIndex& idx) {
   RoleRanges r;
   Intervals raw[kNumRoles - 1];
+  std::unordered_map<trace::StringId, bool> comm_by_name;  // classify each kernel name once
   for (const Event& e : t.events) {
     if (e.dur_ns <= 0) continue;
     const Interval iv{e.start_ns, e.end_ns()};
     switch (e.cat) {
-      case Category::kKernel:
-        raw[is_communication_kernel(t.name(e)) ? kComm : kKernel].push_back(iv);
+      case Category::kKernel: {
+        auto it = comm_by_name.find(e.name);
+        if (it == comm_by_name.end()) it = comm_by_name.emplace(e.name, is_communication_kernel(t.name(e))).first;
+        raw[it->second ? kComm : kKernel].push_back(iv);
         break;
+      }
       case Category::kMemcpy: raw[kMemcpy].push_back(iv); break;
       case Category::kMemset: raw[kMemset].push_back(iv); break;
       case Category::kRuntime:

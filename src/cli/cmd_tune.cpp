@@ -40,6 +40,7 @@ struct TuneArgs {
   std::string max_memory;
   std::string out = "profile-train-tune";
   std::string workload;
+  std::string workload_binary;  // default: profile-train-workload next to this binary
   std::vector<std::string> run_args;
   std::vector<std::string> command;
   bool quiet = false;
@@ -134,7 +135,8 @@ StatusOr<TuneSetup> make_setup(const TuneArgs& a, const std::vector<std::string>
     target.kind = tn::TuneTarget::Kind::kWorkload;
     target.model = a.workload;
     target.args = workload_flags;
-    target.workload_binary = s.runner.self_exe.parent_path() / "profile-train-workload";
+    target.workload_binary = a.workload_binary.empty() ? s.runner.self_exe.parent_path() / "profile-train-workload"
+                                                       : fs::absolute(a.workload_binary);
     if (!fs::exists(target.workload_binary)) {
       return NotFound("built-in workload not found at " + target.workload_binary.string() +
                       " (it needs LibTorch: configure with PT_WITH_TORCH=AUTO/ON)");
@@ -322,7 +324,9 @@ int run_tune(const TuneArgs& args, const std::vector<std::string>& workload_flag
       << unit << "\n";
   err << "  best     #" << best.index << "  " << tn::describe_config(best.config, space) << ": " << fmt(best.mean)
       << unit << "  (x" << fmt(doc["speedup"]["value"].get<double>(), 2) << " ± "
-      << fmt(doc["speedup"]["sigma"].get<double>(), 2) << ")\n";
+      << (doc["speedup"]["sigma"].is_number() ? fmt(doc["speedup"]["sigma"].get<double>(), 2)
+                                              : std::string("? (noise not measured)"))
+      << ")\n";
   const nlohmann::json& change = doc["change"];
   err << "  change: " << change.value("summary", std::string()) << "\n";
   if (s.runner.target.kind == tn::TuneTarget::Kind::kCommand && change.contains("python")) {
@@ -369,9 +373,11 @@ Runner add_tune(CLI::App& app) {
   sub->add_flag("--quiet", args->quiet, "no progress lines");
   sub->add_option("--workload", args->workload,
                   "tune the built-in workload (cnn, mlp, transformer); every argument after MODEL is a workload flag");
+  sub->add_option("--workload-binary", args->workload_binary,
+                  "the profile-train-workload executable (default: next to profile-train)");
   sub->add_option("command", args->command, "the command to tune, after --");
   sub->allow_extras();  // workload flags; their order is recovered from the raw command line
-  return [args, sub] {
+  return [args, sub]() -> int {
     std::vector<std::string> workload_flags;
     if (!args->workload.empty()) {
       auto tail = workload_tail();

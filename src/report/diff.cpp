@@ -172,6 +172,9 @@ json diff_reports(const json& a, const json& b, const std::string& label_a, cons
     const json* ca = detail::find_path(a, {"gpu", "memcpy", dir});
     const json* cb = detail::find_path(b, {"gpu", "memcpy", dir});
     if (!ca && !cb) continue;
+    // A direction without copies in either run is noise in a "what changed" list.
+    auto none = [](const json* c) { return !c || number_path(*c, {"count_per_step"}).value_or(0.0) == 0.0; };
+    if (none(ca) && none(cb)) continue;
     static const json kEmpty = json::object();
     const json& xa = ca ? *ca : kEmpty;
     const json& xb = cb ? *cb : kEmpty;
@@ -422,18 +425,18 @@ std::string render_diff_html(const json& d) {
     }
     h.raw("</tbody></table>");
   }
-  h.raw("</section>\n<section id=\"diff-recs\"><h2>Recommendations</h2><dl class=\"metrics\">");
+  h.raw("</section>\n<section id=\"diff-recs\"><h2>Recommendations</h2><table class=\"data compact\"><tbody>");
   const json& recs = d.value("recommendations", json::object());
   auto list = [&](const char* label, const char* key) {
     std::string s;
     for (const auto& x : recs.value(key, json::array())) s += (s.empty() ? "" : ", ") + x.get<std::string>();
-    h.raw("<div><dt>").raw(label).raw("</dt><dd>").text(s.empty() ? std::string(detail::kDash) : s).raw("</dd></div>");
+    h.raw("<tr><th>").raw(label).raw("</th><td>").text(s.empty() ? std::string(detail::kDash) : s).raw("</td></tr>");
   };
   list("Resolved (in A, not in B)", "resolved");
   list("New in B", "new");
   list("All in A", "a");
   list("All in B", "b");
-  h.raw("</dl></section>\n</main>\n<footer>diff format ").text(d.value("diff_version", "")).raw("</footer>\n");
+  h.raw("</tbody></table></section>\n</main>\n<footer>diff format ").text(d.value("diff_version", "")).raw("</footer>\n");
   h.raw("<script>document.body.setAttribute('data-render', window.__ptErrors && window.__ptErrors.length ? 'error' : 'ok');"
         "if (window.__ptMarkErrors) window.__ptMarkErrors();</script>\n</body>\n</html>\n");
   return std::move(h.str());

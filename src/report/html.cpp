@@ -278,7 +278,7 @@ void write_kernels(Html& h, const json& r) {
     return;
   }
   h.raw("<table class=\"data\" id=\"kernels-table\"><thead><tr><th>#</th><th>Kernel</th><th class=\"num\">Calls</th>"
-        "<th class=\"num\">Total</th><th class=\"num\">Mean</th><th class=\"num\">Share</th><th>Tensor cores</th>"
+        "<th class=\"num\">Total (all steps)</th><th class=\"num\">Mean</th><th class=\"num\">Share of kernel time</th><th>Tensor cores</th>"
         "<th>Category</th></tr></thead><tbody>\n");
   int rank = 0;
   for (const auto& kr : *k) {
@@ -308,6 +308,7 @@ void write_copies(Html& h, const json& r) {
   for (const char* dir : {"h2d", "d2h", "d2d"}) {
     const json* c = m ? detail::find_path(*m, {dir}) : nullptr;
     if (!c || !c->is_object()) continue;
+    if (auto n = number_path(*c, {"count_per_step"}); n && *n == 0) continue;  // no copies this direction
     any = true;
     const auto pageable = number_path(*c, {"pageable_bytes"});
     const auto pinned = number_path(*c, {"pinned_bytes"});
@@ -408,16 +409,19 @@ void write_recommendations(Html& h, const json& r) {
     return;
   }
   h.raw("<ol class=\"recs\" id=\"recs-list\">\n");
+  int rank = 0;
   for (const auto& rec : *recs) {
     const std::string id = string_path(rec, {"id"}).value_or("");
-    h.raw("<li class=\"rec\" data-rule=\"").text(id).raw("\"><div class=\"rec-head\"><h3>")
+    // The first three are open; the rest collapse to their title line to keep the page scannable.
+    h.raw("<li class=\"rec\" data-rule=\"").text(id).raw("\"><details").raw(rank++ < 3 ? " open" : "")
+        .raw("><summary class=\"rec-head\"><h3>")
         .text(string_path(rec, {"title"}).value_or(id)).raw("</h3>");
     if (auto tier = number_path(rec, {"tier"}))
       h.raw("<span class=\"tier tier-").raw(fmt_fixed(*tier, 0)).raw("\">tier ").raw(fmt_fixed(*tier, 0)).raw("</span>");
     if (!id.empty()) h.raw("<code class=\"rule-id\">").text(id).raw("</code>");
     const std::string gain = speedup_text(number_path(rec, {"estimated_speedup_max"}));
     if (!gain.empty()) h.raw("<span class=\"gain\">").text(gain).raw("</span>");
-    h.raw("</div>\n");
+    h.raw("</summary>\n");
     auto list = [&](const char* key, const char* cls, const char* title) {
       const json* items = detail::find_path(rec, {key});
       if (!items || !items->is_array() || items->empty()) return;
@@ -447,7 +451,7 @@ void write_recommendations(Html& h, const json& r) {
       }
       h.raw("</ul></div>\n");
     }
-    h.raw("</li>\n");
+    h.raw("</details></li>\n");
   }
   h.raw("</ol>\n</section>\n");
 }
@@ -480,8 +484,10 @@ void write_facts_and_quality(Html& h, const json& r) {
     h.raw("<dl class=\"metrics dq\">\n");
     for (auto it = dq->begin(); it != dq->end(); ++it) {
       if (it.key() == "notes") continue;
+      // Counters of problems are highlighted when non-zero; totals and skipped flow events (joins use
+      // correlation ids instead) are informational.
       const bool bad = it.value().is_number() && it.key() != "events_total" && it.key() != "events_imported" &&
-                       it.value().get<double>() > 0;
+                       it.key() != "flow_events_skipped" && it.value().get<double>() > 0;
       const bool flag = it.value().is_boolean() && it.value().get<bool>();
       h.raw("<div").raw(bad || flag ? " class=\"warn\"" : "").raw("><dt>").text(it.key()).raw("</dt><dd>")
           .text(it.value().is_number() ? fmt_count(it.value().get<double>()) : value_to_text(it.value()))

@@ -138,9 +138,10 @@ Status write_perfetto(const trace::Trace& trace, const std::filesystem::path& pa
   }
   for (const auto& [pid, tid] : cpu_threads) {
     auto it = trace.meta.thread_names.find({pid, tid});
-    const std::string name = it != trace.meta.thread_names.end() && !it->second.empty()
-                                 ? it->second + " (" + std::to_string(tid) + ")"
-                                 : "thread " + std::to_string(tid);
+    const std::string tid_text = std::to_string(tid);
+    std::string name = "thread " + tid_text;
+    if (it != trace.meta.thread_names.end() && !it->second.empty())
+      name = it->second.find(tid_text) != std::string::npos ? it->second : it->second + " (" + tid_text + ")";
     metadata(sink, "thread_name", pid, &tid, "name", json_str(name));
   }
   for (int64_t d : gpu_devices) {

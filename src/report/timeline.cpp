@@ -118,7 +118,9 @@ struct Block {
   int64_t count;
 };
 
-// Merges runs of events shorter than `res` whose gaps are shorter than `res`. res == 0 merges nothing.
+// Merges runs of events shorter than `res` whose gaps are shorter than `res`, each merged block spanning at
+// most `res` (so uniform streams of tiny events become a row of res-wide blocks, not one bar). res == 0
+// merges nothing.
 void merge_lane(const std::vector<Sel>& sel, const std::vector<uint32_t>& lane, TimeNs res,
                 std::vector<Block>* out) {
   out->clear();
@@ -126,7 +128,8 @@ void merge_lane(const std::vector<Sel>& sel, const std::vector<uint32_t>& lane, 
   for (size_t k = 0; k < lane.size(); ++k) {
     const Sel& e = sel[lane[k]];
     const bool is_short = res > 0 && (e.end - e.start) < res;
-    if (is_short && open_short && !out->empty() && e.start - out->back().end < res) {
+    if (is_short && open_short && !out->empty() && e.start - out->back().end < res &&
+        e.end - out->back().start <= res) {
       out->back().end = std::max(out->back().end, e.end);
       ++out->back().count;
       continue;
@@ -282,9 +285,10 @@ json build_timeline(const json& report, const trace::Trace& trace, const Timelin
       name = "GPU " + std::to_string(pid) + " \xC2\xB7 stream " + std::to_string(tid);
     } else {
       auto it = trace.meta.thread_names.find({pid, tid});
-      name = it != trace.meta.thread_names.end() && !it->second.empty()
-                 ? it->second + " (" + std::to_string(tid) + ")"
-                 : "thread " + std::to_string(tid);
+      const std::string tid_text = std::to_string(tid);
+      if (it == trace.meta.thread_names.end() || it->second.empty()) name = "thread " + tid_text;
+      else if (it->second.find(tid_text) != std::string::npos) name = it->second;  // already names the tid
+      else name = it->second + " (" + tid_text + ")";
       if (group == 1) name = "pid " + std::to_string(pid) + " \xC2\xB7 " + name;
     }
     tracks.push_back({{"name", truncate_utf8(name, limits.max_name_bytes)},

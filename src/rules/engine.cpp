@@ -93,6 +93,7 @@ Outcome evaluate(const detail::Rule& r, const nlohmann::json& report) {
   locals["speedup_max"] = o.gain_known ? expr::Value::Number(o.speedup) : expr::Value::Unknown();
   locals["removable_share"] = o.removable;
   for (const auto& t : r.evidence) {
+    if (t.when && !t.when->Evaluate(report, locals).is_true()) continue;
     std::string line;
     bool complete = true;
     for (const auto& part : t.parts) {

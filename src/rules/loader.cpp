@@ -140,11 +140,12 @@ StatusOr<Rule> parse_rule(std::string_view text, const std::string& file) {
   try {
     j = json::parse(text.begin(), text.end());
   } catch (const json::parse_error& e) {
-    const auto [line, col] = line_column(text, e.byte > 0 ? e.byte - 1 : 0);
+    // e.byte is the offset just after the offending token; its line is the one to report.
+    const int line = line_column(text, e.byte > 0 ? e.byte - 1 : 0).first;
     std::string what = e.what();
     // nlohmann prefixes "[json.exception.parse_error.101] parse error at line L, column C: "; keep the reason.
     if (auto p = what.find(": "); p != std::string::npos) what = what.substr(p + 2);
-    return BadInput(file + ":" + std::to_string(line) + ":" + std::to_string(col) + ": JSON syntax error: " + what);
+    return BadInput(file + ":" + std::to_string(line) + ": JSON syntax error: " + what);
   }
   Errors err(file, json_value_lines(text));
   if (!j.is_object()) return err.at("", "a rule file must hold one JSON object");
@@ -198,11 +199,34 @@ StatusOr<Rule> parse_rule(std::string_view text, const std::string& file) {
     r.when = std::move(parsed).value();
   }
 
-  std::vector<std::string> evidence;
-  if (Status s = read_string_list(j, "evidence", err, evidence, true); !s.ok()) return s;
-  for (size_t i = 0; i < evidence.size(); ++i) {
+  // Evidence items: "template" or {"text": "template", "when": "condition"} (shown only when true).
+  auto evidence = j.find("evidence");
+  if (evidence == j.end()) return err.at("", "missing required key \"evidence\"");
+  if (!evidence->is_array() || evidence->empty())
+    return err.at("/evidence", "\"evidence\" must be a non-empty array of templates");
+  for (size_t i = 0; i < evidence->size(); ++i) {
+    const json& item = (*evidence)[i];
+    const std::string pointer = "/evidence/" + std::to_string(i);
     Template t;
-    if (Status s = parse_template(evidence[i], "/evidence/" + std::to_string(i), err, t); !s.ok()) return s;
+    const json* text = &item;
+    if (item.is_object()) {
+      for (auto it = item.begin(); it != item.end(); ++it)
+        if (it.key() != "text" && it.key() != "when")
+          return err.at(pointer + "/" + it.key(), "unknown key \"" + it.key() + "\" in an evidence item (text, when)");
+      if (!item.contains("text")) return err.at(pointer, "an evidence item object needs \"text\"");
+      text = &item.at("text");
+      if (item.contains("when")) {
+        if (!item.at("when").is_string()) return err.at(pointer + "/when", "evidence \"when\" must be a condition string");
+        auto cond = expr::Expression::Parse(item.at("when").get<std::string>());
+        if (!cond.ok()) return err.at(pointer + "/when", "in evidence \"when\", " + cond.status().message());
+        if (cond->type() != expr::StaticType::kBool && cond->type() != expr::StaticType::kAny)
+          return err.at(pointer + "/when", "evidence \"when\" must be a condition (boolean)");
+        t.when = std::move(cond).value();
+      }
+    }
+    if (!text->is_string() || text->get<std::string>().empty())
+      return err.at(pointer, "evidence items must be non-empty strings or {text, when} objects");
+    if (Status s = parse_template(text->get<std::string>(), pointer, err, t); !s.ok()) return s;
     r.evidence.push_back(std::move(t));
   }
 

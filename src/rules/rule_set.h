@@ -25,6 +25,7 @@ struct TemplatePart {
 struct Template {
   std::string source;
   std::vector<TemplatePart> parts;
+  std::optional<expr::Expression> when;  // shown only when true (evidence items written as {text, when})
 };
 
 struct Rule {

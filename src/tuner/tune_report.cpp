@@ -91,6 +91,7 @@ Speedup speedup_of(const Trial& best, const Trial& baseline, double pooled_relat
   };
   const double a = rel_se(best), b = rel_se(baseline);
   s.sigma = s.value * std::sqrt(a * a + b * b);
+  s.sigma_known = best.values.size() >= 2 || baseline.values.size() >= 2 || pooled_relative_sd > 0;
   return s;
 }
 
@@ -295,8 +296,13 @@ json tune_json(const TuneResult& result, const KnobSpace& space, const TuneRepor
   doc["best"] = best ? trial_ref(*best) : json(nullptr);
   if (base != nullptr && best != nullptr) {
     const Speedup s = speedup_of(*best, *base, result.pooled_relative_sd);
-    doc["speedup"] = {{"value", s.value}, {"sigma", s.sigma}, {"low", s.value - 2 * s.sigma},
-                      {"high", s.value + 2 * s.sigma}, {"interval", "±2 sigma"}};
+    if (s.sigma_known) {
+      doc["speedup"] = {{"value", s.value}, {"sigma", s.sigma}, {"low", s.value - 2 * s.sigma},
+                        {"high", s.value + 2 * s.sigma}, {"interval", "±2 sigma"}};
+    } else {
+      doc["speedup"] = {{"value", s.value}, {"sigma", nullptr}, {"low", nullptr}, {"high", nullptr},
+                        {"interval", "noise not measured (every trial ran once: use --repeats 2 or more)"}};
+    }
     doc["change"] = code_change(base->config, best->config, ctx.target, report_on_gpu(best->report));
   } else {
     doc["speedup"] = nullptr;

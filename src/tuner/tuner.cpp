@@ -286,16 +286,16 @@ int Tuner::evaluate(const Config& config, const std::string& reason, int repeats
 
 bool Tuner::better(int candidate, int reference) {
   if (!significantly_better(candidate, reference)) return false;
-  // A marginal win (less than twice the bar), or any win while the noise is still estimated from fewer than
-  // 6 degrees of freedom, is confirmed by measuring both again: with 2-3 values per trial a lucky draw
-  // clears the bar too often.
+  // A marginal win (less than twice the bar; while the noise is estimated from fewer than 6 degrees of
+  // freedom, less than max(4 x the bar, 25%)) is confirmed by measuring both again: with 2-3 values per trial
+  // a lucky draw clears the bar too often.
   const Trial& c = trial(candidate);
   const Trial& r = trial(reference);
   const double gain = c.mean / r.mean - 1.0;
+  const double bar = threshold(candidate, reference);
   const bool noise_known = pooled_noise().second >= 6;  // below that, the noise estimate itself is too rough
-  if ((noise_known && gain >= 2.0 * threshold(candidate, reference)) || c.values.size() >= 6 || !budget_left()) {
-    return true;
-  }
+  const bool clear = noise_known ? gain >= 2.0 * bar : gain >= std::max(4.0 * bar, 0.25);
+  if (clear || c.values.size() >= 6 || !budget_left()) return true;
   note("confirming trial #" + std::to_string(c.index) + " (+" + std::to_string(static_cast<int>(100 * gain + 0.5)) +
        "%) against #" + std::to_string(r.index) + " with more measurements");
   for (int idx : {candidate, reference}) {

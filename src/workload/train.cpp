@@ -251,7 +251,8 @@ StepTensors make_step_tensors(const ModelConfig& mc, const torch::Tensor& x, tor
 // Floats per sample of the planted pageable side input: 512 Ki floats = 2 MiB per sample (64 MiB at 32).
 constexpr int64_t kAuxFloatsPerSample = 512 * 1024;
 
-StatusOr<TrainResult> train_impl(const WorkloadOptions& o, const ModelConfig& mc, const StepCallback& on_step) {
+StatusOr<TrainResult> train_impl(const WorkloadOptions& o, const ModelConfig& mc, const StepCallback& on_step,
+                                 const ReadyCallback& on_ready) {
   const bool cuda_available = torch::cuda::is_available();
   if (o.device == DeviceChoice::kCuda && !cuda_available) {
     return InvalidArgument("--device cuda: LibTorch sees no CUDA device on this machine");
@@ -321,6 +322,8 @@ StatusOr<TrainResult> train_impl(const WorkloadOptions& o, const ModelConfig& mc
   const std::string step_name = "Optimizer.step#" + r.optimizer_class + ".step";
   const std::string zero_grad_name = "Optimizer.zero_grad#" + r.optimizer_class + ".zero_grad";
   const bool non_blocking = lc.pin_memory;
+
+  if (on_ready) on_ready(r);
 
   auto loader = make_loader(SyntheticDataset(dc), lc);
   std::optional<torch::data::Iterator<torch::data::Example<>>> it;
@@ -517,9 +520,9 @@ void DynamicLossScaler::step_and_update(WorkloadOptimizer& opt) {
 double DynamicLossScaler::current_scale() const { return scale_.item<double>(); }
 
 StatusOr<TrainResult> train(const WorkloadOptions& options, const ModelConfig& model_config,
-                            const StepCallback& on_step) {
+                            const StepCallback& on_step, const ReadyCallback& on_ready) {
   try {
-    return train_impl(options, model_config, on_step);
+    return train_impl(options, model_config, on_step, on_ready);
   } catch (const c10::Error& e) {
     return Internal("LibTorch: " + first_line(e.what_without_backtrace()));
   } catch (const std::exception& e) {
@@ -643,15 +646,32 @@ int workload_main(int argc, const char* const* argv) {
   }
   std::cout << std::endl;
 
+  // Facts for `profile-train run` (PROFILE_TRAIN_OUT is its capture folder): written once set up, so a run
+  // cut short still has them, and again at the end with the memory peak.
+  const char* facts_dir = std::getenv("PROFILE_TRAIN_OUT");
+  const std::filesystem::path facts_path =
+      facts_dir != nullptr && *facts_dir != '\0'
+          ? std::filesystem::path(facts_dir) / ("facts-" + std::to_string(::getpid()) + ".json")
+          : std::filesystem::path();
+  auto write_facts = [&](const TrainResult& r) {
+    if (facts_path.empty()) return Status::Ok();
+    return write_json_atomically(facts_path, facts_json(o, r));
+  };
+
   const int64_t every = std::max<int64_t>(1, o.steps / 5);
-  auto result = train(o, mc, [&](int64_t i, const StepTiming& t) {
+  auto result = train(
+      o, mc,
+      [&](int64_t i, const StepTiming& t) {
     if ((i + 1) % every == 0 || i + 1 == o.steps) {
       char line[160];
       std::snprintf(line, sizeof line, "  step %lld/%lld  %.2f ms (data wait %.2f ms)\n",
                     static_cast<long long>(i + 1), static_cast<long long>(o.steps), t.step_ms, t.data_ms);
       std::cout << line << std::flush;
     }
-  });
+      },
+      [&](const TrainResult& setup) {
+        if (Status st = write_facts(setup); !st.ok()) std::cerr << "profile-train-workload: " << st.message() << "\n";
+      });
   if (!result.ok()) {
     std::cerr << "profile-train-workload: " << result.status().message() << "\n";
     return result.status().exit_code();
@@ -677,13 +697,9 @@ int workload_main(int argc, const char* const* argv) {
       rc = s.exit_code();
     }
   }
-  if (const char* out = std::getenv("PROFILE_TRAIN_OUT"); out != nullptr && *out != '\0') {
-    const auto path = std::filesystem::path(out) / ("facts-" + std::to_string(::getpid()) + ".json");
-    Status s = write_json_atomically(path, facts_json(o, r));
-    if (!s.ok()) {
-      std::cerr << "profile-train-workload: " << s.message() << "\n";
-      rc = s.exit_code();
-    }
+  if (Status st = write_facts(r); !st.ok()) {
+    std::cerr << "profile-train-workload: " << st.message() << "\n";
+    rc = st.exit_code();
   }
   return rc;
 }

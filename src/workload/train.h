@@ -95,11 +95,13 @@ struct TrainResult {
 
 // Called after each measured step with its index among the measured steps (0-based).
 using StepCallback = std::function<void(int64_t measured_index, const StepTiming&)>;
+// Called once, before the first step, with the set-up part of the result (device, optimizer, dtypes...).
+using ReadyCallback = std::function<void(const TrainResult& setup)>;
 
 // Runs warm-up + measured steps. Errors: kInvalidArgument for unusable settings (e.g. --device cuda
 // without a GPU); LibTorch exceptions become kInternal with their first line.
 StatusOr<TrainResult> train(const WorkloadOptions& options, const ModelConfig& model_config,
-                            const StepCallback& on_step = {});
+                            const StepCallback& on_step = {}, const ReadyCallback& on_ready = {});
 
 // facts.* keys of reports/REPORT_FORMAT.md for this run, and the result JSON written by --result.
 nlohmann::json facts_json(const WorkloadOptions& options, const TrainResult& r);

@@ -305,6 +305,7 @@ fs::path write_all_kinds(const std::string& name) {
     k.x1 = 32;
     k.x2 = 4096;
     agent::record(k);
+    agent::recorder_flush();  // several event chunks: a cut can fall between them
     auto m = rec(fmtn::RecordKind::kMemcpy, 3000, 4000);
     m.a = static_cast<uint8_t>(fmtn::CopyKind::kHtoD);
     m.b = static_cast<uint8_t>(fmtn::MemKind::kPageable);
@@ -314,6 +315,7 @@ fs::path write_all_kinds(const std::string& name) {
     m.tid = 7;
     m.corr = 43;
     agent::record(m);
+    agent::recorder_flush();
     auto ms = rec(fmtn::RecordKind::kMemset, 4000, 4100);
     ms.value = 512;
     ms.device = 0;
@@ -324,6 +326,7 @@ fs::path write_all_kinds(const std::string& name) {
     sy.device = 0;
     sy.tid = 7;
     agent::record(sy);
+    agent::recorder_flush();
     auto api = rec(fmtn::RecordKind::kRuntime, 900, 950);
     api.name = agent::intern("cudaLaunchKernel_v7000");
     api.tid = agent::current_tid();

@@ -84,6 +84,35 @@ TEST(RealTraces, TbPluginSecondCapturesSameVerdicts) {
   }
 }
 
+// Per-step figures (us) the TensorBoard plugin produced for the same files (MANIFEST.md §4, parsed from
+// tb_plugin's result_check_file.txt into _derived/tb_plugin_expected_overview.json).
+void expect_tb_per_step(const char* rel, const char* key_part) {
+  const fs::path expected_path = traces_dir() / "_derived/tb_plugin_expected_overview.json";
+  if (!fs::exists(expected_path)) GTEST_SKIP() << "not found: " << expected_path;
+  LOAD_OR_SKIP(t, rel);
+  std::ifstream in(expected_path);
+  const auto all = nlohmann::json::parse(in);
+  const nlohmann::json* exp = nullptr;
+  for (const auto& [k, v] : all.items())
+    if (k.find(key_part) != std::string::npos) exp = &v;
+  ASSERT_NE(exp, nullptr);
+  const auto r = build_report(t);
+  const auto& ours = r["steps"]["per_step"];
+  ASSERT_EQ(ours.size(), (*exp)["per_step"].size());
+  const char* roles[] = {"kernel", "memcpy", "memset", "runtime", "data_loading", "cpu", "other"};
+  for (size_t i = 0; i < ours.size(); ++i) {
+    const auto& row = (*exp)["per_step"][i];
+    EXPECT_EQ(ours[i]["name"].get<std::string>(), "ProfilerStep#" + row[0].get<std::string>());
+    const double dur_us = ours[i]["duration_ms"].get<double>() * 1000.0;
+    for (size_t k = 0; k < 7; ++k)
+      EXPECT_NEAR(ours[i]["breakdown"][roles[k]].get<double>() * dur_us, row[k + 1].get<double>(), 2.0)
+          << rel << " step " << row[0] << " " << roles[k];
+  }
+}
+
+TEST(RealTraces, TbPluginPerStepNumWorkers0) { expect_tb_per_step(kW0a, "num_workers_0"); }
+TEST(RealTraces, TbPluginPerStepNumWorkers4) { expect_tb_per_step(kW4a, "num_workers_4"); }
+
 bool is_trace_file(const fs::path& p) {
   const std::string s = p.filename().string();
   if (p.string().find("/_derived/") != std::string::npos || p.string().find("/expected/") != std::string::npos)

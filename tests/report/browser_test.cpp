@@ -61,7 +61,7 @@ std::string dump_dom(const std::filesystem::path& html) {
 }
 
 std::string body_tag(const std::string& dom) {
-  auto a = dom.find("<body");
+  auto a = dom.find("<body", dom.find("</head>"));
   if (a == std::string::npos) return "";
   return dom.substr(a, dom.find('>', a) - a + 1);
 }
@@ -75,7 +75,7 @@ void check_report_dom(const std::string& dom, const json& report, size_t expecte
   const std::string body = body_tag(dom);
   EXPECT_NE(body.find("data-render=\"ok\""), std::string::npos) << body;
   EXPECT_NE(body.find("data-errors=\"0\""), std::string::npos) << body;
-  EXPECT_EQ(dom.find("data-dialog-called"), std::string::npos) << "a dialog (alert) was called";
+  EXPECT_EQ(dom.find("data-dialog-called="), std::string::npos) << "a dialog (alert) was called";
   EXPECT_EQ(count_of(dom, "<script"), 3u) << "an injected <script> element exists";
   const std::string bottleneck = report["verdict"].value("bottleneck", "unknown");
   EXPECT_NE(dom.find("id=\"verdict-bottleneck\" data-bottleneck=\"" + bottleneck + "\""), std::string::npos);
@@ -129,7 +129,7 @@ TEST(Browser, HostileNameInEveryProgramSuppliedFieldRunsNoScript) {
   ASSERT_FALSE(dom.empty());
   const std::string body = body_tag(dom);
   EXPECT_NE(body.find("data-render=\"ok\""), std::string::npos) << body;
-  EXPECT_EQ(dom.find("data-dialog-called"), std::string::npos);
+  EXPECT_EQ(dom.find("data-dialog-called="), std::string::npos);
   EXPECT_EQ(count_of(dom, "<script"), 3u);
   EXPECT_EQ(count_of(dom, "<img"), 0u);
 }
@@ -178,7 +178,7 @@ TEST(Browser, DiffPageRendersCleanly) {
   EXPECT_NE(body_tag(dom).find("data-render=\"ok\""), std::string::npos);
   EXPECT_NE(dom.find("1.67× faster"), std::string::npos);
   EXPECT_NE(dom.find("before/&lt;b&gt;x&lt;/b&gt;"), std::string::npos);
-  EXPECT_EQ(dom.find("data-dialog-called"), std::string::npos);
+  EXPECT_EQ(dom.find("data-dialog-called="), std::string::npos);
 }
 
 }  // namespace

@@ -127,6 +127,26 @@ TEST(Engine, GainIsClampedAndUnknownGainIsOne) {
   EXPECT_TRUE(a && b);
 }
 
+TEST(Engine, ConditionalEvidenceLinesAreShownOnlyWhenTrue) {
+  TempDir dir;
+  std::string t = rule_text("cond", "true");
+  const std::string plain = "[\"Data loading takes {breakdown.data_loading|pct} of the step\"]";
+  t.replace(t.find(plain), plain.size(),
+            "[\"always {breakdown.data_loading|pct}\", {\"text\": \"big {breakdown.data_loading|pct0}\", "
+            "\"when\": \"breakdown.data_loading > 0.5\"}]");
+  dir.write("cond.json", t);
+  auto set = load_rules({dir.path()});
+  ASSERT_TRUE(set.ok()) << set.status().message();
+  auto evidence_for = [&](double share) {
+    json report = {{"breakdown", {{"data_loading", share}}}};
+    for (const auto& r : recommend(**set, report))
+      if (r.at("id") == "cond") return r.at("evidence");
+    return json();
+  };
+  EXPECT_EQ(evidence_for(0.2), json({"always 20.0%"}));
+  EXPECT_EQ(evidence_for(0.75), json({"always 75.0%", "big 75%"}));
+}
+
 TEST(Engine, NeverThrowsOnOddReports) {
   auto set = load_rules();
   ASSERT_TRUE(set.ok());

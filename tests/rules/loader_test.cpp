@@ -128,6 +128,7 @@ INSTANTIATE_TEST_SUITE_P(
     Rules, BadRuleFile,
     ::testing::Values(
         BadCase{"syntax", replace(rule_text("x"), "\"tier\": 1,", "\"tier\": 1"), 6, "JSON syntax error"},
+        BadCase{"truncated", "{\n  \"format_version\": \"1.0\",\n  \"id\": \"x\",\n", 3, "JSON syntax error"},
         BadCase{"unknown_metric", rule_text("x", "breakdown.dataloading > 0.05"), 6,
                 "rule 'x': in \"when\", column 1 near 'breakdown.dataloading': unknown metric"},
         BadCase{"syntax_in_when", rule_text("x", "breakdown.data_loading >> 0.05"), 6, "column 25"},
@@ -150,6 +151,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"typo_key", replace(rule_text("x"), "\"caveats\"", "\"caveat\""), 10, "unknown key \"caveat\""},
         BadCase{"tier", replace(rule_text("x"), "\"tier\": 1", "\"tier\": 7"), 5, "\"tier\" must be an integer 1..4"},
         BadCase{"id", replace(rule_text("x"), "\"id\": \"x\"", "\"id\": \"Bad Id\""), 3, "\"id\" must be"},
+        BadCase{"evidence_when", replace(rule_text("x"), "[\"Data loading takes {breakdown.data_loading|pct} of the step\"]",
+                                         "[{\"text\": \"t\", \"when\": \"gpu.utilisation < 1\"}]"),
+                7, "in evidence \"when\", column 1 near 'gpu.utilisation': unknown metric"},
         BadCase{"reference", replace(rule_text("x"), "https://pytorch.org/docs/stable/data.html", "see docs"), 11,
                 "references must be URLs"}),
     [](const ::testing::TestParamInfo<BadCase>& info) { return std::string(info.param.name); });

@@ -77,6 +77,15 @@ TEST(ImporterBadInput, TruncatedGzip) {
   }
 }
 
+TEST(ImporterBadInput, MultiMemberGzipIsOneStream) {
+  const std::string v = kValid;
+  const std::string z = testing::gzip_bytes(v.substr(0, 40)) + testing::gzip_bytes(v.substr(40));
+  TempFile f(z, ".json.gz");
+  auto t = load_trace(f.path());
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->events.size(), 2u);
+}
+
 TEST(ImporterBadInput, CorruptGzip) {
   std::string z = testing::gzip_bytes(std::string(kValid) + std::string(4000, ' '));
   for (size_t i = 12; i < z.size() - 8; ++i) z[i] = static_cast<char>(z[i] ^ 0x5a);

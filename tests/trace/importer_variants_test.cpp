@@ -472,6 +472,7 @@ TEST(KinetoVariants, TimestampConversion) {
   EXPECT_EQ(find_event(t, "d")->dur_ns, 1999);
   EXPECT_EQ(find_event(t, "e")->start_ns, 68000);
   EXPECT_EQ(find_event(t, "e")->dur_ns, 7100);
+  EXPECT_EQ(t.quality.clock_anomalies, 1);  // "d" starts before 0
 }
 
 // ---- the stream reader restarts elements across refills: tiny buffers give the same model ----------------

@@ -34,7 +34,7 @@ TEST(TuneEndToEnd, FindsWorkersForAnUnmodifiedScriptThroughTheShim) {
   const auto r = pt::run_child({exe.string(), "tune", "--knob", "num_workers=0,2", "--repeats", "1",
                                 "--baseline-repeats", "2", "--trial-timeout", "120", "--out", (out / "tune").string(),
                                 "--", python.string(), script.string()},
-                               {}, out / "tune.log", 600, nullptr, 2);
+                               {}, out / "tune.log", 280, nullptr, 2);
   const std::string log = pt::read_tail(out / "tune.log", 8192);
   ASSERT_TRUE(r.started);
   ASSERT_EQ(r.exit_code, 0) << log;

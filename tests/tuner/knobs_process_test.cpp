@@ -256,4 +256,11 @@ TEST(Report, JsonAndHtmlWithEscapingAndTheChange) {
   EXPECT_NE(html.find("<svg"), std::string::npos);
   EXPECT_NE(html.find("num_workers=4, pin_memory=True"), std::string::npos);
   EXPECT_EQ(pt::html_escape("a&<>\"'"), "a&amp;&lt;&gt;&quot;&#39;");
+  // Every trial measured once and no pooled noise: the uncertainty is unknown, not zero.
+  r.trials[0].values = {100};
+  r.trials[1].values = {202};
+  r.pooled_relative_sd = 0;
+  const nlohmann::json once = pt::tune_json(r, space, ctx);
+  EXPECT_TRUE(once["speedup"]["sigma"].is_null());
+  EXPECT_NEAR(once["speedup"]["value"].get<double>(), 2.02, 1e-9);
 }

@@ -15,14 +15,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Run {
+struct ProcessRun {
   int exit_code = -1;
   std::string output;  // stdout + stderr
 };
 
-Run run(const std::string& args, const std::string& env = "") {
+ProcessRun run(const std::string& args, const std::string& env = "") {
   const std::string cmd = env + " " PT_BINARY_DIR "/profile-train-workload " + args + " 2>&1";
-  Run r;
+  ProcessRun r;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
   char buf[4096];
@@ -42,7 +42,7 @@ fs::path fresh_dir(const std::string& name) {
 
 TEST(WorkloadCli, BadFlagsExitTwoWithOneLine) {
   for (const std::string args : {"--model resnet", "--pin-memory 3", "--frobnicate", "--amp fp8"}) {
-    const Run r = run(args);
+    const ProcessRun r = run(args);
     EXPECT_EQ(r.exit_code, 2) << args << ": " << r.output;
     EXPECT_EQ(r.output.find("profile-train-workload: "), 0u) << r.output;
     // Exactly one line: the error, nothing before it.
@@ -53,7 +53,7 @@ TEST(WorkloadCli, BadFlagsExitTwoWithOneLine) {
 TEST(WorkloadCli, ShortCpuRunWritesResultAndFacts) {
   const auto dir = fresh_dir("cli");
   const auto result = dir / "result.json";
-  const Run r = run("--model mlp --batch-size 8 --steps 4 --warmup 1 --device cpu --threads 1 --host-sync"
+  const ProcessRun r = run("--model mlp --batch-size 8 --steps 4 --warmup 1 --device cpu --threads 1 --host-sync"
                     " --float64 --result " + result.string(),
                     "PROFILE_TRAIN_OUT=" + dir.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;

@@ -45,7 +45,7 @@ struct ChunkHeader {
   uint16_t type;           // ChunkType
   uint16_t flags;          // 0
   uint32_t payload_bytes;  // not counting the padding to 8 bytes
-  uint32_t checksum;       // FNV-1a 32 of the payload bytes
+  uint32_t checksum;       // fnv1a32() of the payload bytes (below)
 };
 static_assert(sizeof(ChunkHeader) == 16);
 
@@ -87,14 +87,23 @@ struct Record {
 };
 static_assert(sizeof(Record) == 64);
 
+// Chunk checksum: FNV-1a style over 64-bit little-endian words (the tail byte-wise), folded to 32 bits.
+// Word-wise so the writer thread spends ~1 ns per 8 bytes instead of per byte.
 inline uint32_t fnv1a32(const void* data, size_t n) {
   const auto* p = static_cast<const unsigned char*>(data);
-  uint32_t h = 2166136261u;
-  for (size_t i = 0; i < n; ++i) {
-    h ^= p[i];
-    h *= 16777619u;
+  uint64_t h = 14695981039346656037ull;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    h ^= w;
+    h *= 1099511628211ull;
   }
-  return h;
+  for (; i < n; ++i) {
+    h ^= p[i];
+    h *= 1099511628211ull;
+  }
+  return static_cast<uint32_t>(h ^ (h >> 32));
 }
 
 inline constexpr size_t pad8(size_t n) { return (n + 7) & ~size_t{7}; }
@@ -104,6 +113,7 @@ inline constexpr const char* kMarkFlush = "profile_train:flush";                
 inline constexpr const char* kMarkCaptureStart = "profile_train:capture_start";  // start recording
 inline constexpr const char* kMarkCaptureStop = "profile_train:capture_stop";    // stop recording
 inline constexpr const char* kMarkDiscardNextPop = "profile_train:discard_next_pop";  // drop the next pop
+inline constexpr const char* kMarkFinalize = "profile_train:finalize";  // final flush + status (Python exit)
 inline constexpr const char* kControlPrefix = "profile_train:";
 
 }  // namespace profile_train::agent::format

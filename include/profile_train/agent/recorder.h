@@ -37,6 +37,8 @@ bool recorder_start(const RecorderConfig& config);
 bool recorder_running();
 // Flushes everything, writes the final status and closes the file. Records after this are dropped silently.
 void recorder_stop();
+// Called once before the final flush (the CUPTI part registers cuptiActivityFlushAll here).
+void set_pre_stop_hook(void (*hook)());
 // Synchronous flush from the calling thread (used for the flush mark and by tests).
 void recorder_flush();
 // Path of this process's file ("" before start).

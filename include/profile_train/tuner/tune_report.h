@@ -14,6 +14,21 @@
 
 namespace profile_train::tuner {
 
+// tune.json, format 1.x (minor versions only add keys):
+//   schema_version, tool{name,version}, created_utc,
+//   target{kind: workload|command, model/binary/args | argv/placeholders, applied_through},
+//   strategy, metric{unit: samples/s|steps/s, note}, space{knob:{values[],auto}},
+//   budget{max_trials,time_budget_s,trial_timeout_s,repeats,baseline_repeats,min_gain,noise_k[,max_memory_bytes]},
+//   status{complete,stop_reason,trials,measurements,elapsed_s,oom_trials,failed_trials},
+//   noise{pooled_relative_sd,degrees_of_freedom},
+//   trials[{index,config{knob:value},reason,status,throughput|null,stddev,relative_sd,values[],measurements,
+//           early_stopped,accepted,is_baseline,is_best,duration_s,peak_memory_bytes,message,dirs[],
+//           diagnosis{bottleneck,confidence,summary,recommendations[{id,title,knobs[]}]},vs_baseline}],
+//   per_knob{knob:[{value,trials,best_throughput,at_best_config}]},
+//   baseline|best {trial,config,throughput,stddev,repeats} | null,
+//   speedup{value,sigma|null,low,high,interval} | null,
+//   change{summary,changes[{knob,from,to}],python[{what,code}],command[]?,shim_overrides{}?} | null,
+//   log[] (the search's decisions)
 inline constexpr std::string_view kTuneSchemaVersion = "1.0";
 
 struct TuneReportContext {
@@ -29,6 +44,7 @@ struct TuneReportContext {
 struct Speedup {
   double value = 0;
   double sigma = 0;
+  bool sigma_known = false;  // false when no trial was repeated (--repeats 1): the noise was not measured
 };
 Speedup speedup_of(const Trial& best, const Trial& baseline, double pooled_relative_sd);
 

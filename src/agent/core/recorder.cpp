@@ -74,6 +74,7 @@ struct ThreadState {
   uint64_t tid = 0;
   uint64_t gen = 0;
   std::atomic<Chunk*> cur{nullptr};
+  uint64_t appended = 0;  // records appended by this thread (read racily for statistics)
   int depth = 0;  // may exceed kMaxDepth; entries above it are not stored
   bool discard_next_pop = false;
   RangeEntry stack[kMaxDepth];
@@ -126,6 +127,7 @@ struct Global {
   std::atomic<int64_t> window_stop{INT64_MAX};
   std::atomic<int64_t> steps_seen{0};
 
+  std::atomic<void (*)()> pre_stop_hook{nullptr};
   struct sigaction old_int {}, old_term {};
   bool signals_installed = false;
 };
@@ -175,6 +177,7 @@ ThreadState* register_thread() {
     // Stale generation: this thread forked. Its chunk and open ranges belong to the parent.
     t->cur.store(nullptr, std::memory_order_relaxed);
     t->depth = 0;
+    t->appended = 0;
     t->discard_next_pop = false;
   }
   t->tid = sys_tid();
@@ -199,6 +202,8 @@ ThreadExit::~ThreadExit() {
   if (t->gen != G.gen.load(std::memory_order_relaxed)) return;
   if (Chunk* c = t->cur.load(std::memory_order_relaxed)) G.full.push_back(c);
   t->cur.store(nullptr, std::memory_order_release);
+  G.n_records.fetch_add(t->appended, std::memory_order_relaxed);
+  t->appended = 0;
   for (auto it = G.threads.begin(); it != G.threads.end(); ++it)
     if (*it == t) {
       G.threads.erase(it);
@@ -225,7 +230,7 @@ void append(ThreadState* t, const Record& r) {
   }
   c->recs[n] = r;
   c->committed.store(n + 1, std::memory_order_release);
-  G.n_records.fetch_add(1, std::memory_order_relaxed);
+  ++t->appended;
 }
 
 // ---- file output (flusher only: io_mu held) ---------------------------------------------------------------
@@ -365,6 +370,14 @@ bool open_file_locked() {
   return true;
 }
 
+uint64_t total_records() {
+  Global& G = g();
+  uint64_t n = G.n_records.load();
+  std::lock_guard<std::mutex> lock(G.mu);
+  for (ThreadState* t : G.threads) n += t->appended;
+  return n;
+}
+
 nlohmann::json status_json(bool final_status) {
   Global& G = g();
   nlohmann::json s = nlohmann::json::object();
@@ -372,7 +385,7 @@ nlohmann::json status_json(bool final_status) {
     std::lock_guard<std::mutex> lock(G.mu);
     for (const auto& [k, v] : G.status) s[k] = v;
   }
-  s["records"] = G.n_records.load();
+  s["records"] = total_records();
   s["dropped"] = G.n_dropped.load();
   s["filtered"] = G.n_filtered.load();
   s["written"] = G.n_written.load();
@@ -551,6 +564,7 @@ void fork_child() {
   G.fork_parent = G.pid;
   G.pid = getpid();
   G.is_fork_child = true;
+  G.pre_stop_hook.store(nullptr);  // CUPTI state does not survive fork; the parent flushes its own
   G.gen.fetch_add(1);
   G.threads.clear();
   G.full.clear();  // the parent writes these
@@ -714,8 +728,17 @@ bool recorder_start(const RecorderConfig& config) {
 
 bool recorder_running() { return g().accepting.load(std::memory_order_acquire); }
 
+void set_pre_stop_hook(void (*hook)()) { g().pre_stop_hook.store(hook); }
+
 void recorder_stop() {
   Global& G = g();
+  if (!G.accepting.load()) return;
+  if (auto hook = G.pre_stop_hook.exchange(nullptr)) {
+    try {
+      hook();
+    } catch (...) {
+    }
+  }
   if (!G.accepting.exchange(false)) return;
   try {
     if (G.writer_running) {
@@ -758,24 +781,29 @@ std::string recorder_file_path() {
   return g().path;
 }
 
-uint32_t intern(std::string_view s) {
-  uint64_t h = 1469598103934665603ull;
-  for (char ch : s) {
-    h ^= static_cast<unsigned char>(ch);
-    h *= 1099511628211ull;
+namespace {
+// Word-wise FNV-1a style hash (8 bytes per step); names are hashed on every NVTX call, so this is hot.
+inline uint64_t hash_bytes(const char* s, size_t n) {
+  uint64_t h = 1469598103934665603ull ^ n;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, s + i, 8);
+    h = (h ^ w) * 1099511628211ull;
   }
-  return intern_hashed(s.data(), s.size(), h);
+  uint64_t tail = 0;
+  std::memcpy(&tail, s + i, n - i);
+  h = (h ^ tail) * 1099511628211ull;
+  return h ^ (h >> 29);
 }
+}  // namespace
+
+uint32_t intern(std::string_view s) { return intern_hashed(s.data(), s.size(), hash_bytes(s.data(), s.size())); }
 
 uint32_t intern_cstr(const char* s) {
   if (!s) return 0;
-  uint64_t h = 1469598103934665603ull;
-  size_t n = 0;
-  for (; s[n]; ++n) {
-    h ^= static_cast<unsigned char>(s[n]);
-    h *= 1099511628211ull;
-  }
-  return intern_hashed(s, n, h);
+  const size_t n = std::strlen(s);
+  return intern_hashed(s, n, hash_bytes(s, n));
 }
 
 void record(const Record& r) {
@@ -884,6 +912,8 @@ void mark(uint32_t name, uint32_t domain, std::string_view text) {
     } else if (text == format::kMarkCaptureStop) {
       set_recording(false);
       recorder_flush();
+    } else if (text == format::kMarkFinalize) {
+      recorder_stop();
     } else if (text == format::kMarkDiscardNextPop) {
       if (ThreadState* t = tls()) t->discard_next_pop = true;
     }
@@ -945,7 +975,7 @@ void add_json_chunk(format::ChunkType type, const std::string& json_object) {
 RecorderStats recorder_stats() {
   Global& G = g();
   RecorderStats s;
-  s.records = G.n_records.load();
+  s.records = total_records();
   s.dropped = G.n_dropped.load();
   s.filtered = G.n_filtered.load();
   s.written = G.n_written.load();

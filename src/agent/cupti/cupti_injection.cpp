@@ -101,7 +101,6 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
 void at_exit_flush() {
   if (!g_enabled.load()) return;
   cuptiActivityFlushAll(1);
-  recorder_flush();
 }
 
 struct KindSpec {
@@ -168,7 +167,8 @@ int do_initialize() {
                 {"cupti_api_version", version}, {"timestamps", same_clock ? "CLOCK_MONOTONIC" : "cupti_default"}};
     publish_locked();
   }
-  std::atexit(at_exit_flush);  // registered after the recorder's: runs first (LIFO), so records reach the file
+  // Before the recorder's final flush (at exit, or the shim's finalize mark), CUPTI hands over what it holds.
+  set_pre_stop_hook(at_exit_flush);
   return 1;
 }
 

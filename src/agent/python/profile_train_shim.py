@@ -35,6 +35,7 @@ import time
 _CONTROL_FLUSH = "profile_train:flush"
 _CONTROL_STOP = "profile_train:capture_stop"
 _CONTROL_DISCARD = "profile_train:discard_next_pop"
+_CONTROL_FINALIZE = "profile_train:finalize"
 
 
 def _env_int(name, default=0):
@@ -48,13 +49,26 @@ class _Nvtx:
     """push/pop/mark through torch.cuda.nvtx when it works, else ctypes on libnvtx3interop; else no-ops."""
 
     def __init__(self):
-        self.push = self.pop = self.mark = None
-        self.backend = "none"
+        self.backend = "unbound"
+        self.torch = None
+
+    def bind_lazily(self, torch):
+        # Binding calls NVTX, which loads the agent and opens a capture file: wait for the first real range,
+        # so processes that import torch but never train (torchrun's launcher, tools) leave no file.
+        self.torch = torch
+
+        def first(name):
+            def call(*args):
+                self.bind(self.torch)
+                return getattr(self, name)(*args)
+            return call
+
+        self.push, self.pop, self.mark = first("push"), first("pop"), first("mark")
 
     def bind(self, torch):
         try:
             nv = torch.cuda.nvtx
-            nv.mark("profile_train:probe")  # a control mark: the agent ignores it
+            nv.mark("profile_train:probe")  # a control mark: the agent ignores it (raises if NVTX is absent)
             self.push, self.pop, self.mark = nv.range_push, nv.range_pop, nv.mark
             self.backend = "torch.cuda.nvtx"
             return
@@ -174,6 +188,8 @@ class _Shim:
     def write_facts(self, force=False):
         if not self.out or self.is_worker or os.getpid() != self.pid:
             return
+        if self.step_index == 0 and self.model_id is None and "dataloader" not in self.facts:
+            return  # this process did not train (e.g. a launcher): no facts file
         self.facts_written_at = time.monotonic()
         try:
             self.collect_runtime_facts()
@@ -208,8 +224,8 @@ class _Shim:
                 "class": type(module).__name__,
                 "has_conv": bool(convs),
                 "channels_last": cl,
-                "dataparallel": isinstance(module, (torch.nn.DataParallel,
-                                                    torch.nn.parallel.DistributedDataParallel)),
+                "dataparallel": isinstance(module, torch.nn.DataParallel),
+                "ddp": isinstance(module, torch.nn.parallel.DistributedDataParallel),
             }
         except Exception as e:
             self.note_error("model", e)
@@ -231,7 +247,7 @@ S = _Shim()
 
 def _install(torch):
     S.torch = torch
-    S.nvtx.bind(torch)
+    S.nvtx.bind_lazily(torch)
     import torch.nn as nn
     import torch.utils.data.dataloader as dl
     import torch.utils.data._utils.worker as worker_mod
@@ -289,6 +305,10 @@ def _install(torch):
     orig_iter = dl.DataLoader.__iter__
 
     def dl_iter(self):
+        # Start the agent before worker processes fork, so they inherit it and write their own files as
+        # children of this process.
+        if S.nvtx.backend == "unbound" and not S.is_worker:
+            S.nvtx.bind(torch)
         it = orig_iter(self)
         try:
             it._pt_loader = self
@@ -336,7 +356,8 @@ def _install(torch):
         try:
             return orig_worker_loop(*args, **kwargs)
         finally:
-            S.nvtx.mark(_CONTROL_FLUSH)
+            # The worker leaves through os._exit next: write everything and the final status now.
+            S.nvtx.mark(_CONTROL_FINALIZE)
 
     worker_mod._worker_loop = worker_loop
 
@@ -480,6 +501,14 @@ def _install(torch):
                 pass
             S.step_open = False
         S.write_facts(force=True)
+        # Final flush now: an interpreter ending on KeyboardInterrupt re-kills itself with SIGINT and never runs
+        # the C atexit handlers where the agent would flush. Only where NVTX was used: a process that never
+        # emitted a range (torchrun's launcher) must not start the agent just to say goodbye.
+        if S.nvtx.backend != "unbound":
+            try:
+                S.nvtx.mark(_CONTROL_FINALIZE)
+            except Exception:
+                pass
 
     atexit.register(at_exit)
 

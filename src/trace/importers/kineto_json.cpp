@@ -670,10 +670,10 @@ void KinetoParser::import_instant(const RawEvent& e, Cls cls) {
     ++trace_.quality.events_imported;
     return;
   }
-  // Global markers ("Iteration Start: PyTorch Profiler", "Record Window End") and other instants carry
-  // nothing the analyses use.
+  // Kineto's global markers ("Iteration Start: PyTorch Profiler", "Record Window End") are expected and
+  // carry nothing the analyses use; other instants are counted so a note can say they were dropped.
   (void)cls;
-  ++other_instants_;
+  if (!starts_with(e.name, "Iteration Start: ") && e.name != "Record Window End") ++other_instants_;
 }
 
 void KinetoParser::import_metadata(const RawEvent& e) {
@@ -902,6 +902,12 @@ StatusOr<Trace> KinetoParser::run() {
     for (auto& m : t.memory) m.ts_ns += base_time_ns_;
     t.meta.base_time_ns = base_time_ns_;
   }
+  int64_t negative_ts = 0;
+  for (const auto& ev : t.events) negative_ts += ev.start_ns < 0;
+  if (negative_ts > 0) {
+    t.quality.clock_anomalies += negative_ts;
+    t.quality.notes.push_back(std::to_string(negative_ts) + " events start before time 0 (clock anomaly)");
+  }
   t.devices = std::move(devices_);
   if (t.devices.empty()) {
     t.quality.missing_device_properties = true;
@@ -930,7 +936,6 @@ StatusOr<Trace> KinetoParser::run() {
   };
   note_count(not_objects_, "traceEvents elements are not objects (counted as malformed)");
   note_count(arg_issue_events_, "events have args of an unexpected type (those args ignored)");
-  note_count(trace_spans_, "'Trace' span(s) ignored");
   note_count(other_instants_, "instant events other than [memory] ignored");
   note_count(counters_, "counter (ph C) events ignored");
   note_count(begin_end_, "begin/end (ph B/E) events ignored (Kineto writes complete events)");

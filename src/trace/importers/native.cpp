@@ -174,9 +174,10 @@ void add_file(Trace& t, const ParsedFile& f, int64_t& step_ranges) {
     }
     return t.strings.intern(it->second);
   };
+  // Start/end ranges may end on another thread, whose chunk can precede the start's in the file.
   std::unordered_map<int64_t, const fmt::Record*> open_starts;
-  const StringId step_prefix_probe = 0;
-  (void)step_prefix_probe;
+  for (const fmt::Record& r : f.records)
+    if (r.kind == static_cast<uint8_t>(fmt::RecordKind::kRangeStart)) open_starts[r.corr] = &r;
 
   for (const fmt::Record& r : f.records) {
     ++q.events_total;
@@ -199,8 +200,7 @@ void add_file(Trace& t, const ParsedFile& f, int64_t& step_ranges) {
         break;
       }
       case fmt::RecordKind::kRangeStart:
-        open_starts[r.corr] = &r;
-        continue;
+        continue;  // emitted with its end
       case fmt::RecordKind::kRangeEnd: {
         auto it = open_starts.find(r.corr);
         if (it == open_starts.end()) continue;  // its start was outside the capture window
