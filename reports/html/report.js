@@ -18,6 +18,12 @@
     if (ns >= 1e3) return (ns / 1e3).toFixed(ns >= 1e5 ? 0 : 2) + ' \u00b5s';
     return Math.round(ns) + ' ns';
   }
+  // Axis label for time t with just the decimals the tick spacing needs.
+  function fmtTick(t, step) {
+    var unit = step >= 1e8 ? [1e9, 's'] : step >= 1e5 ? [1e6, 'ms'] : step >= 1e2 ? [1e3, '\u00b5s'] : [1, 'ns'];
+    var dec = Math.max(0, Math.min(3, Math.ceil(-Math.log10(step / unit[0]) - 1e-9)));
+    return (t / unit[0]).toFixed(dec) + ' ' + unit[1];
+  }
   function fmtBytes(b) {
     var u = ['B', 'KB', 'MB', 'GB', 'TB'], i = 0;
     while (b >= 1000 && i < 4) { b /= 1000; i++; }
@@ -169,7 +175,7 @@
         ctx.fillStyle = 'rgba(0,0,0,0.05)';
         ctx.fillRect(x, AXIS_H, 1, totalH - AXIS_H);
         ctx.fillStyle = '#555';
-        ctx.fillText(fmtDur(t), x + 3, AXIS_H / 2 - 2);
+        ctx.fillText(fmtTick(t, step), x + 3, AXIS_H / 2 - 2);
       }
       var r = document.getElementById('tl-range');
       if (r) r.textContent = 'showing ' + fmtDur(v0) + ' \u2013 ' + fmtDur(v1) + ' of ' + fmtDur(span);

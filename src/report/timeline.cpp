@@ -80,7 +80,11 @@ std::optional<Window> choose_window(const json& report, const trace::Trace& trac
         w.end = w.start + static_cast<TimeNs>(std::llround(*number_at(*best, "duration_ms") * 1e6));
         const std::string name = (*best).contains("name") && (*best)["name"].is_string()
                                      ? (*best)["name"].get<std::string>() : std::string("step");
-        w.label = name + " (median step)";
+        const auto detection = report.contains("source") && report["source"].is_object()
+                                   ? report["source"].value("step_detection", std::string()) : std::string();
+        if (detection == "whole_trace") w.label = "whole trace (no steps found)";
+        else if (per_step->size() == 1) w.label = name + " (the only step)";
+        else w.label = name + " (median step of " + std::to_string(per_step->size()) + ")";
         if (w.end > w.start) return w;
       }
     }

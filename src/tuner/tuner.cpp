@@ -599,6 +599,7 @@ class GuidedStrategy : public Strategy {
       const std::vector<long long> vals = ladder(*r, cur);
       const size_t idx = static_cast<size_t>(std::find(vals.begin(), vals.end(), cur) - vals.begin());
       bool improved_up = false;
+      bool looked_ahead = false;
       long long oom_at = 0;
       for (size_t j = idx + 1; j < vals.size(); ++j) {  // upwards: doubling ladder for batch_size
         const int i = try_value(std::to_string(vals[j]));
@@ -611,9 +612,19 @@ class GuidedStrategy : public Strategy {
         if (t.better(i, local)) {
           local = i;
           improved_up = true;
+          looked_ahead = false;
           continue;
         }
-        // Plateau. If the step moved the bottleneck, follow that trial's own diagnosis once.
+        // Plateau. If this trial's own diagnosis still names `knob`, the bottleneck did not move: one more
+        // step up may pay where this one was lost in the noise (at most one such look-ahead in a row).
+        if (!looked_ahead && j + 1 < vals.size()) {
+          const auto rec = recommended_knobs(t.trial(i).report);
+          if (std::find(rec.begin(), rec.end(), knob) != rec.end()) {
+            looked_ahead = true;
+            continue;
+          }
+        }
+        // If the step moved the bottleneck, follow that trial's own diagnosis once.
         const int c = combined_move(t, i, knob);
         if (c == -1) return;
         if (c >= 0 && t.better(c, local)) {

@@ -293,7 +293,13 @@ StatusOr<TrainResult> train_impl(const WorkloadOptions& o, const ModelConfig& mc
 
   auto net = make_model(mc);
   const auto param_dtype = o.planted.float64 ? torch::kDouble : torch::kFloat;
-  net->to(device, param_dtype);
+  // Module::to(dtype) would also cast integer buffers (BatchNorm's num_batches_tracked): only ask for it
+  // when the planted float64 needs it.
+  if (param_dtype == torch::kFloat) {
+    net->to(device);
+  } else {
+    net->to(device, param_dtype);
+  }
   if (o.channels_last) to_channels_last(*net);
   net->train();
   r.has_conv = net->has_conv();

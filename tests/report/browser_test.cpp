@@ -164,6 +164,43 @@ TEST(Browser, TbTraceNumWorkers4) {
   check_real_trace("kineto_tb_plugin/resnet50_num_workers_4/worker0.1623212756351.pt.trace.json.gz");
 }
 
+// Drives the timeline like a user: a wheel event must change the visible range, hovering must show a
+// tooltip with an event's name, double-click must reset. The probe script is appended after the page's own.
+TEST(Browser, TimelineZoomsAndShowsTooltips) {
+  SKIP_WITHOUT_CHROMIUM();
+  const auto trace = make_training_trace(4, 30, 100'000'000);
+  std::string html = render_html(fixture("report_input_pipeline.json"), &trace);
+  const std::string probe = R"JS(<script>
+(function () {
+  var c = document.getElementById('tl-canvas'), r = c.getBoundingClientRect();
+  var range = document.getElementById('tl-range'), before = range.textContent;
+  c.dispatchEvent(new WheelEvent('wheel', {deltaY: -400, clientX: r.left + r.width * 0.6, clientY: r.top + 40,
+                                            bubbles: true, cancelable: true}));
+  var zoomed = range.textContent;
+  c.dispatchEvent(new MouseEvent('dblclick', {bubbles: true}));
+  document.body.setAttribute('data-probe-zoom', zoomed !== before && range.textContent === before ? 'ok' : 'fail');
+  var tip = document.getElementById('tl-tip'), found = '';
+  for (var y = 30; y < r.height && !found; y += 4)
+    for (var x = 210; x < r.width && !found; x += 7) {
+      c.dispatchEvent(new MouseEvent('mousemove', {clientX: r.left + x, clientY: r.top + y, bubbles: true}));
+      if (!tip.hidden) found = tip.textContent;
+    }
+  document.body.setAttribute('data-probe-tip', found ? 'ok' : 'none');
+  document.body.setAttribute('data-probe-tip-text', found.slice(0, 200));
+})();
+</script>)JS";
+  html.insert(html.rfind("</body>"), probe);
+  const auto dir = temp_dir("browser-probe");
+  std::ofstream(dir / "probe.html", std::ios::binary) << html;
+  const std::string dom = dump_dom(dir / "probe.html");
+  const std::string body = body_tag(dom);
+  EXPECT_NE(body.find("data-render=\"ok\""), std::string::npos) << body;
+  EXPECT_NE(body.find("data-probe-zoom=\"ok\""), std::string::npos) << body;
+  EXPECT_NE(body.find("data-probe-tip=\"ok\""), std::string::npos) << body;
+  // A tooltip shows a duration (the page formats it with a unit).
+  EXPECT_TRUE(std::regex_search(body, std::regex("data-probe-tip-text=\"[^\"]*(ns|µs|ms)"))) << body;
+}
+
 TEST(Browser, DiffPageRendersCleanly) {
   SKIP_WITHOUT_CHROMIUM();
   json a = fixture("report_input_pipeline.json");

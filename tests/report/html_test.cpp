@@ -83,7 +83,7 @@ TEST(Html, EmbeddedTimelineDataIsValidJsonWithTheHostileNameAsData) {
   for (const auto& n : tl["names"]) found |= n == "<script>alert(1)</script>";
   EXPECT_TRUE(found);
   // The fixture's median is 98 ms: the first step with that duration is ProfilerStep#2 at 1.114 s.
-  EXPECT_EQ(tl["window"]["label"], "ProfilerStep#2 (median step)");
+  EXPECT_EQ(tl["window"]["label"], "ProfilerStep#2 (median step of 4)");
   EXPECT_EQ(tl["window"]["start_ns"], 1114000000);
   // Events: stride 8, drawn == ev/stride, GPU and CPU tracks present.
   EXPECT_EQ(tl["ev"].size(), tl["drawn"].get<size_t>() * 8);

@@ -100,6 +100,8 @@ struct BadCase {
   StatusCode code = StatusCode::kBadInput;
 };
 
+void PrintTo(const BadCase& c, std::ostream* os) { *os << c.name; }
+
 class BadRuleFile : public ::testing::TestWithParam<BadCase> {};
 
 TEST_P(BadRuleFile, OneClearErrorWithFileAndLine) {
@@ -128,7 +130,7 @@ INSTANTIATE_TEST_SUITE_P(
     Rules, BadRuleFile,
     ::testing::Values(
         BadCase{"syntax", replace(rule_text("x"), "\"tier\": 1,", "\"tier\": 1"), 6, "JSON syntax error"},
-        BadCase{"truncated", "{\n  \"format_version\": \"1.0\",\n  \"id\": \"x\",\n", 3, "JSON syntax error"},
+        BadCase{"truncated", "{\n  \"format_version\": \"1.0\",\n  \"id\": \"x\",\n", 4, "JSON syntax error"},
         BadCase{"unknown_metric", rule_text("x", "breakdown.dataloading > 0.05"), 6,
                 "rule 'x': in \"when\", column 1 near 'breakdown.dataloading': unknown metric"},
         BadCase{"syntax_in_when", rule_text("x", "breakdown.data_loading >> 0.05"), 6, "column 25"},

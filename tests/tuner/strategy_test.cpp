@@ -118,6 +118,19 @@ TEST(GuidedVsGrid, ManySeedsAndShapes) {
   EXPECT_EQ(cases, 18);
 }
 
+TEST(GuidedVsGrid, LooksOneStepAheadWhileTheDiagnosisStillPointsToTheKnob) {
+  // One worker is no faster than none (its loading is slow and serial), two are: the diagnosis still says
+  // input_pipeline + dataloader-workers after workers=1, so the search looks one step further.
+  Surface s = input_bound();
+  s.cores = 4;
+  s.one_worker_eff = 0.35;
+  const Outcome o = tune(s, {range("num_workers=0,1,2,4")}, "guided");
+  ASSERT_GE(o.result.trials.size(), 3u);
+  EXPECT_NE(o.result.trials[2].config.at("num_workers"), "1");
+  EXPECT_NE(o.result.trials[o.result.best].config.at("num_workers"), "0");
+  EXPECT_NE(o.result.trials[o.result.best].config.at("num_workers"), "1");
+}
+
 TEST(Oom, GuidedStopsDoublingAtOomAndRefines) {
   Surface s = compute_bound();
   s.oom_batch = 100;  // 128 fails, 96 fits

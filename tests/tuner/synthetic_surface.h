@@ -29,6 +29,7 @@ struct Surface {
   int cores = 4;                     // workers beyond this do not help
   double worker_overhead = 0.03;     // each worker beyond the cores costs this fraction (contention)
   double pin_gain = 1.0;             // step time divided by this with pin_memory=1
+  double one_worker_eff = 1.0;       // loading speed of a single worker (< 1: one worker does not pay yet)
   long long oom_batch = 1 << 30;     // batch sizes >= this run out of memory (at fp32)
   double amp_memory_factor = 1.0;    // bf16/fp16 allow oom_batch * this
   std::function<bool(const Config&)> crashes;  // configs that crash
@@ -54,8 +55,9 @@ struct Surface {
       step_ms = compute + load_one;
       wait_ms = load_one;
     } else {
-      const double eff = static_cast<double>(std::min<long long>(workers, cores)) /
-                         (1.0 + worker_overhead * static_cast<double>(std::max<long long>(0, workers - cores)));
+      double eff = static_cast<double>(std::min<long long>(workers, cores)) /
+                   (1.0 + worker_overhead * static_cast<double>(std::max<long long>(0, workers - cores)));
+      if (workers == 1) eff *= one_worker_eff;
       const double load = load_one / eff;
       step_ms = std::max(compute, load);
       wait_ms = std::max(0.0, load - compute);
