@@ -16,11 +16,12 @@ SCRIPT = os.path.join(HERE, "..", "..", "tests", "agent", "data", "train_slow_lo
 
 
 def ms_per_step(cmd):
+    """(wall ms/step, CPU ms/step) as printed by the training script."""
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-    m = re.search(r"\(([\d.]+) ms/step\)", out)
+    m = re.search(r"\(([\d.]+) ms/step, ([\d.]+) cpu-ms/step\)", out)
     if not m:
         raise RuntimeError("no ms/step in output of %s:\n%s" % (cmd, out))
-    return float(m.group(1))
+    return float(m.group(1)), float(m.group(2))
 
 
 def main():
@@ -37,10 +38,14 @@ def main():
         for _ in range(a.runs):
             plain.append(ms_per_step(train))
             wrapped.append(ms_per_step([binary, "run", "-q", "--out", out, "--"] + train))
-    p, w = statistics.median(plain), statistics.median(wrapped)
-    print("plain run            : median %.2f ms/step  (runs: %s)" % (p, ", ".join("%.2f" % x for x in plain)))
-    print("profile-train run    : median %.2f ms/step  (runs: %s)" % (w, ", ".join("%.2f" % x for x in wrapped)))
-    print("overhead             : %+.2f%%  (goal <= 2%%)" % (100.0 * (w / p - 1.0)))
+    for i, what in ((0, "wall"), (1, "CPU")):
+        p = statistics.median(x[i] for x in plain)
+        w = statistics.median(x[i] for x in wrapped)
+        print("%-4s plain run         : median %.2f ms/step  (runs: %s)" % (
+            what, p, ", ".join("%.2f" % x[i] for x in plain)))
+        print("%-4s profile-train run : median %.2f ms/step  (runs: %s)" % (
+            what, w, ", ".join("%.2f" % x[i] for x in wrapped)))
+        print("%-4s overhead          : %+.2f%%  (goal <= 2%%)" % (what, 100.0 * (w / p - 1.0)))
 
 
 if __name__ == "__main__":

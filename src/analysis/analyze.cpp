@@ -533,6 +533,7 @@ nlohmann::json build_report(const trace::Trace& t, const AnalysisOptions& option
   src["window_end_ns"] = si.steps.empty() ? json(nullptr) : json(si.steps.back().end);
   src["has_gpu_activity"] = idx.has_gpu_activity;
   src["has_cpu_ops"] = idx.has_cpu_ops;
+  src["has_phase_ranges"] = idx.has_phase_ranges;
   std::string cap = t.meta.gpu_capture_status;
   if (cap.empty() && !t.meta.gpu_capture_attempted) cap = "GPU activity was not captured";
   src["gpu_capture_status"] = cap.empty() ? json(nullptr) : json(cap);

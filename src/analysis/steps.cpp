@@ -42,6 +42,12 @@ TraceIndex build_index(const trace::Trace& t) {
         // Events are sorted by start (enclosing first): a later match is nested deeper, keep the innermost.
         if (e.external_id >= 0) idx.op_by_external_id[e.external_id] = i;
         break;
+      case Category::kUserAnnotation:
+        if (!idx.has_phase_ranges) {
+          const std::string& n = t.strings.get(e.name);
+          idx.has_phase_ranges = n == "## forward ##" || n == "## backward ##" || n.rfind("Optimizer.step#", 0) == 0;
+        }
+        break;
       default: break;
     }
     if (e.cat == Category::kKernel || e.cat == Category::kMemcpy || e.cat == Category::kMemset) {

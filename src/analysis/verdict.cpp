@@ -8,7 +8,7 @@
 //       the job used the GPU (facts.gpu.used: CUDA API calls, nccl:* / cuDNN / record_stream operators,
 //       or the nccl backend)                  -> unknown (trimmed trace / failed GPU capture)
 //       CPU collectives >= 0.30 and >= cpu    -> communication
-//       no CPU operators either               -> unknown (nothing to judge)
+//       no CPU operators or phase ranges      -> unknown (nothing to judge)
 //       otherwise                             -> cpu_only
 //  3. GPU activity present. Stall scores:
 //       input_pipeline  = breakdown.data_loading                      (threshold 0.15)
@@ -92,7 +92,8 @@ json decide_verdict(const json& r) {
   const double mean_ms = val(r, {"steps", "mean_ms"});
   const std::string step_src = str(r, {"source", "step_detection"});
   const bool has_gpu = flag(r, {"source", "has_gpu_activity"});
-  const bool has_cpu_ops = flag(r, {"source", "has_cpu_ops"});
+  // Phase ranges (forward/backward/optimizer) of a native capture stand for the CPU work inside them.
+  const bool has_cpu_ops = flag(r, {"source", "has_cpu_ops"}) || flag(r, {"source", "has_phase_ranges"});
 
   double penalty = 0.0;
   if (step_src == "whole_trace") penalty += 0.15;

@@ -554,8 +554,8 @@ class GuidedStrategy : public Strategy {
     return "";
   }
 
-  // A step of `knob` that did not pay often moved the bottleneck (a bigger batch becomes input-bound): its
-  // own report says what limits it now. Try that trial's config with the top recommended other knob moved
+  // A step of `knob` that did not pay is often limited by something else (a bigger batch becomes
+  // input-bound): its own report says what limits it now. Try that trial's config with the top recommended other knob moved
   // one step. Returns the trial index, -1 when the budget is spent, -2 when there was nothing to try.
   static int combined_move(Tuner& t, int plateau, const std::string& knob) {
     const Trial& p = t.trial(plateau);
@@ -570,7 +570,7 @@ class GuidedStrategy : public Strategy {
       Config c = with(pc, j, next);
       if (t.known_to_oom(c) || t.find(c) >= 0) continue;
       return t.evaluate(c, "trial #" + std::to_string(p_index) + " (" + knob + "=" + pc.at(knob) +
-                               ") moved the bottleneck; its recommendation -> " + j + "=" + next);
+                               ") did not pay on its own; its diagnosis recommends " + j + " -> " + j + "=" + next);
     }
     return -2;
   }

@@ -47,6 +47,26 @@ TEST(Verdict, CpuOnly) {
   EXPECT_EQ(verdict(t), "cpu_only");
 }
 
+TEST(Verdict, CpuOnlyFromPhaseRangesOfANativeCapture) {
+  // An NVTX-only capture of CPU training: phase ranges, no framework operators.
+  const auto t = TraceBuilder()
+                     .annotation("ProfilerStep#1", 0, 100)
+                     .annotation("enumerate(DataLoader)#WorkloadDataLoader.__next__", 0, 5)
+                     .annotation("## forward ##", 5, 40)
+                     .annotation("## backward ##", 45, 45)
+                     .annotation("Optimizer.step#SGD.step", 90, 8)
+                     .build();
+  const auto r = build_report(t);
+  EXPECT_TRUE(r["source"]["has_phase_ranges"].get<bool>());
+  EXPECT_FALSE(r["source"]["has_cpu_ops"].get<bool>());
+  EXPECT_EQ(r["verdict"]["bottleneck"], "cpu_only") << r["verdict"].dump();
+}
+
+TEST(Verdict, UnknownWithoutOpsOrPhaseRanges) {
+  const auto t = TraceBuilder().annotation("ProfilerStep#1", 0, 100).build();
+  EXPECT_EQ(verdict(t), "unknown");
+}
+
 TEST(Verdict, UnknownWhenGpuJobHasNoGpuEvents) {
   // Runtime calls but no GPU activity: a trimmed trace of a GPU job.
   const auto t = TraceBuilder()

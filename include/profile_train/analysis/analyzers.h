@@ -79,6 +79,9 @@ struct TraceIndex {
   int32_t main_device = -1;  // device with the most GPU busy time (-1 if no GPU activity)
   bool has_gpu_activity = false;
   bool has_cpu_ops = false;
+  // Training-phase annotations (## forward ##, ## backward ##, Optimizer.step#...) on a CPU thread: the
+  // structure native NVTX captures carry instead of framework operators.
+  bool has_phase_ranges = false;
 };
 TraceIndex build_index(const trace::Trace& t);
 
