@@ -80,6 +80,7 @@ flag = {"batch_size": "--batch-size", "num_workers": "--workers", "amp": "--amp"
 for name in ("grid_best", "guided_best"):
     print(name, " ".join(f"{flag[k]} {v}" for k, v in sorted(s[name].items())))
 PY
+mkdir -p "$OUT_DIR/head2head"
 for r in $(seq 1 "$HEAD2HEAD"); do
   while read -r name flags; do
     d="$OUT_DIR/head2head/$name-$r"

@@ -287,3 +287,27 @@ TEST(RunE2E, SigintStopsTheCommandFlushesAndReports) {
   if (report.is_null()) GTEST_SKIP() << "capture checked; no report.json yet (analysis pipeline)";
   EXPECT_EQ(report["source"]["interrupted"], true);
 }
+
+TEST(RunE2E, WarmupAndStepsBoundTheCapture) {
+  REQUIRE_TORCH();
+  const fs::path out = fresh_dir("run_bounded");
+  Proc p = start({kBinary.string(), "run", "--out", out.string(), "--warmup-steps", "3", "--steps", "5", "--",
+                  kPython.string(), (kData / "train_slow_loader.py").string(), "--steps", "16", "--sample-ms", "0.5"},
+                 out / "log.txt");
+  const int rc = wait_exit(p);
+  const std::string log = slurp(out / "log.txt");
+  auto t = native::load_captures(capture_files(out / "capture"));
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  std::vector<std::string> steps;
+  int forwards = 0;
+  for (const auto& e : t->events) {
+    if (t->name(e).rfind("ProfilerStep#", 0) == 0) steps.push_back(t->name(e));
+    forwards += t->name(e) == "## forward ##";
+  }
+  const std::vector<std::string> want = {"ProfilerStep#3", "ProfilerStep#4", "ProfilerStep#5", "ProfilerStep#6",
+                                         "ProfilerStep#7"};
+  EXPECT_EQ(steps, want) << log;
+  EXPECT_EQ(forwards, 5);
+  EXPECT_EQ(t->facts["capture"]["warmup_steps"], 3);
+  EXPECT_EQ(rc, 0) << log;
+}
