@@ -59,7 +59,7 @@ TEST(Verdict, CpuOnlyFromPhaseRangesOfANativeCapture) {
   const auto r = build_report(t);
   EXPECT_TRUE(r["source"]["has_phase_ranges"].get<bool>());
   EXPECT_FALSE(r["source"]["has_cpu_ops"].get<bool>());
-  EXPECT_EQ(r["verdict"]["bottleneck"], "cpu_only") << r["verdict"].dump();
+  EXPECT_EQ(r["verdict"]["bottleneck"], "cpu_only") << r["verdict"].dump() << r["source"].dump() << r["breakdown"].dump();
 }
 
 TEST(Verdict, UnknownWithoutOpsOrPhaseRanges) {
