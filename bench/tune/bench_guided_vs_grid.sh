@@ -11,6 +11,7 @@
 set -euo pipefail
 BUILD_DIR=${1:-build}
 OUT_DIR=${2:-$(mktemp -d /tmp/pt-bench-tune.XXXXXX)}
+mkdir -p "$OUT_DIR"
 PT="$BUILD_DIR/profile-train"
 [ -x "$PT" ] || { echo "no $PT (build the profile-train target first)" >&2; exit 2; }
 WORKLOAD_BIN=${WORKLOAD_BIN:-$BUILD_DIR/profile-train-workload}
