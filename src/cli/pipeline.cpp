@@ -4,6 +4,7 @@
 #include <fstream>
 #include <iostream>
 #include <system_error>
+#include <vector>
 
 #include "profile_train/analysis/analyze.h"
 #include "profile_train/common/status.h"
@@ -64,6 +65,7 @@ int report_trace(const trace::Trace& trace, const OutputOptions& options, nlohma
       return s.exit_code();
     }
   }
+  std::vector<std::filesystem::path> written;  // listed after the summary, so the user knows where to look
   if (wants(options, "json")) {
     const auto path = options.out_dir / "report.json";
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -72,18 +74,22 @@ int report_trace(const trace::Trace& trace, const OutputOptions& options, nlohma
       std::cerr << "profile-train: " << path.string() << ": cannot write\n";
       return kExitBadInput;
     }
+    written.push_back(path);
   }
   if (wants(options, "html")) {
-    if (int rc = handle_writer(report::write_html(report, &trace, options.out_dir / "report.html"), "HTML report"); rc != 0)
-      return rc;
+    const auto path = options.out_dir / "report.html";
+    if (int rc = handle_writer(report::write_html(report, &trace, path), "HTML report"); rc != 0) return rc;
+    if (std::filesystem::exists(path)) written.push_back(path);
   }
   if (options.perfetto) {
     if (int rc = handle_writer(report::write_perfetto(trace, *options.perfetto), "Perfetto trace"); rc != 0) return rc;
+    if (std::filesystem::exists(*options.perfetto)) written.push_back(*options.perfetto);
   }
   if (wants(options, "text") && !options.quiet) {
     report::TextOptions text;
     text.color = use_color(1);
     report::write_text_summary(report, std::cout, text);
+    for (const auto& p : written) std::cout << "Wrote " << p.string() << "\n";
     std::cout.flush();
   }
   if (report_out != nullptr) *report_out = std::move(report);
