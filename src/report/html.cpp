@@ -97,7 +97,11 @@ void write_banner(Html& h, const json& r) {
   kpi("kpi-gpu-util", "GPU utilization", fmt_pct(number_path(r, {"gpu", "utilization"})), "kernel time / step");
   std::string dev = string_path(r, {"device", "name"}).value_or("");
   if (dev.empty()) dev = string_path(r, {"facts", "gpu", "name"}).value_or("");
-  kpi("kpi-device", "Device", dev.empty() ? std::string("unknown") : dev,
+  // No GPU name anywhere: say whether the run had no GPU at all or the trace just does not name it.
+  const json* has_gpu = detail::find_path(r, {"source", "has_gpu_activity"});
+  const bool no_gpu = has_gpu != nullptr && has_gpu->is_boolean() && !has_gpu->get<bool>();
+  if (dev.empty()) dev = no_gpu ? "CPU (no GPU activity)" : "unknown";
+  kpi("kpi-device", "Device", dev,
       number_path(r, {"device", "total_memory_bytes"}) ? fmt_bytes(number_path(r, {"device", "total_memory_bytes"}))
                                                         : "");
   h.raw("</div>\n");

@@ -141,6 +141,13 @@ TEST(Html, RendersWithoutTraceAndWithAnEmptyReport) {
   EXPECT_NO_THROW(render_html(odd, nullptr));
 }
 
+TEST(Html, DeviceCardSaysCpuWhenTheRunHadNoGpuAndUnknownWhenTheTraceIsSilent) {
+  const std::string cpu = render_html(json{{"source", {{"has_gpu_activity", false}}}}, nullptr);
+  EXPECT_NE(cpu.find("CPU (no GPU activity)"), std::string::npos);
+  const std::string silent = render_html(json{{"source", {{"has_gpu_activity", true}}}}, nullptr);
+  EXPECT_EQ(silent.find("CPU (no GPU activity)"), std::string::npos);
+}
+
 TEST(Html, WriteHtmlWritesTheFileAndReportsIoErrors) {
   const auto dir = temp_dir("html");
   const auto trace = make_training_trace(2, 10, 10'000'000);
