@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "profile_train/analysis/analyzers.h"
+#include "profile_train/common/json_path.h"
 
 namespace profile_train::analysis {
 
@@ -37,34 +38,12 @@ using nlohmann::json;
 
 namespace {
 
-std::optional<double> num(const json& j, std::initializer_list<const char*> path) {
-  const json* cur = &j;
-  for (const char* k : path) {
-    if (!cur->is_object() || !cur->contains(k)) return std::nullopt;
-    cur = &(*cur)[k];
-  }
-  if (!cur->is_number()) return std::nullopt;
-  return cur->get<double>();
-}
+double val(const json& j, std::initializer_list<std::string_view> path) { return number_path(j, path).value_or(0.0); }
 
-double val(const json& j, std::initializer_list<const char*> path) { return num(j, path).value_or(0.0); }
-
-const json* at(const json& j, std::initializer_list<const char*> path) {
-  const json* cur = &j;
-  for (const char* k : path) {
-    if (!cur->is_object() || !cur->contains(k)) return nullptr;
-    cur = &(*cur)[k];
-  }
-  return cur;
+std::string str(const json& j, std::initializer_list<std::string_view> path) {
+  return string_path(j, path).value_or(std::string());
 }
-std::string str(const json& j, std::initializer_list<const char*> path) {
-  const json* p = at(j, path);
-  return p != nullptr && p->is_string() ? p->get<std::string>() : std::string();
-}
-bool flag(const json& j, std::initializer_list<const char*> path) {
-  const json* p = at(j, path);
-  return p != nullptr && p->is_boolean() && p->get<bool>();
-}
+bool flag(const json& j, std::initializer_list<std::string_view> path) { return bool_path(j, path).value_or(false); }
 
 std::string pct(double f) {
   char buf[32];
@@ -218,7 +197,7 @@ json decide_verdict(const json& r) {
     return finish(best->cls, conf, summary_for(best->cls, best->score));
   }
   if (busy >= 0.5) {
-    const auto peak = num(r, {"gpu", "memory", "peak_fraction"});
+    const auto peak = number_path(r, {"gpu", "memory", "peak_fraction"});
     if (peak && *peak >= 0.9) {
       ev.push_back("peak GPU memory " + pct(*peak) + " of the device");
       return finish("gpu_memory", 0.6 + 0.3 * std::min(1.0, (*peak - 0.9) / 0.1),

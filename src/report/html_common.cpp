@@ -16,31 +16,6 @@ const CategoryStyle kCategories[8] = {
     {"cpu", "CPU compute", "#54a24b"},          {"other", "Other / idle", "#bab0ac"},
 };
 
-const json* find_path(const json& j, std::initializer_list<std::string_view> path) {
-  const json* cur = &j;
-  for (auto key : path) {
-    if (!cur->is_object()) return nullptr;
-    auto it = cur->find(key);
-    if (it == cur->end()) return nullptr;
-    cur = &*it;
-  }
-  return cur->is_null() ? nullptr : cur;
-}
-
-std::optional<double> number_path(const json& j, std::initializer_list<std::string_view> path) {
-  const json* v = find_path(j, path);
-  if (!v || !v->is_number()) return std::nullopt;
-  const double d = v->get<double>();
-  if (!std::isfinite(d)) return std::nullopt;
-  return d;
-}
-
-std::optional<std::string> string_path(const json& j, std::initializer_list<std::string_view> path) {
-  const json* v = find_path(j, path);
-  if (!v || !v->is_string()) return std::nullopt;
-  return v->get<std::string>();
-}
-
 std::string fmt_fixed(double v, int decimals) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);

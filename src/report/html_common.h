@@ -9,12 +9,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "profile_train/common/json_path.h"
+
 namespace profile_train::report::detail {
 
-// j[k0][k1]... or nullptr when a key is missing, a level is not an object, or the value is null.
-const nlohmann::json* find_path(const nlohmann::json& j, std::initializer_list<std::string_view> path);
-std::optional<double> number_path(const nlohmann::json& j, std::initializer_list<std::string_view> path);
-std::optional<std::string> string_path(const nlohmann::json& j, std::initializer_list<std::string_view> path);
+// JSON access: the shared lookups of common/json_path.h.
+using profile_train::find_path;
+using profile_train::number_path;
+using profile_train::string_path;
 
 // Formatting; std::nullopt renders as an em dash ("not measurable").
 std::string fmt_fixed(double v, int decimals);

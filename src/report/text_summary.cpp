@@ -5,6 +5,7 @@
 #include <string>
 
 #include "profile_train/report/writers.h"
+#include "profile_train/common/json_path.h"
 
 namespace profile_train::report {
 
@@ -12,25 +13,11 @@ using nlohmann::json;
 
 namespace {
 
-const json* at(const json& j, std::initializer_list<const char*> path) {
-  const json* cur = &j;
-  for (const char* k : path) {
-    if (!cur->is_object() || !cur->contains(k)) return nullptr;
-    cur = &(*cur)[k];
-  }
-  return cur;
-}
-bool has_num(const json& j, std::initializer_list<const char*> path) {
-  const json* p = at(j, path);
-  return p != nullptr && p->is_number();
-}
-double num(const json& j, std::initializer_list<const char*> path) {
-  const json* p = at(j, path);
-  return p != nullptr && p->is_number() ? p->get<double>() : 0.0;
-}
-std::string str(const json& j, std::initializer_list<const char*> path, const std::string& dflt = "") {
-  const json* p = at(j, path);
-  return p != nullptr && p->is_string() ? p->get<std::string>() : dflt;
+const json* at(const json& j, std::initializer_list<std::string_view> path) { return find_path(j, path); }
+bool has_num(const json& j, std::initializer_list<std::string_view> path) { return number_path(j, path).has_value(); }
+double num(const json& j, std::initializer_list<std::string_view> path) { return number_path(j, path).value_or(0.0); }
+std::string str(const json& j, std::initializer_list<std::string_view> path, const std::string& dflt = "") {
+  return string_path(j, path).value_or(dflt);
 }
 
 std::string fmt(const char* f, double v) {
@@ -39,7 +26,7 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 std::string pct(double f) { return fmt("%.1f%%", 100.0 * f); }
-std::string opt_pct(const json& r, std::initializer_list<const char*> path) {
+std::string opt_pct(const json& r, std::initializer_list<std::string_view> path) {
   return has_num(r, path) ? pct(num(r, path)) : "n/a";
 }
 std::string bytes(double b) {
