@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "commands.h"
+#include "profile_train/common/format.h"
 #include "profile_train/common/status.h"
 #include "profile_train/tuner/process_runner.h"
 #include "profile_train/tuner/tune_report.h"
@@ -46,13 +47,6 @@ struct TuneArgs {
   bool quiet = false;
 };
 
-std::string fmt(double v, int precision = 1) {
-  std::ostringstream os;
-  os.setf(std::ios::fixed);
-  os.precision(precision);
-  os << v;
-  return os.str();
-}
 
 // "16G", "512MiB", "1e9" -> bytes.
 StatusOr<double> parse_bytes(const std::string& s) {
@@ -276,17 +270,17 @@ int run_tune(const TuneArgs& args, const std::vector<std::string>& workload_flag
     if (s.quiet) return;
     err << "tune [" << trial.index << "] " << tn::describe_config(trial.config, space) << ": ";
     if (trial.ok()) {
-      err << fmt(trial.mean) << (trial.per_sample ? " samples/s" : " steps/s");
-      if (trial.values.size() > 1 && trial.mean > 0) err << " ±" << fmt(100.0 * trial.stddev / trial.mean) << "%";
+      err << format_fixed(trial.mean) << (trial.per_sample ? " samples/s" : " steps/s");
+      if (trial.values.size() > 1 && trial.mean > 0) err << " ±" << format_fixed(100.0 * trial.stddev / trial.mean) << "%";
       if (t.baseline() >= 0 && t.trial(t.baseline()).ok()) {
-        err << " (x" << fmt(trial.mean / t.trial(t.baseline()).mean, 2) << " vs baseline)";
+        err << " (x" << format_fixed(trial.mean / t.trial(t.baseline()).mean, 2) << " vs baseline)";
       }
       if (trial.early_stopped) err << " [early stop: clearly slower]";
     } else {
       err << tn::to_string(trial.status) << (trial.message.empty() ? "" : " (" + trial.message + ")");
     }
     err << " [" << trial.measurements << " run" << (trial.measurements == 1 ? "" : "s") << ", "
-        << fmt(trial.duration_s) << " s]";
+        << format_fixed(trial.duration_s) << " s]";
     if (!trial.reason.empty()) err << " <- " << trial.reason;
     err << "\n";
   };
@@ -306,7 +300,7 @@ int run_tune(const TuneArgs& args, const std::vector<std::string>& workload_flag
   // Final summary.
   const nlohmann::json doc = tn::tune_json(result, space, ctx);
   err << "profile-train tune: " << result.trials.size() << " trials, " << result.stop_reason;
-  if (result.noise_samples > 0) err << "; measured noise ±" << fmt(100.0 * result.pooled_relative_sd) << "%";
+  if (result.noise_samples > 0) err << "; measured noise ±" << format_fixed(100.0 * result.pooled_relative_sd) << "%";
   err << "\n";
   if (result.baseline < 0 || result.best < 0) {
     err << "profile-train tune: the baseline could not be measured";
@@ -320,11 +314,11 @@ int run_tune(const TuneArgs& args, const std::vector<std::string>& workload_flag
   const tn::Trial& base = result.trials[result.baseline];
   const tn::Trial& best = result.trials[result.best];
   const std::string unit = best.per_sample ? " samples/s" : " steps/s";
-  err << "  baseline #" << base.index << "  " << tn::describe_config(base.config, space) << ": " << fmt(base.mean)
+  err << "  baseline #" << base.index << "  " << tn::describe_config(base.config, space) << ": " << format_fixed(base.mean)
       << unit << "\n";
-  err << "  best     #" << best.index << "  " << tn::describe_config(best.config, space) << ": " << fmt(best.mean)
-      << unit << "  (x" << fmt(doc["speedup"]["value"].get<double>(), 2) << " ± "
-      << (doc["speedup"]["sigma"].is_number() ? fmt(doc["speedup"]["sigma"].get<double>(), 2)
+  err << "  best     #" << best.index << "  " << tn::describe_config(best.config, space) << ": " << format_fixed(best.mean)
+      << unit << "  (x" << format_fixed(doc["speedup"]["value"].get<double>(), 2) << " ± "
+      << (doc["speedup"]["sigma"].is_number() ? format_fixed(doc["speedup"]["sigma"].get<double>(), 2)
                                               : std::string("? (noise not measured)"))
       << ")\n";
   const nlohmann::json& change = doc["change"];

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "assets.h"
-#include "escape.h"
+#include "profile_train/report/escape.h"
 #include "html_common.h"
 
 namespace profile_train::report {

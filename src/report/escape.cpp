@@ -1,4 +1,4 @@
-#include "escape.h"
+#include "profile_train/report/escape.h"
 
 #include <cstdint>
 #include <cstdio>

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "assets.h"
-#include "escape.h"
+#include "profile_train/report/escape.h"
 #include "html_common.h"
 #include "profile_train/report/writers.h"
 #include "timeline.h"

@@ -13,7 +13,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "escape.h"
+#include "profile_train/report/escape.h"
 #include "profile_train/report/writers.h"
 
 namespace profile_train::report {

@@ -9,7 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "escape.h"
+#include "profile_train/report/escape.h"
 
 namespace profile_train::report::detail {
 namespace {

@@ -7,19 +7,18 @@
 #include <fstream>
 #include <sstream>
 
+#include "profile_train/report/escape.h"
+#include "profile_train/common/format.h"
+
 namespace profile_train::tuner {
+
+using report::detail::html_escape;  // the writers' escaping: also replaces invalid UTF-8
+
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string fmt(double v, int precision = 1) {
-  std::ostringstream os;
-  os.setf(std::ios::fixed);
-  os.precision(precision);
-  os << v;
-  return os.str();
-}
 
 std::string utc_now() {
   const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
@@ -63,21 +62,6 @@ std::string py_bool(const std::string& v) { return v == "1" ? "True" : "False"; 
 
 }  // namespace
 
-std::string html_escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 Speedup speedup_of(const Trial& best, const Trial& baseline, double pooled_relative_sd) {
   Speedup s;
@@ -321,7 +305,7 @@ std::string tune_html(const json& tune) {
     return v.dump();
   };
   auto num = [](const json& v, int prec = 1) -> std::string {
-    return v.is_number() ? fmt(v.get<double>(), prec) : std::string("–");
+    return v.is_number() ? format_fixed(v.get<double>(), prec) : std::string("–");
   };
   const std::string unit = tune.contains("metric") ? s(tune["metric"], "unit") : "";
   std::ostringstream h;
@@ -426,7 +410,7 @@ std::string tune_html(const json& tune) {
             << "\" height=\"7\" fill=\"#9cc0e6\"/>";
         }
         h << "<text x=\"" << label_w + std::max(bw, aw) + 4 << "\" y=\"" << y + 14 << "\">"
-          << (bv > 0 ? fmt(bv) : std::string("failed")) << "</text>\n";
+          << (bv > 0 ? format_fixed(bv) : std::string("failed")) << "</text>\n";
         y += row_h;
       }
       h << "</svg>\n";

@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <sstream>
+#include "profile_train/common/format.h"
 
 namespace profile_train::tuner {
 namespace {
@@ -15,13 +16,6 @@ double steady_now_s() {
   return duration<double>(steady_clock::now().time_since_epoch()).count();
 }
 
-std::string fmt(double v, int precision = 1) {
-  std::ostringstream os;
-  os.setf(std::ios::fixed);
-  os.precision(precision);
-  os << v;
-  return os.str();
-}
 
 // Two-sided 95% Student-t quantile for `dof` degrees of freedom divided by the normal one (1.96).
 double t_factor(int dof) {
@@ -341,7 +335,7 @@ void Tuner::measure(Trial& t, int n, double best_mean) {
     if (m.status == RunStatus::kOk && options_.max_memory_bytes && m.peak_memory_bytes &&
         *m.peak_memory_bytes > *options_.max_memory_bytes) {
       m.status = RunStatus::kOverMemory;
-      m.message = "peak memory " + fmt(*m.peak_memory_bytes / 1048576.0) + " MiB is above --max-memory";
+      m.message = "peak memory " + format_fixed(*m.peak_memory_bytes / 1048576.0) + " MiB is above --max-memory";
     }
     if (m.peak_memory_bytes) {
       t.peak_memory_bytes = std::max(t.peak_memory_bytes.value_or(0.0), *m.peak_memory_bytes);
@@ -674,7 +668,7 @@ class GuidedStrategy : public Strategy {
       const Trial& a = t.trial(local);
       const Trial& b = t.trial(t.best());
       t.note("keep " + describe_config(a.config, t.space()) + " (trial #" + std::to_string(a.index) + "): " +
-             fmt(a.mean) + " vs " + fmt(b.mean) + " (+" + fmt(100.0 * (a.mean / b.mean - 1.0)) + "%)");
+             format_fixed(a.mean) + " vs " + format_fixed(b.mean) + " (+" + format_fixed(100.0 * (a.mean / b.mean - 1.0)) + "%)");
       t.set_best(local);
     } else {
       t.note("no significant gain from " + knob + "; keeping " + knob + "=" +

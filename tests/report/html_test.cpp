@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "assets.h"
-#include "escape.h"
+#include "profile_train/report/escape.h"
 #include "profile_train/report/writers.h"
 #include "synthetic.h"
 #include "test_util.h"

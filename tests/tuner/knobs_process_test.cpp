@@ -10,6 +10,7 @@
 #include <fstream>
 #include <thread>
 
+#include "profile_train/report/escape.h"
 #include "profile_train/tuner/process_runner.h"
 #include "profile_train/tuner/tune_report.h"
 #include "profile_train/tuner/tuner.h"
@@ -255,7 +256,7 @@ TEST(Report, JsonAndHtmlWithEscapingAndTheChange) {
   EXPECT_NE(html.find("&lt;img src=x onerror=alert(1)&gt;"), std::string::npos);
   EXPECT_NE(html.find("<svg"), std::string::npos);
   EXPECT_NE(html.find("num_workers=4, pin_memory=True"), std::string::npos);
-  EXPECT_EQ(pt::html_escape("a&<>\"'"), "a&amp;&lt;&gt;&quot;&#39;");
+  EXPECT_EQ(profile_train::report::detail::html_escape("a&<>\"'"), "a&amp;&lt;&gt;&quot;&#39;");
   // Every trial measured once and no pooled noise: the uncertainty is unknown, not zero.
   r.trials[0].values = {100};
   r.trials[1].values = {202};

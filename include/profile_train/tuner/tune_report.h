@@ -57,8 +57,6 @@ nlohmann::json code_change(const Config& baseline, const Config& best, const Tun
 nlohmann::json tune_json(const TuneResult& result, const KnobSpace& space, const TuneReportContext& ctx);
 // A self-contained HTML page for a tune.json document; every string from the document is escaped.
 std::string tune_html(const nlohmann::json& tune);
-// Escapes & < > " ' for HTML text and attribute values.
-std::string html_escape(std::string_view text);
 
 // Writes `content` to `path` atomically (temp file + rename), so a reader never sees half a file.
 Status write_file_atomic(const std::filesystem::path& path, const std::string& content);

@@ -1,5 +1,5 @@
 // Escaping for untrusted strings (kernel names, NVTX ranges, file names, facts) on their way into HTML,
-// JSON and <script> blocks. Internal to the report component.
+// JSON and <script> blocks. Used by every HTML writer (report, diff, tune).
 #pragma once
 
 #include <string>
