@@ -2,7 +2,7 @@
 # All GPU checks in one device call (issues 4, 6, 7): capture, workload scenarios, tune sweep.
 # Builds once into build-gpu against the machine's own torch, then runs the three checks; everything lands
 # under $OUT (capture/, workload/, tune/). Headers the GPU machine lacks (nlohmann-json, CLI11) travel in
-# the ignored folder .deps/ (carry it). Budget: ~12 minutes of device time in all.
+# the ignored folder .deps/ made by bench/gpu/make_deps.sh (carry it). Budget: ~12 minutes of device time in all.
 #   OUT=/path bash bench/gpu/run_all.sh
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
