@@ -19,10 +19,12 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader ||
 
 prefix="$root/.deps"
 [ -d "$prefix" ] || prefix=""
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPT_PYTHON="$PY" \
-  -DPT_WITH_CUPTI=ON -DPT_WITH_TORCH=OFF -DPT_BUILD_TESTS=OFF -DPT_BUILD_BENCH=OFF \
-  ${prefix:+-DCMAKE_PREFIX_PATH="$prefix"} | tail -8
-ninja -C "$build" -j"$(nproc)" profile-train profile_train_agent
+if [ -z "${PT_SKIP_BUILD:-}" ]; then  # run_all.sh builds once and sets PT_SKIP_BUILD
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPT_PYTHON="$PY" \
+    -DPT_WITH_CUPTI=ON -DPT_WITH_TORCH=OFF -DPT_BUILD_TESTS=OFF -DPT_BUILD_BENCH=OFF \
+    ${prefix:+-DCMAKE_PREFIX_PATH="$prefix"} | tail -8
+  ninja -C "$build" -j"$(nproc)" profile-train profile_train_agent
+fi
 
 status=0
 for mode in pageable pinned; do

@@ -38,12 +38,15 @@ PYEOF
 for tool in cmake ninja c++; do command -v "$tool" >/dev/null || fail "$tool not found"; done
 BUILD="${BUILD_DIR:-build-gpu}"
 JOBS="${JOBS:-$(nproc)}"
-say "configuring $BUILD against $PY"
-cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPT_WITH_TORCH=ON -DPT_PYTHON="$PY" \
-      -DPT_BUILD_TESTS=OFF -DPT_BUILD_BENCH=OFF >"$OUT/cmake.log" 2>&1 || { tail -30 "$OUT/cmake.log"; fail "cmake"; }
-say "building (-j$JOBS)"
-ninja -C "$BUILD" -j"$JOBS" profile-train profile_train_agent profile-train-workload >"$OUT/build.log" 2>&1 \
-  || { grep -E "error|FAILED" "$OUT/build.log" | head -30; fail "build"; }
+if [[ -z "${PT_SKIP_BUILD:-}" ]]; then  # run_all.sh builds once and sets PT_SKIP_BUILD
+  prefix=""; [[ -d .deps ]] && prefix="-DCMAKE_PREFIX_PATH=$PWD/.deps"
+  say "configuring $BUILD against $PY"
+  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPT_WITH_TORCH=ON -DPT_PYTHON="$PY" \
+        -DPT_BUILD_TESTS=OFF -DPT_BUILD_BENCH=OFF $prefix >"$OUT/cmake.log" 2>&1 || { tail -30 "$OUT/cmake.log"; fail "cmake"; }
+  say "building (-j$JOBS)"
+  ninja -C "$BUILD" -j"$JOBS" profile-train profile_train_agent profile-train-workload >"$OUT/build.log" 2>&1 \
+    || { grep -E "error|FAILED" "$OUT/build.log" | head -30; fail "build"; }
+fi
 
 # Smoke test: the workload sees the GPU (exit 2 means LibTorch sees no CUDA device).
 "$BUILD/profile-train-workload" --model mlp --steps 3 --warmup 1 --device cuda --result "$OUT/smoke.json" \
