@@ -65,6 +65,16 @@ Translated make(const Record& r) {
   return t;
 }
 
+// The fields every GPU activity record (kernel, memcpy, memset) carries under the same names.
+template <typename ActivityRecord>
+void set_gpu_activity_fields(Record& r, const ActivityRecord* a) {
+  r.start_ns = static_cast<int64_t>(a->start);
+  r.end_ns = static_cast<int64_t>(a->end);
+  r.tid = a->streamId;
+  r.corr = a->correlationId;
+  r.device = static_cast<int32_t>(a->deviceId);
+}
+
 }  // namespace
 
 Translated translate(const CUpti_Activity* activity, TranslateContext& ctx) {
@@ -76,11 +86,7 @@ Translated translate(const CUpti_Activity* activity, TranslateContext& ctx) {
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(activity);
       r.kind = static_cast<uint8_t>(RecordKind::kKernel);
       r.name = name_id(ctx, k->name);
-      r.start_ns = static_cast<int64_t>(k->start);
-      r.end_ns = static_cast<int64_t>(k->end);
-      r.tid = k->streamId;
-      r.corr = k->correlationId;
-      r.device = static_cast<int32_t>(k->deviceId);
+      set_gpu_activity_fields(r, k);
       r.value = int64_t{k->gridX} * k->gridY * k->gridZ;
       r.x0 = static_cast<uint32_t>(k->blockX * k->blockY * k->blockZ);
       r.x1 = k->registersPerThread;
@@ -94,11 +100,7 @@ Translated translate(const CUpti_Activity* activity, TranslateContext& ctx) {
       r.a = static_cast<uint8_t>(copy_kind_of(m->copyKind));
       r.b = static_cast<uint8_t>(mem_kind_of(m->srcKind));
       r.c = static_cast<uint8_t>(mem_kind_of(m->dstKind));
-      r.start_ns = static_cast<int64_t>(m->start);
-      r.end_ns = static_cast<int64_t>(m->end);
-      r.tid = m->streamId;
-      r.corr = m->correlationId;
-      r.device = static_cast<int32_t>(m->deviceId);
+      set_gpu_activity_fields(r, m);
       r.value = static_cast<int64_t>(m->bytes);
       r.x1 = (m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) ? 1 : 0;
       r.x0 = r.x2 = UINT32_MAX;
@@ -111,11 +113,7 @@ Translated translate(const CUpti_Activity* activity, TranslateContext& ctx) {
       r.a = static_cast<uint8_t>(format::CopyKind::kPtoP);
       r.b = static_cast<uint8_t>(mem_kind_of(m->srcKind));
       r.c = static_cast<uint8_t>(mem_kind_of(m->dstKind));
-      r.start_ns = static_cast<int64_t>(m->start);
-      r.end_ns = static_cast<int64_t>(m->end);
-      r.tid = m->streamId;
-      r.corr = m->correlationId;
-      r.device = static_cast<int32_t>(m->deviceId);
+      set_gpu_activity_fields(r, m);
       r.value = static_cast<int64_t>(m->bytes);
       r.x1 = (m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) ? 1 : 0;
       r.x0 = m->srcDeviceId;
@@ -126,11 +124,7 @@ Translated translate(const CUpti_Activity* activity, TranslateContext& ctx) {
       const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(activity);
       r.kind = static_cast<uint8_t>(RecordKind::kMemset);
       r.c = static_cast<uint8_t>(mem_kind_of(m->memoryKind));
-      r.start_ns = static_cast<int64_t>(m->start);
-      r.end_ns = static_cast<int64_t>(m->end);
-      r.tid = m->streamId;
-      r.corr = m->correlationId;
-      r.device = static_cast<int32_t>(m->deviceId);
+      set_gpu_activity_fields(r, m);
       r.value = static_cast<int64_t>(m->bytes);
       learn_context(ctx, m->contextId, m->deviceId);
       return make(r);
