@@ -17,6 +17,8 @@ constexpr float kPixelStd = 64.0f;
 // Raw MLP feature scale (features = kFeatMean + kFeatStd * z).
 constexpr float kFeatMean = 50.0f;
 constexpr float kFeatStd = 20.0f;
+// Distinct cnn images; sample i is image i % kCnnPoolSize (see the SyntheticDataset constructor).
+constexpr int64_t kCnnPoolSize = 512;
 
 uint64_t splitmix64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
@@ -45,9 +47,41 @@ void burn_cpu(int64_t us, const float* data, size_t n) {
 struct SyntheticDataset::Tables {
   // cnn: per class (fx, fy, tint_r, tint_g, tint_b)
   std::vector<std::array<float, 5>> cnn_classes;
+  // cnn: the image pool, generated once (uint8 [3,H,W] and its class); sample i is pool[i % size]
+  std::vector<std::pair<torch::Tensor, int64_t>> cnn_pool;
   // mlp: teacher weights [num_classes x features], row-major
   std::vector<float> teacher;
 };
+
+namespace {
+
+// One synthetic image of the pool: an oriented stripe pattern of its class, a tint, a random phase, noise.
+std::pair<torch::Tensor, int64_t> make_cnn_image(const ModelConfig& m, const std::vector<std::array<float, 5>>& classes,
+                                                 uint64_t seed, size_t index) {
+  std::mt19937_64 rng(splitmix64(seed * 0x100000001B3ull ^ splitmix64(index)));
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
+  const int64_t label = static_cast<int64_t>(rng() % static_cast<uint64_t>(m.num_classes));
+  const int64_t hw = m.image_size;
+  const auto& cls = classes[static_cast<size_t>(label)];
+  const float phase = 6.2831853f * uniform(rng);
+  auto img = torch::empty({3, hw, hw}, torch::kUInt8);
+  uint8_t* px = img.data_ptr<uint8_t>();
+  for (int64_t ch = 0; ch < 3; ++ch) {
+    for (int64_t y = 0; y < hw; ++y) {
+      for (int64_t x = 0; x < hw; ++x) {
+        const float u = static_cast<float>(x) / static_cast<float>(hw);
+        const float v = static_cast<float>(y) / static_cast<float>(hw);
+        const float stripe = std::sin(6.2831853f * (cls[0] * u + cls[1] * v) + phase);
+        const float value = kPixelMean + kPixelStd * (0.6f * stripe + cls[2 + ch] + 0.5f * normal(rng));
+        px[(ch * hw + y) * hw + x] = static_cast<uint8_t>(std::lround(std::clamp(value, 0.0f, 255.0f)));
+      }
+    }
+  }
+  return {img, label};
+}
+
+}  // namespace
 
 SyntheticDataset::SyntheticDataset(DataConfig cfg) : cfg_(std::move(cfg)) {
   auto t = std::make_shared<Tables>();
@@ -63,6 +97,14 @@ SyntheticDataset::SyntheticDataset(DataConfig cfg) : cfg_(std::move(cfg)) {
   }
   t->teacher.resize(static_cast<size_t>(m.num_classes * m.features));
   for (auto& w : t->teacher) w = normal(rng);
+  if (m.kind == ModelKind::kCnn) {
+    // Generating an image costs ~40 ns per pixel (150 us at 32x32, 0.6 ms at 64x64): per sample, that would
+    // make every large-image run input bound by accident. A pool generated up front keeps the unplanted data
+    // path nearly free, as for a dataset already decoded in memory; --slow-preprocess-us adds the planted cost.
+    const size_t pool = static_cast<size_t>(std::clamp<int64_t>(cfg_.size, 1, kCnnPoolSize));
+    t->cnn_pool.reserve(pool);
+    for (size_t i = 0; i < pool; ++i) t->cnn_pool.push_back(make_cnn_image(m, t->cnn_classes, cfg_.seed, i));
+  }
   tables_ = std::move(t);
 }
 
@@ -70,7 +112,6 @@ torch::data::Example<> SyntheticDataset::get(size_t index) {
   const auto& m = cfg_.model;
   std::mt19937_64 rng(splitmix64(cfg_.seed * 0x100000001B3ull ^ splitmix64(index)));
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
 
   if (m.kind == ModelKind::kTransformer) {
     const int64_t start = static_cast<int64_t>(rng() % static_cast<uint64_t>(m.vocab));
@@ -83,25 +124,15 @@ torch::data::Example<> SyntheticDataset::get(size_t index) {
     return {seq.slice(0, 0, m.seq_len).clone(), seq.slice(0, 1, m.seq_len + 1).clone()};
   }
 
-  const int64_t label = static_cast<int64_t>(rng() % static_cast<uint64_t>(m.num_classes));
   if (m.kind == ModelKind::kCnn) {
-    const int64_t hw = m.image_size;
-    const auto& cls = tables_->cnn_classes[static_cast<size_t>(label)];
-    const float phase = 6.2831853f * uniform(rng);
-    std::vector<float> pixels(static_cast<size_t>(3 * hw * hw));
-    for (int64_t ch = 0; ch < 3; ++ch) {
-      for (int64_t y = 0; y < hw; ++y) {
-        for (int64_t x = 0; x < hw; ++x) {
-          const float u = static_cast<float>(x) / static_cast<float>(hw);
-          const float v = static_cast<float>(y) / static_cast<float>(hw);
-          const float stripe = std::sin(6.2831853f * (cls[0] * u + cls[1] * v) + phase);
-          const float value = kPixelMean + kPixelStd * (0.6f * stripe + cls[2 + ch] + 0.5f * normal(rng));
-          pixels[static_cast<size_t>((ch * hw + y) * hw + x)] = std::clamp(value, 0.0f, 255.0f);
-        }
-      }
+    const auto& [pooled, label] = tables_->cnn_pool[index % tables_->cnn_pool.size()];
+    auto img = pooled.clone();
+    if (cfg_.slow_preprocess_us > 0) {
+      std::array<float, 64> work;
+      const uint8_t* px = img.data_ptr<uint8_t>();
+      for (size_t k = 0; k < work.size(); ++k) work[k] = px[k % static_cast<size_t>(img.numel())];
+      burn_cpu(cfg_.slow_preprocess_us, work.data(), work.size());
     }
-    burn_cpu(cfg_.slow_preprocess_us, pixels.data(), pixels.size());
-    auto img = torch::from_blob(pixels.data(), {3, hw, hw}, torch::kFloat).round().to(torch::kUInt8);
     if (cfg_.cpu_normalize) {
       // The torchvision habit: ToTensor + Normalize per sample on the CPU (float32 out, 4x the H2D bytes).
       img = (img.to(torch::kFloat).div(255.0f) - kPixelMean / 255.0f) / (kPixelStd / 255.0f);

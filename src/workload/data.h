@@ -24,6 +24,8 @@ struct DataConfig {
 // Sample i is a pure function of (seed, i), so any worker thread can produce it and runs repeat exactly.
 //   cnn:         data uint8 [3,H,W] (float32 normalized with cpu_normalize), target int64 [] (class);
 //                a class is an oriented stripe pattern plus a colour tint, at a random phase, plus noise.
+//                The images come from a pool of min(size, 512) generated in the constructor: sample i is
+//                pool image i % 512, so the unplanted data path costs a copy, not a render.
 //   mlp:         data float32 [F] raw features (mean 50, std 20 before normalization), target int64 [];
 //                the class is argmax(W z) of a fixed random teacher W.
 //   transformer: data int64 [T] tokens, target int64 [T] = next tokens of an arithmetic sequence mod V

@@ -10,25 +10,6 @@ namespace profile_train::workload {
 namespace F = torch::nn::functional;
 namespace nn = torch::nn;
 
-ModelConfig ModelConfig::for_kind(ModelKind kind, bool tiny) {
-  ModelConfig c;
-  c.kind = kind;
-  if (tiny) {
-    // Narrow and deep: every layer is a handful of tiny kernels, so launches dominate on a GPU.
-    c.image_size = 16;
-    c.channels = 8;
-    c.blocks_per_stage = 3;
-    c.features = 32;
-    c.hidden = 32;
-    c.mlp_layers = 12;
-    c.seq_len = 16;
-    c.d_model = 32;
-    c.heads = 2;
-    c.layers = 6;
-  }
-  return c;
-}
-
 namespace {
 
 // conv3x3-bn-relu-conv3x3-bn plus an identity (or 1x1 conv) shortcut, then relu.

@@ -7,32 +7,10 @@
 
 #include <torch/nn.h>
 
-#include "options.h"
+#include "model_config.h"
 
 namespace profile_train::workload {
 
-// Shapes shared by the model and the synthetic dataset that feeds it.
-struct ModelConfig {
-  ModelKind kind = ModelKind::kCnn;
-  int64_t num_classes = 10;
-  // cnn
-  int64_t image_size = 32;  // H = W
-  int64_t channels = 16;    // width of the first stage; stages double it
-  int64_t blocks_per_stage = 1;
-  // mlp
-  int64_t features = 256;
-  int64_t hidden = 512;
-  int64_t mlp_layers = 3;  // hidden layers
-  // transformer
-  int64_t vocab = 256;
-  int64_t seq_len = 64;
-  int64_t d_model = 128;
-  int64_t heads = 4;
-  int64_t layers = 2;
-
-  // The default configuration of `kind`; `tiny` = narrow and deep (many tiny kernels per step).
-  static ModelConfig for_kind(ModelKind kind, bool tiny);
-};
 
 // A model maps a device batch (already normalized, in the model's dtype) to logits:
 // cnn [B,3,H,W] -> [B,C]; mlp [B,F] -> [B,C]; transformer tokens [B,T] (int64) -> [B,T,V].

@@ -6,6 +6,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "model_config.h"
+
 namespace profile_train::workload {
 namespace {
 
@@ -94,6 +96,16 @@ StatusOr<ParseOutcome> parse_options(int argc, const char* const* argv) {
   int64_t seed = 0;
   app.add_option("--model", model, "cnn|mlp|transformer")->capture_default_str();
   app.add_option("--batch-size", o.batch_size, "samples per step")->capture_default_str();
+  app.add_option("--image-size", o.shape.image_size, "cnn: image height = width (0 = 32)")->capture_default_str();
+  app.add_option("--width", o.shape.width,
+                 "cnn: first-stage channels (0 = 16); mlp: hidden units (0 = 512); transformer: d_model (0 = 128)")
+      ->capture_default_str();
+  app.add_option("--depth", o.shape.depth,
+                 "cnn: blocks per stage (0 = 1); mlp: hidden layers (0 = 3); transformer: blocks (0 = 2)")
+      ->capture_default_str();
+  app.add_option("--seq-len", o.shape.seq_len, "transformer: tokens per sample (0 = 64)")->capture_default_str();
+  app.add_option("--heads", o.shape.heads, "transformer: attention heads, dividing --width (0 = 4)")
+      ->capture_default_str();
   app.add_option("--workers", o.workers, "DataLoader worker threads")->capture_default_str();
   app.add_option("--pin-memory", pin, "0|1: pinned batches and non_blocking copies (CUDA)")
       ->capture_default_str();
@@ -111,6 +123,9 @@ StatusOr<ParseOutcome> parse_options(int argc, const char* const* argv) {
   app.add_option("--seed", seed, "seed of the data and of the model")->capture_default_str();
   app.add_option("--threads", o.threads, "intra-op threads (0 = all cores)")->capture_default_str();
   app.add_option("--result", o.result_path, "write the result JSON here");
+  app.add_option("--host-work-us", o.host_work_us,
+                 "host work at the end of each step (logging/metrics), wall microseconds")
+      ->capture_default_str();
   app.add_option("--slow-preprocess-us", o.planted.slow_preprocess_us,
                  "planted: per-sample CPU preprocessing cost in microseconds (input bound)")
       ->capture_default_str();
@@ -172,11 +187,31 @@ StatusOr<ParseOutcome> parse_options(int argc, const char* const* argv) {
                           check_range("--warmup", o.warmup, 0, 10'000'000),
                           check_range("--threads", o.threads, 0, 4096),
                           check_range("--seed", seed, 0, INT64_MAX),
-                          check_range("--slow-preprocess-us", o.planted.slow_preprocess_us, 0, 10'000'000)}) {
+                          check_range("--slow-preprocess-us", o.planted.slow_preprocess_us, 0, 10'000'000),
+                          check_range("--host-work-us", o.host_work_us, 0, 10'000'000),
+                          check_range("--image-size", o.shape.image_size, 0, 1024),
+                          check_range("--width", o.shape.width, 0, 16384),
+                          check_range("--depth", o.shape.depth, 0, 256),
+                          check_range("--seq-len", o.shape.seq_len, 0, 65536),
+                          check_range("--heads", o.shape.heads, 0, 256)}) {
     if (!s.ok()) return s;
   }
   o.seed = static_cast<uint64_t>(seed);
   if (o.fused && o.foreach) return InvalidArgument("--fused 1 and --foreach 1 are exclusive: pick one");
+  if (o.shape.image_size != 0 && o.shape.image_size < 8) {
+    return InvalidArgument("--image-size must be at least 8 (the cnn halves the resolution twice)");
+  }
+  if (o.model != ModelKind::kCnn && o.shape.image_size != 0) return InvalidArgument("--image-size applies to --model cnn");
+  if (o.model != ModelKind::kTransformer && (o.shape.seq_len != 0 || o.shape.heads != 0)) {
+    return InvalidArgument("--seq-len and --heads apply to --model transformer");
+  }
+  if (o.model == ModelKind::kTransformer) {
+    const ModelConfig mc = ModelConfig::for_options(o);
+    if (mc.d_model % mc.heads != 0) {
+      return InvalidArgument("--heads " + std::to_string(mc.heads) + " must divide the transformer width " +
+                             std::to_string(mc.d_model));
+    }
+  }
   if (o.planted.cpu_normalize && o.model == ModelKind::kTransformer) {
     return InvalidArgument("--cpu-normalize applies to --model cnn|mlp (the transformer reads token ids)");
   }

@@ -29,8 +29,19 @@ struct Planted {
   std::vector<std::string> names() const;
 };
 
+// Model dimensions that override the model's defaults (0 = the default of the model, see ModelConfig).
+// Small defaults keep CPU runs quick; GPU scenarios scale them up so the GPU has real work per kernel.
+struct ModelShape {
+  int64_t image_size = 0;  // cnn: H = W
+  int64_t width = 0;       // cnn: channels of the first stage; mlp: hidden units; transformer: d_model
+  int64_t depth = 0;       // cnn: residual blocks per stage; mlp: hidden layers; transformer: decoder blocks
+  int64_t seq_len = 0;     // transformer: tokens per sample
+  int64_t heads = 0;       // transformer: attention heads (must divide the width)
+};
+
 struct WorkloadOptions {
   ModelKind model = ModelKind::kCnn;
+  ModelShape shape;
   int64_t batch_size = 32;
   int64_t workers = 0;  // torch::data worker threads (0 = load on the training thread)
   bool pin_memory = false;
@@ -47,6 +58,9 @@ struct WorkloadOptions {
   DeviceChoice device = DeviceChoice::kAuto;
   uint64_t seed = 0;
   int64_t threads = 0;  // intra-op threads; 0 = std::thread::hardware_concurrency()
+  // Host-side work on the training thread at the end of every step (logging, metrics, schedulers: what a
+  // Python loop does between steps), in wall microseconds. It overlaps the GPU unless the step syncs.
+  int64_t host_work_us = 0;
   std::string result_path;  // empty = no result file
   Planted planted;
 

@@ -248,6 +248,15 @@ StepTensors make_step_tensors(const ModelConfig& mc, const torch::Tensor& x, tor
   return s;
 }
 
+// Keeps the calling thread busy for `us` wall microseconds (host work that is not a LibTorch operator).
+void spin_for_us(int64_t us) {
+  const auto deadline = Clock::now() + std::chrono::microseconds(us);
+  volatile uint64_t sink = 0;
+  while (Clock::now() < deadline) {
+    for (int k = 0; k < 64; ++k) sink = sink + static_cast<uint64_t>(k);
+  }
+}
+
 // Floats per sample of the planted pageable side input: 512 Ki floats = 2 MiB per sample (64 MiB at 32).
 constexpr int64_t kAuxFloatsPerSample = 512 * 1024;
 
@@ -414,6 +423,8 @@ StatusOr<TrainResult> train_impl(const WorkloadOptions& o, const ModelConfig& mc
       }
       loss_history.push_back(loss.detach());
       if (o.planted.host_sync) host_sync_sink += loss.item<double>();  // planted: device->host sync each step
+      // Per-step host bookkeeping (logging, metrics): overlaps the GPU's queue unless the step just synced.
+      if (o.host_work_us > 0) spin_for_us(o.host_work_us);
     }
     const auto t5 = Clock::now();
     if (measured) {
@@ -536,6 +547,19 @@ StatusOr<TrainResult> train(const WorkloadOptions& options, const ModelConfig& m
   }
 }
 
+// The model dimensions in use (defaults with the command-line overrides applied).
+static nlohmann::json shape_json(const WorkloadOptions& o) {
+  const ModelConfig mc = ModelConfig::for_options(o);
+  switch (o.model) {
+    case ModelKind::kCnn:
+      return {{"image_size", mc.image_size}, {"width", mc.channels}, {"depth", mc.blocks_per_stage}};
+    case ModelKind::kMlp: return {{"features", mc.features}, {"width", mc.hidden}, {"depth", mc.mlp_layers}};
+    case ModelKind::kTransformer:
+      return {{"seq_len", mc.seq_len}, {"width", mc.d_model}, {"depth", mc.layers}, {"heads", mc.heads}};
+  }
+  return nullptr;
+}
+
 nlohmann::json facts_json(const WorkloadOptions& o, const TrainResult& r) {
   using nlohmann::json;
   json amp_dtype = nullptr;
@@ -566,7 +590,7 @@ nlohmann::json facts_json(const WorkloadOptions& o, const TrainResult& r) {
       {"gpu", gpu},
       {"model", {{"channels_last", o.channels_last}, {"has_conv", r.has_conv}, {"dataparallel", false}}},
       {"distributed", {{"world_size", 1}}},
-      {"workload", {{"name", to_string(o.model)}, {"planted", o.planted.names()}}},
+      {"workload", {{"name", to_string(o.model)}, {"shape", shape_json(o)}, {"planted", o.planted.names()}}},
       {"inferred", json::array()},
   };
 }
@@ -602,6 +626,8 @@ nlohmann::json result_json(const WorkloadOptions& o, const TrainResult& r) {
                  {"seed", o.seed},
                  {"threads", o.threads},
                  {"slow_preprocess_us", o.planted.slow_preprocess_us},
+                 {"host_work_us", o.host_work_us},
+                 {"shape", shape_json(o)},
                  {"planted", o.planted.names()}};
   return {{"schema", "profile-train-workload-result/1"},
           {"samples_per_s", r.samples_per_s},
@@ -640,8 +666,9 @@ int workload_main(int argc, const char* const* argv) {
     std::cerr << "profile-train-workload: --device cuda: LibTorch sees no CUDA device on this machine\n";
     return kExitBadInput;
   }
-  const ModelConfig mc = ModelConfig::for_kind(o.model, o.planted.tiny);
-  std::cout << "profile-train-workload: model=" << to_string(o.model) << " batch=" << o.effective_batch_size()
+  const ModelConfig mc = ModelConfig::for_options(o);
+  std::cout << "profile-train-workload: model=" << to_string(o.model) << " " << shape_json(o).dump()
+            << " batch=" << o.effective_batch_size()
             << " workers=" << o.workers << " amp=" << to_string(o.amp) << " optimizer=" << to_string(o.optimizer)
             << (o.fused ? " (fused)" : o.foreach ? " (foreach)" : "") << " steps=" << o.steps
             << " warmup=" << o.warmup;

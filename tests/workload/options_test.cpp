@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "model_config.h"
+
 namespace profile_train::workload {
 namespace {
 
@@ -77,6 +79,13 @@ TEST(WorkloadOptions, RejectsBadValuesNamingTheFlag) {
       {{"--model", "transformer", "--cpu-normalize"}, "--cpu-normalize"},
       {{"--no-such-flag"}, "--no-such-flag"},
       {{"--steps", "many"}, "--steps"},
+      {{"--width", "-3"}, "--width"},
+      {{"--image-size", "4"}, "--image-size"},
+      {{"--model", "mlp", "--image-size", "64"}, "--image-size"},
+      {{"--model", "cnn", "--seq-len", "128"}, "--seq-len"},
+      {{"--model", "transformer", "--width", "100", "--heads", "8"}, "--heads"},
+      {{"--model", "transformer", "--heads", "3"}, "--heads"},  // the default width 128
+      {{"--host-work-us", "-1"}, "--host-work-us"},
   };
   for (const auto& c : cases) {
     auto r = parse(c.args);
@@ -86,6 +95,38 @@ TEST(WorkloadOptions, RejectsBadValuesNamingTheFlag) {
     EXPECT_NE(r.status().message().find(c.flag), std::string::npos) << r.status().message();
     EXPECT_EQ(r.status().message().find('\n'), std::string::npos) << "one line: " << r.status().message();
   }
+}
+
+TEST(WorkloadOptions, ShapeFlagsOverrideTheModelDefaults) {
+  auto plain = parse({"--model", "cnn"});
+  ASSERT_TRUE(plain.ok());
+  const ModelConfig defaults = ModelConfig::for_options(plain->options);
+  EXPECT_EQ(defaults.image_size, 32);
+  EXPECT_EQ(defaults.channels, 16);
+  EXPECT_EQ(defaults.blocks_per_stage, 1);
+
+  auto cnn = parse({"--model", "cnn", "--image-size", "64", "--width", "64", "--depth", "2", "--host-work-us", "1500"});
+  ASSERT_TRUE(cnn.ok()) << cnn.status().message();
+  const ModelConfig c = ModelConfig::for_options(cnn->options);
+  EXPECT_EQ(c.image_size, 64);
+  EXPECT_EQ(c.channels, 64);
+  EXPECT_EQ(c.blocks_per_stage, 2);
+  EXPECT_EQ(cnn->options.host_work_us, 1500);
+
+  auto lm = parse({"--model", "transformer", "--width", "768", "--heads", "12", "--depth", "4", "--seq-len", "256"});
+  ASSERT_TRUE(lm.ok()) << lm.status().message();
+  const ModelConfig t = ModelConfig::for_options(lm->options);
+  EXPECT_EQ(t.d_model, 768);
+  EXPECT_EQ(t.heads, 12);
+  EXPECT_EQ(t.layers, 4);
+  EXPECT_EQ(t.seq_len, 256);
+
+  // --tiny keeps its narrow defaults unless a flag overrides one of them.
+  auto tiny = parse({"--model", "mlp", "--tiny", "--depth", "20"});
+  ASSERT_TRUE(tiny.ok());
+  const ModelConfig m = ModelConfig::for_options(tiny->options);
+  EXPECT_EQ(m.hidden, 32);
+  EXPECT_EQ(m.mlp_layers, 20);
 }
 
 TEST(WorkloadOptions, HelpIsNotAnError) {

@@ -133,6 +133,21 @@ TEST(WorkloadData, SamplesAreDeterministicAndWellFormed) {
   EXPECT_TRUE(torch::equal(t.data.slice(0, 1), t.target.slice(0, 0, lm.model.seq_len - 1)));
 }
 
+TEST(WorkloadData, CnnImagesComeFromAPoolGeneratedOnce) {
+  DataConfig dc;
+  dc.model = tiny_config(ModelKind::kCnn);
+  dc.size = 1200;
+  SyntheticDataset ds(dc);
+  // Sample i is pool image i % 512: equal images (and labels) one pool apart, distinct within the pool.
+  auto a = ds.get(3), b = ds.get(3 + 512), c = ds.get(4);
+  EXPECT_TRUE(torch::equal(a.data, b.data));
+  EXPECT_EQ(a.target.item<int64_t>(), b.target.item<int64_t>());
+  EXPECT_FALSE(torch::equal(a.data, c.data));
+  // get() hands out a copy: changing it leaves the pool alone.
+  a.data.fill_(0);
+  EXPECT_FALSE(torch::equal(a.data, ds.get(3).data));
+}
+
 TEST(WorkloadData, WorkerThreadsServeTheSameBatchesAsTheMainThread) {
   DataConfig dc;
   dc.model = tiny_config(ModelKind::kMlp);
@@ -241,6 +256,16 @@ TEST(WorkloadTrain, PlantedFlagsChangeWhatTheRunRecords) {
   const auto facts = facts_json(o, *r);
   EXPECT_EQ(facts["params"]["dtypes"][0], "float64");
   EXPECT_EQ(facts["workload"]["planted"].size(), 3u);
+}
+
+TEST(WorkloadTrain, HostWorkRunsInsideEveryStep) {
+  auto o = cpu_options(ModelKind::kMlp, 3);
+  o.host_work_us = 20'000;
+  auto r = train(o, tiny_config(ModelKind::kMlp));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->timings.size(), 3u);
+  for (const auto& t : r->timings) EXPECT_GE(t.step_ms, 20.0);
+  EXPECT_EQ(result_json(o, *r)["config"]["host_work_us"], 20'000);
 }
 
 TEST(WorkloadTrain, CudaRequestWithoutAGpuIsAnUsageError) {
