@@ -5,8 +5,10 @@ Each scenario plants one bottleneck in `profile-train-workload` and names the ex
 recommendation. This driver runs every scenario the machine can show (scenarios with "needs_gpu": true are
 skipped without a GPU unless --all is given; then they run but are not scored), reads the report.json that
 `run` wrote, and prints a table plus the accuracy. A scenario's optional "fix" block is run as a second
-trial (its flags replace the scenario's) and checked against its expectation, e.g. that --workers 2 removes
-at least half of the measured data wait.
+trial (its "workload_args" replace the scenario's flags of the same name, its "remove_flags" drop flags) and
+checked against its expectations: "expect_data_wait_reduction_min" (e.g. --workers 2 removes at least half of
+the measured data wait) and "expect_speedup_min" (samples/s after / before). A fix with "needs_gpu": true runs
+only on a GPU; fixes of unscored scenarios do not run. "gpu_workload_args" are added on a GPU machine only.
 
 Standard library only. Exit code: 0 done (or all scored scenarios right with --strict), 1 a scored miss
 with --strict, 2 bad usage or missing binaries.
@@ -42,9 +44,10 @@ def parse_flags(args):
     return out
 
 
-def merge_flags(base, override):
-    """Flags of `override` replace those of `base` with the same name; new ones are appended."""
-    merged = parse_flags(base)
+def merge_flags(base, override, remove=()):
+    """Flags of `override` replace those of `base` with the same name; new ones are appended; flags named in
+    `remove` are dropped from `base` first."""
+    merged = [(f, v) for f, v in parse_flags(base) if f not in set(remove)]
     for flag, value in parse_flags(override):
         for k, (f, _) in enumerate(merged):
             if f == flag:
@@ -181,6 +184,8 @@ def main():
         expected = s["expected"] if gpu is not None else s.get("expected_cpu", s["expected"])
         defaults = ["--steps", args.steps, "--warmup", args.warmup] + args.workload_arg
         wargs = merge_flags(defaults, s["workload_args"])
+        if gpu is not None and s.get("gpu_workload_args"):
+            wargs = merge_flags(wargs, s["gpu_workload_args"])
         trial = run_trial(args, s["name"], wargs, out_root)
         verdict = get(trial, "report", "verdict", "bottleneck")
         first = get(trial, "report", "recommendations", 0, "id")
@@ -198,20 +203,35 @@ def main():
         row["verdict_ok"] = verdict == expected["verdict"] if scored else None
         row["first_ok"] = (first == expected["first_recommendation"]) if scored and \
             expected.get("first_recommendation") is not None else None
-        if "fix" in s:
-            fix = run_trial(args, s["name"] + "-fix", merge_flags(wargs, s["fix"]["workload_args"]), out_root)
+        fix_spec = s.get("fix")
+        if fix_spec and scored and (gpu is not None or not fix_spec.get("needs_gpu", False)) and \
+                trial["report"] is not None:
+            fix = run_trial(args, s["name"] + "-fix",
+                            merge_flags(wargs, fix_spec.get("workload_args", []), fix_spec.get("remove_flags", [])),
+                            out_root)
             base_own, base_rep = data_wait_ms(trial)
             fix_own, fix_rep = data_wait_ms(fix)
             red = (1.0 - fix_own / base_own) if base_own and fix_own is not None else None
             red_rep = (1.0 - fix_rep / base_rep) if base_rep and fix_rep is not None else None
-            need = s["fix"].get("expect_data_wait_reduction_min")
-            row["fix"] = {"workload_args": s["fix"]["workload_args"],
+            before, after = row["samples_per_s"], get(fix, "result", "samples_per_s")
+            speedup = after / before if before and after is not None else None
+            need_red = fix_spec.get("expect_data_wait_reduction_min")
+            need_speed = fix_spec.get("expect_speedup_min")
+            checks = []
+            if need_red is not None:
+                checks.append(red is not None and red >= need_red)
+            if need_speed is not None:
+                checks.append(speedup is not None and speedup >= need_speed)
+            row["fix"] = {"workload_args": fix_spec.get("workload_args", []),
+                          "remove_flags": fix_spec.get("remove_flags", []),
                           "data_wait_ms": {"before": base_own, "after": fix_own},
                           "data_wait_ms_from_report": {"before": base_rep, "after": fix_rep},
-                          "reduction": red, "reduction_from_report": red_rep, "expected_min": need,
-                          "samples_per_s": {"before": row["samples_per_s"], "after": get(fix, "result", "samples_per_s")},
+                          "reduction": red, "reduction_from_report": red_rep, "expected_min": need_red,
+                          "samples_per_s": {"before": before, "after": after},
+                          "speedup": speedup, "expected_speedup_min": need_speed,
                           "verdict_after": get(fix, "report", "verdict", "bottleneck"),
-                          "ok": (red is not None and red >= need) if need is not None else None}
+                          "first_after": get(fix, "report", "recommendations", 0, "id"),
+                          "ok": all(checks) if checks else None}
         rows.append(row)
 
     # Table
@@ -243,14 +263,19 @@ def main():
             r_ok += r["first_ok"]
         if "fix" in r:
             f = r["fix"]
-            print("    fix %s: data wait %s -> %s ms/step (report: %s -> %s), reduction %s (need >= %s)%s; "
-                  "samples/s %s -> %s" % (" ".join(f["workload_args"]), fmt(f["data_wait_ms"]["before"]),
-                                          fmt(f["data_wait_ms"]["after"]),
-                                          fmt(f["data_wait_ms_from_report"]["before"]),
-                                          fmt(f["data_wait_ms_from_report"]["after"]),
-                                          fmt(f["reduction"], "%.2f"), f["expected_min"],
-                                          mark(f["ok"]), fmt(f["samples_per_s"]["before"]),
-                                          fmt(f["samples_per_s"]["after"])))
+            change = " ".join(["without " + x for x in f["remove_flags"]] + f["workload_args"])
+            parts = ["samples/s %s -> %s (x%s%s)" % (fmt(f["samples_per_s"]["before"]), fmt(f["samples_per_s"]["after"]),
+                                                     fmt(f["speedup"], "%.2f"),
+                                                     "" if f["expected_speedup_min"] is None
+                                                     else ", need >= %s" % f["expected_speedup_min"])]
+            if f["expected_min"] is not None or (f["data_wait_ms"]["before"] or 0) > 0:
+                parts.append("data wait %s -> %s ms/step (report: %s -> %s), reduction %s%s" % (
+                    fmt(f["data_wait_ms"]["before"]), fmt(f["data_wait_ms"]["after"]),
+                    fmt(f["data_wait_ms_from_report"]["before"]), fmt(f["data_wait_ms_from_report"]["after"]),
+                    fmt(f["reduction"], "%.2f"),
+                    "" if f["expected_min"] is None else " (need >= %s)" % f["expected_min"]))
+            print("    fix [%s]: %s; then %s / %s%s" % (change, "; ".join(parts), f["verdict_after"] or "-",
+                                                        f["first_after"] or "-", mark(f["ok"])))
     fixes = [r["fix"]["ok"] for r in rows if "fix" in r and r["fix"]["ok"] is not None]
     print("accuracy: verdict %d/%d, first recommendation %d/%d, fixes %d/%d" %
           (v_ok, v_n, r_ok, r_n, sum(fixes), len(fixes)))

@@ -129,7 +129,7 @@ StatusOr<ParseOutcome> parse_options(int argc, const char* const* argv) {
   app.add_option("--slow-preprocess-us", o.planted.slow_preprocess_us,
                  "planted: per-sample CPU preprocessing cost in microseconds (input bound)")
       ->capture_default_str();
-  app.add_flag("--pageable-h2d", o.planted.pageable_h2d, "planted: large pageable host-to-device copy each step");
+  app.add_flag("--pageable-h2d", o.planted.pageable_h2d, "planted: a 2 MiB/sample host input copied to the device each step (pageable unless --pin-memory 1)");
   app.add_flag("--host-sync", o.planted.host_sync, "planted: loss.item() every step");
   app.add_flag("--tiny", o.planted.tiny, "planted: tiny batches and kernels (launch bound)");
   app.add_flag("--cpu-tensors", o.planted.cpu_tensors, "planted: tensors created on the CPU and copied each step");

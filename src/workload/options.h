@@ -18,7 +18,7 @@ enum class DeviceChoice { kAuto, kCpu, kCuda };
 // Planted pathologies: each one reproduces a known way of slowing a training step (see bench/scenarios/).
 struct Planted {
   int64_t slow_preprocess_us = 0;  // per-sample CPU work in the dataset (wall microseconds of arithmetic)
-  bool pageable_h2d = false;       // a large pageable host buffer copied to the device every step
+  bool pageable_h2d = false;       // a large host buffer copied to the device every step (pageable unless pinned)
   bool host_sync = false;          // loss.item() every step
   bool tiny = false;               // batch <= 4 and a narrow, deep model: launch bound
   bool cpu_tensors = false;        // per-step tensors created on the CPU and copied to the device
