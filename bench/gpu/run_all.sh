@@ -1,26 +1,92 @@
 #!/usr/bin/env bash
 # All GPU checks in one device call (issues 4, 6, 7): capture, workload scenarios, tune sweep.
-# Builds once into build-gpu against the machine's own torch, then runs the three checks; everything lands
-# under $OUT (capture/, workload/, tune/). Headers the GPU machine lacks (nlohmann-json, CLI11) travel in
-# the ignored folder .deps/ made by bench/gpu/make_deps.sh (carry it). Budget: ~12 minutes of device time in all.
+# Builds once into build-gpu against the machine's own torch, then runs the three checks in priority order
+# under one deadline (PT_GPU_BUDGET_S, default 540 s from the start of this script, build included): capture
+# (<= 120 s), workload scenarios (<= 300 s), then tune with what is left (skipped under 60 s). Everything
+# lands under $OUT (capture/, workload/, tune/, SUMMARY.md). Headers the GPU machine lacks (nlohmann-json,
+# CLI11, zlib) travel in the ignored folder .deps/ made by bench/gpu/make_deps.sh (carry it).
 #   OUT=/path bash bench/gpu/run_all.sh
+# PT_GPU_DRY_RUN=1 runs the same scripts on a machine without a GPU (CPU only, small; CI does this with
+# PT_SKIP_BUILD=1 BUILD_DIR=<its build>), so a script error shows up before device time is spent on it.
 set -uo pipefail
+start=$SECONDS
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
 OUT="${OUT:-$root/out/gpu}"
 mkdir -p "$OUT"
+budget=${PT_GPU_BUDGET_S:-540}
+left() { echo $(( budget - (SECONDS - start) )); }
+cap() { local a=$1 b=$2; echo $(( a < b ? a : b )); }
 export PT_PYTHON="${PT_PYTHON:-$(command -v python3)}"
 export BUILD_DIR="${BUILD_DIR:-$root/build-gpu}"
-prefix=""; [ -d "$root/.deps" ] && prefix="-DCMAKE_PREFIX_PATH=$root/.deps"
-cmake -S "$root" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPT_PYTHON="$PT_PYTHON" \
-  -DPT_WITH_CUPTI=ON -DPT_WITH_TORCH=ON -DPT_BUILD_TESTS=OFF -DPT_BUILD_BENCH=OFF $prefix > "$OUT/configure.log" 2>&1 \
-  || { tail -30 "$OUT/configure.log"; exit 1; }
-ninja -C "$BUILD_DIR" -j"$(nproc)" profile-train profile_train_agent profile-train-workload > "$OUT/build.log" 2>&1 \
-  || { tail -30 "$OUT/build.log"; exit 1; }
+if [ -z "${PT_SKIP_BUILD:-}" ]; then
+  prefix=""; [ -d "$root/.deps" ] && prefix="-DCMAKE_PREFIX_PATH=$root/.deps"
+  echo "[run_all] configuring and building $BUILD_DIR ($(nproc) cores)"
+  cmake -S "$root" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPT_PYTHON="$PT_PYTHON" \
+    -DPT_WITH_CUPTI=ON -DPT_WITH_TORCH=ON -DPT_BUILD_TESTS=OFF -DPT_BUILD_BENCH=OFF $prefix > "$OUT/configure.log" 2>&1 \
+    || { tail -30 "$OUT/configure.log"; exit 1; }
+  ninja -C "$BUILD_DIR" -j"$(nproc)" profile-train profile_train_agent profile-train-workload > "$OUT/build.log" 2>&1 \
+    || { grep -E "error|FAILED" "$OUT/build.log" | head -30; tail -5 "$OUT/build.log"; exit 1; }
+  echo "[run_all] built in $(( SECONDS - start )) s"
+fi
 export PT_SKIP_BUILD=1  # the checks below use this build as it is
+
 rc=0
-OUT="$OUT/capture" timeout 240 bash bench/gpu/check_capture.sh || rc=1
-OUT="$OUT/workload" JOBS="$(nproc)" timeout 240 bash bench/gpu/check_workload.sh || rc=1
-OUT="$OUT/tune" timeout 200 bash bench/gpu/check_tune.sh "$BUILD_DIR" || rc=1
-echo "[run_all] done rc=$rc; results under $OUT"
+declare -A result
+t=$(cap 120 "$(left)")
+OUT="$OUT/capture" timeout "$t" bash bench/gpu/check_capture.sh; r=$?
+result[capture]=$r; [ $r -eq 0 ] || rc=1
+
+t=$(cap 300 $(( $(left) - 20 )))
+if [ "$t" -ge 60 ]; then
+  if [ -n "${PT_GPU_DRY_RUN:-}" ]; then set -- --only input_bound; fi
+  OUT="$OUT/workload" JOBS="$(nproc)" timeout "$t" bash bench/gpu/check_workload.sh "$@"; r=$?
+else
+  echo "[run_all] workload check skipped: ${t}s left"; r=124
+fi
+result[workload]=$r; [ $r -eq 0 ] || rc=1
+
+t=$(( $(left) - 15 ))
+if [ "$t" -ge 60 ]; then
+  OUT="$OUT/tune" PT_TUNE_BUDGET_S=$(( t - 30 )) timeout "$t" bash bench/gpu/check_tune.sh "$BUILD_DIR"; r=$?
+else
+  echo "[run_all] tune check skipped: ${t}s left"; r=124
+fi
+result[tune]=$r; [ $r -eq 0 ] || rc=1
+
+{
+  echo "# GPU checks $(date -u +%FT%TZ)${PT_GPU_DRY_RUN:+ (DRY RUN, no GPU)}"
+  echo
+  echo "- machine: $(hostname), $(nproc) cores; GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || echo none)"
+  echo "- torch: $("$PT_PYTHON" -c 'import torch; print(torch.__version__, "cuda", torch.version.cuda)' 2>/dev/null)"
+  echo "- exit codes (124 = out of time): capture ${result[capture]}, workload ${result[workload]}, tune ${result[tune]}"
+  echo "- wall time: $(( SECONDS - start )) s of a ${budget} s budget"
+  echo
+  [ -f "$OUT/capture/check.md" ] && sed 's/^#/##/' "$OUT/capture/check.md"
+  s=$(ls "$OUT"/workload/workload-*.json 2>/dev/null | head -1)
+  if [ -n "$s" ]; then
+    echo "## Workload scenarios"; echo
+    python3 - "$s" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+a = d["accuracy"]
+print("accuracy: verdict %d/%d, first recommendation %d/%d, fixes %d/%d\n" % tuple(a["verdict"] + a["first_recommendation"] + a["fixes"]))
+print("| scenario | verdict (expected) | first fix (expected) | samples/s | fix trial |")
+print("|---|---|---|---|---|")
+for r in d["scenarios"]:
+    if "status" in r:
+        print("| %s | %s | | | |" % (r["name"], r["status"])); continue
+    f = r.get("fix")
+    fx = "" if not f else "x%s → %s%s" % ("%.2f" % f["speedup"] if f["speedup"] else "-", f["verdict_after"],
+                                          "" if f["ok"] is None else (" ok" if f["ok"] else " MISS"))
+    sps = "%.1f" % r["samples_per_s"] if r.get("samples_per_s") else "-"
+    print("| %s | %s (%s) | %s (%s) | %s | %s |" % (r["name"], r["verdict"], r["expected_verdict"], r["first"],
+                                                   r["expected_first"], sps, fx))
+PY
+    echo
+  fi
+  if [ -f "$OUT/tune/summary.txt" ]; then echo "## Tune"; echo; echo '```'; cat "$OUT/tune/summary.txt"; echo '```'; fi
+} > "$OUT/SUMMARY.md" 2>&1
+cat "$OUT/SUMMARY.md"
+echo "[run_all] done rc=$rc in $(( SECONDS - start )) s; results under $OUT"
 exit $rc

@@ -1,6 +1,7 @@
 """A small, real CUDA training loop (conv net on random images) for the GPU capture check.
 Batches come from a DataLoader on the host, so each step copies them host-to-device: pageable memory by
-default, pinned with --pin-memory. No profile-train code in it."""
+default, pinned with --pin-memory. No profile-train code in it. `--device cpu` runs the same loop without a GPU
+(the dry run of bench/gpu/ on a machine without one)."""
 import argparse
 import time
 
@@ -15,9 +16,11 @@ def main():
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--pin-memory", action="store_true")
     p.add_argument("--workers", type=int, default=0)
+    p.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     args = p.parse_args()
-    assert torch.cuda.is_available(), "this check needs a GPU"
-    dev = torch.device("cuda")
+    if args.device == "cuda":
+        assert torch.cuda.is_available(), "this check needs a GPU"
+    dev = torch.device(args.device)
     n = args.steps * args.batch_size
     ds = TensorDataset(torch.randn(n, 3, 64, 64), torch.randint(0, 10, (n,)))
     loader = DataLoader(ds, batch_size=args.batch_size, pin_memory=args.pin_memory, num_workers=args.workers)
@@ -36,10 +39,12 @@ def main():
         loss.backward()
         opt.step()
         steps += 1
-    torch.cuda.synchronize()
+    if dev.type == "cuda":
+        torch.cuda.synchronize()
     dt = time.perf_counter() - t0
     print("trained %d steps in %.3f s (%.2f ms/step) on %s, final loss %.4f" % (
-        steps, dt, 1000 * dt / max(steps, 1), torch.cuda.get_device_name(), loss.item()))
+        steps, dt, 1000 * dt / max(steps, 1),
+        torch.cuda.get_device_name() if dev.type == "cuda" else "cpu", loss.item()))
 
 
 if __name__ == "__main__":
