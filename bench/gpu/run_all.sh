@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # All GPU checks in one device call (issues 4, 6, 7): capture, workload scenarios, tune sweep.
 # Builds once into build-gpu against the machine's own torch, then runs the three checks in priority order
-# under one deadline (PT_GPU_BUDGET_S, default 540 s from the start of this script, build included): capture
-# (<= 120 s), workload scenarios (<= 300 s), then tune with what is left (skipped under 60 s). Everything
+# under one deadline (PT_GPU_BUDGET_S, default 420 s from the start of this script, build included): capture
+# (<= 120 s), workload scenarios (<= 240 s), then tune with what is left (skipped under 60 s). Everything
 # lands under $OUT (capture/, workload/, tune/, SUMMARY.md). Headers the GPU machine lacks (nlohmann-json,
 # CLI11, zlib) travel in the ignored folder .deps/ made by bench/gpu/make_deps.sh (carry it).
 #   OUT=/path bash bench/gpu/run_all.sh
@@ -14,7 +14,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
 OUT="${OUT:-$root/out/gpu}"
 mkdir -p "$OUT"
-budget=${PT_GPU_BUDGET_S:-540}
+budget=${PT_GPU_BUDGET_S:-420}
 left() { echo $(( budget - (SECONDS - start) )); }
 cap() { local a=$1 b=$2; echo $(( a < b ? a : b )); }
 export PT_PYTHON="${PT_PYTHON:-$(command -v python3)}"
@@ -37,7 +37,7 @@ t=$(cap 120 "$(left)")
 OUT="$OUT/capture" timeout "$t" bash bench/gpu/check_capture.sh; r=$?
 result[capture]=$r; [ $r -eq 0 ] || rc=1
 
-t=$(cap 300 $(( $(left) - 20 )))
+t=$(cap 240 $(( $(left) - 20 )))
 if [ "$t" -ge 60 ]; then
   if [ -n "${PT_GPU_DRY_RUN:-}" ]; then set -- --only input_bound; fi
   OUT="$OUT/workload" JOBS="$(nproc)" timeout "$t" bash bench/gpu/check_workload.sh "$@"; r=$?
@@ -64,13 +64,15 @@ result[tune]=$r; [ $r -eq 0 ] || rc=1
   echo
   [ -f "$OUT/capture/check.md" ] && sed 's/^#/##/' "$OUT/capture/check.md"
   s=$(ls "$OUT"/workload/workload-*.json 2>/dev/null | head -1)
+  [ -z "$s" ] && [ -f "$OUT/workload/workload-scenarios/summary.json" ] && s="$OUT/workload/workload-scenarios/summary.json"
   if [ -n "$s" ]; then
     echo "## Workload scenarios"; echo
     python3 - "$s" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 a = d["accuracy"]
-print("accuracy: verdict %d/%d, first recommendation %d/%d, fixes %d/%d\n" % tuple(a["verdict"] + a["first_recommendation"] + a["fixes"]))
+print("accuracy: verdict %d/%d, first recommendation %d/%d, fixes %d/%d%s\n" % tuple(
+    a["verdict"] + a["first_recommendation"] + a["fixes"] + ["" if d.get("complete") else " (cut short: partial)"]))
 print("| scenario | verdict (expected) | first fix (expected) | samples/s | fix trial |")
 print("|---|---|---|---|---|")
 for r in d["scenarios"]:

@@ -144,6 +144,28 @@ def data_wait_ms(trial):
     return own, rep
 
 
+def accuracy(rows):
+    """{"verdict": [right, scored], "first_recommendation": [...], "fixes": [...]} over finished rows."""
+    def count(values):
+        values = [v for v in values if v is not None]
+        return [sum(1 for v in values if v), len(values)]
+    done = [r for r in rows if "status" not in r]
+    return {"verdict": count(r["verdict_ok"] for r in done),
+            "first_recommendation": count(r["first_ok"] for r in done),
+            "fixes": count(r["fix"]["ok"] for r in done if "fix" in r)}
+
+
+def write_summary(out_root, gpu, rows, complete):
+    """summary.json, rewritten after every scenario so that a run cut short keeps what it measured."""
+    summary = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+               "machine": platform.node(), "platform": platform.platform(), "gpu": gpu,
+               "complete": complete, "accuracy": accuracy(rows), "scenarios": rows}
+    tmp = os.path.join(out_root, "summary.json.tmp")
+    with open(tmp, "w") as f:
+        json.dump(summary, f, indent=2)
+    os.replace(tmp, os.path.join(out_root, "summary.json"))
+
+
 def fmt(x, pattern="%.1f"):
     return "-" if x is None else pattern % x
 
@@ -233,6 +255,10 @@ def main():
                           "first_after": get(fix, "report", "recommendations", 0, "id"),
                           "ok": all(checks) if checks else None}
         rows.append(row)
+        write_summary(out_root, gpu, rows, complete=False)
+        print("  %-17s %s / %s%s" % (s["name"], verdict or "-", first or "-",
+                                    "" if "fix" not in row else "; fix x%s" % fmt(row["fix"]["speedup"], "%.2f")),
+              flush=True)
 
     # Table
     head = "%-17s %-4s %-32s %-44s %10s %8s" % ("scenario", "gpu", "verdict (expected)", "first fix (expected)",
@@ -279,13 +305,7 @@ def main():
     fixes = [r["fix"]["ok"] for r in rows if "fix" in r and r["fix"]["ok"] is not None]
     print("accuracy: verdict %d/%d, first recommendation %d/%d, fixes %d/%d" %
           (v_ok, v_n, r_ok, r_n, sum(fixes), len(fixes)))
-    summary = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-               "machine": platform.node(), "platform": platform.platform(), "gpu": gpu,
-               "accuracy": {"verdict": [v_ok, v_n], "first_recommendation": [r_ok, r_n],
-                            "fixes": [sum(fixes), len(fixes)]},
-               "scenarios": rows}
-    with open(os.path.join(out_root, "summary.json"), "w") as f:
-        json.dump(summary, f, indent=2)
+    write_summary(out_root, gpu, rows, complete=True)
     print("summary: " + os.path.join(out_root, "summary.json"))
     missed = v_ok < v_n or r_ok < r_n or sum(fixes) < len(fixes)
     return 1 if (args.strict and missed) else 0
