@@ -18,7 +18,6 @@ namespace profile_train::report {
 namespace {
 
 using detail::fmt_bytes;
-using detail::fmt_fixed;
 using detail::fmt_gbps;
 using detail::fmt_ms;
 using detail::fmt_pct;
@@ -258,8 +257,8 @@ void write_diff_text(const json& d, std::ostream& out, const TextOptions& option
       << num_or_dash(st.value("b_ms", json()), fmt_ms);
   if (st.value("speedup", json()).is_number()) {
     const double s = at(st, "speedup").get<double>();
-    out << "  (" << delta_text(at(st, "delta_ms"), color) << ", B/A = " << fmt_fixed(at(st, "ratio").get<double>(), 3) << ", "
-        << (s >= 1 ? fmt_fixed(s, 2) + "x faster" : fmt_fixed(1 / s, 2) + "x slower") << ")";
+    out << "  (" << delta_text(at(st, "delta_ms"), color) << ", B/A = " << format_fixed(at(st, "ratio").get<double>(), 3) << ", "
+        << (s >= 1 ? format_fixed(s, 2) + "x faster" : format_fixed(1 / s, 2) + "x slower") << ")";
   }
   out << "\n";
   const json& v = d.value("verdict", json::object());
@@ -348,7 +347,7 @@ std::string render_diff_html(const json& d) {
   h.raw("<header class=\"banner ").raw(speedup && *speedup >= 1.0 ? "v-cpu-only" : "v-synchronization")
       .raw("\" id=\"diff-summary\"><div class=\"brand\">profile-train diff</div><div class=\"verdict-line\"><h1>");
   if (speedup)
-    h.text(*speedup >= 1 ? fmt_fixed(*speedup, 2) + "\xC3\x97 faster" : fmt_fixed(1 / *speedup, 2) + "\xC3\x97 slower");
+    h.text(*speedup >= 1 ? format_fixed(*speedup, 2) + "\xC3\x97 faster" : format_fixed(1 / *speedup, 2) + "\xC3\x97 slower");
   else
     h.raw("Step time not comparable");
   h.raw("</h1></div>\n<div class=\"kpis\">");

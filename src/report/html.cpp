@@ -20,7 +20,6 @@ namespace {
 
 using detail::fmt_bytes;
 using detail::fmt_count;
-using detail::fmt_fixed;
 using detail::fmt_gbps;
 using detail::fmt_ms;
 using detail::fmt_pct;
@@ -51,13 +50,13 @@ std::string value_to_text(const json& v) {
   if (v.is_null()) return detail::kDash;
   if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
   if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
-  if (v.is_number()) return fmt_fixed(v.get<double>(), 4);
+  if (v.is_number()) return format_fixed(v.get<double>(), 4);
   return v.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 std::string speedup_text(std::optional<double> s) {
   if (!s) return "";
-  if (*s >= 1.0) return "up to " + fmt_fixed(*s, 2) + "\xC3\x97 faster step";
+  if (*s >= 1.0) return "up to " + format_fixed(*s, 2) + "\xC3\x97 faster step";
   if (*s > 0) return "up to " + fmt_pct(*s) + " less step time";
   return "";
 }
@@ -65,7 +64,7 @@ std::string speedup_text(std::optional<double> s) {
 // Axis tick label in ms with as many decimals as the tick spacing needs.
 std::string tick_label(double v, double spacing) {
   const int decimals = spacing >= 1 ? 0 : spacing >= 0.1 ? 1 : spacing >= 0.01 ? 2 : 3;
-  return fmt_fixed(v, decimals) + " ms";
+  return format_fixed(v, decimals) + " ms";
 }
 
 // ---- sections -------------------------------------------------------------------------------------------
@@ -186,15 +185,15 @@ void write_breakdown(Html& h, const json& r) {
   const double slot = (plot_w - gap_before_mean) / static_cast<double>(bars.size());
   const double bar_w = std::max(2.0, std::min(44.0, slot * 0.72));
   h.raw("<div class=\"chart-wrap\"><svg id=\"breakdown-chart\" class=\"chart\" viewBox=\"0 0 ")
-      .raw(fmt_fixed(W, 0)).raw(" ").raw(fmt_fixed(H, 0))
+      .raw(format_fixed(W, 0)).raw(" ").raw(format_fixed(H, 0))
       .raw("\" role=\"img\" aria-label=\"Stacked step-time breakdown per step and mean\" data-bars=\"")
       .raw(std::to_string(bars.size())).raw("\">\n");
   for (int t = 0; t <= 5; ++t) {
     const double v = nice * t / 5.0;
     const double y = top + plot_h - plot_h * t / 5.0;
-    h.raw("<line class=\"grid\" x1=\"").raw(fmt_fixed(left, 1)).raw("\" x2=\"").raw(fmt_fixed(W - right, 1))
-        .raw("\" y1=\"").raw(fmt_fixed(y, 1)).raw("\" y2=\"").raw(fmt_fixed(y, 1)).raw("\"/>");
-    h.raw("<text class=\"axis\" x=\"").raw(fmt_fixed(left - 6, 1)).raw("\" y=\"").raw(fmt_fixed(y + 4, 1))
+    h.raw("<line class=\"grid\" x1=\"").raw(format_fixed(left, 1)).raw("\" x2=\"").raw(format_fixed(W - right, 1))
+        .raw("\" y1=\"").raw(format_fixed(y, 1)).raw("\" y2=\"").raw(format_fixed(y, 1)).raw("\"/>");
+    h.raw("<text class=\"axis\" x=\"").raw(format_fixed(left - 6, 1)).raw("\" y=\"").raw(format_fixed(y + 4, 1))
         .raw("\" text-anchor=\"end\">").text(tick_label(v, nice / 5.0)).raw("</text>\n");
   }
   for (size_t i = 0; i < bars.size(); ++i) {
@@ -208,8 +207,8 @@ void write_breakdown(Html& h, const json& r) {
       const double hh = plot_h * b.ms[c] / nice;
       y -= hh;
       const double frac = b.total > 0 ? b.ms[c] / b.total : 0;
-      h.raw("<rect x=\"").raw(fmt_fixed(x, 1)).raw("\" y=\"").raw(fmt_fixed(y, 2)).raw("\" width=\"")
-          .raw(fmt_fixed(bar_w, 1)).raw("\" height=\"").raw(fmt_fixed(hh, 2)).raw("\" fill=\"")
+      h.raw("<rect x=\"").raw(format_fixed(x, 1)).raw("\" y=\"").raw(format_fixed(y, 2)).raw("\" width=\"")
+          .raw(format_fixed(bar_w, 1)).raw("\" height=\"").raw(format_fixed(hh, 2)).raw("\" fill=\"")
           .raw(detail::kCategories[c].color).raw("\" data-cat=\"").raw(detail::kCategories[c].key).raw("\"><title>")
           .text(b.label).raw(" \xC2\xB7 ").raw(detail::kCategories[c].label).raw(": ").text(fmt_ms(b.ms[c]))
           .raw(" (").text(fmt_pct(frac)).raw(")</title></rect>");
@@ -220,7 +219,7 @@ void write_breakdown(Html& h, const json& r) {
     if (b.mean || i % label_every == 0) {
       std::string label = b.mean ? std::string("mean") : detail::truncate_utf8(b.label, 18);
       h.raw("<text class=\"axis").raw(b.mean ? " axis-mean" : "").raw("\" transform=\"translate(")
-          .raw(fmt_fixed(cx + 4, 1)).raw(",").raw(fmt_fixed(top + plot_h + 8, 1))
+          .raw(format_fixed(cx + 4, 1)).raw(",").raw(format_fixed(top + plot_h + 8, 1))
           .raw(") rotate(-35)\" text-anchor=\"end\">").text(label).raw("</text>\n");
     }
   }
@@ -239,7 +238,7 @@ void write_breakdown(Html& h, const json& r) {
     h.raw("<tr><td><span class=\"swatch\" style=\"background:").raw(detail::kCategories[c].color).raw("\"></span>")
         .raw(detail::kCategories[c].label).raw("</td><td class=\"num\">").text(fmt_ms(ms))
         .raw("</td><td class=\"num\">").text(fmt_pct(frac)).raw("</td><td class=\"bar-col\"><span class=\"hbar\" style=\"width:")
-        .raw(fmt_fixed(std::clamp(frac.value_or(0.0), 0.0, 1.0) * 100.0, 1)).raw("%;background:")
+        .raw(format_fixed(std::clamp(frac.value_or(0.0), 0.0, 1.0) * 100.0, 1)).raw("%;background:")
         .raw(detail::kCategories[c].color).raw("\"></span></td></tr>\n");
   }
   h.raw("</tbody></table>\n</section>\n");
@@ -294,7 +293,7 @@ void write_kernels(Html& h, const json& r) {
         .text(fmt_count(number_path(kr, {"count"}))).raw("</td><td class=\"num\">")
         .text(fmt_ms(number_path(kr, {"total_ms"}))).raw("</td><td class=\"num\">")
         .text(fmt_us(number_path(kr, {"mean_us"}))).raw("</td><td class=\"num\"><span class=\"share\"><span style=\"width:")
-        .raw(fmt_fixed(std::clamp(share.value_or(0.0), 0.0, 1.0) * 100, 1)).raw("%\"></span></span>")
+        .raw(format_fixed(std::clamp(share.value_or(0.0), 0.0, 1.0) * 100, 1)).raw("%\"></span></span>")
         .text(fmt_pct(share)).raw("</td><td>");
     const json* tc = detail::find_path(kr, {"tensor_core"});
     h.raw(!tc ? detail::kDash : (tc->is_boolean() && tc->get<bool>()) ? "<span class=\"yes\">yes</span>" : "no");
@@ -330,9 +329,9 @@ void write_copies(Html& h, const json& r) {
         .raw("</td><td><div class=\"pp\" title=\"pageable ").text(fmt_bytes(pageable)).raw(", pinned ")
         .text(fmt_bytes(pinned)).raw("\">");
     if (pf) {
-      body.raw("<span class=\"pp-pageable\" style=\"width:").raw(fmt_fixed(std::clamp(*pf, 0.0, 1.0) * 100, 1))
+      body.raw("<span class=\"pp-pageable\" style=\"width:").raw(format_fixed(std::clamp(*pf, 0.0, 1.0) * 100, 1))
           .raw("%\"></span><span class=\"pp-pinned\" style=\"width:")
-          .raw(fmt_fixed((1 - std::clamp(*pf, 0.0, 1.0)) * 100, 1)).raw("%\"></span>");
+          .raw(format_fixed((1 - std::clamp(*pf, 0.0, 1.0)) * 100, 1)).raw("%\"></span>");
     }
     body.raw("</div><span class=\"pp-label\">").text(pf ? fmt_pct(pf) + " pageable" : std::string("pinned/pageable unknown"))
         .raw("</span></td></tr>\n");
@@ -364,7 +363,7 @@ void write_memory(Html& h, const json& r) {
     return;
   }
   h.raw("<div class=\"mem\"><div class=\"mem-bar\"><span class=\"mem-fill").raw(frac && *frac > 0.9 ? " mem-high" : "")
-      .raw("\" style=\"width:").raw(fmt_fixed(std::clamp(frac.value_or(0.0), 0.0, 1.0) * 100, 1))
+      .raw("\" style=\"width:").raw(format_fixed(std::clamp(frac.value_or(0.0), 0.0, 1.0) * 100, 1))
       .raw("%\"></span></div><div class=\"mem-text\">Peak allocated <b>").text(fmt_bytes(peak)).raw("</b> of ")
       .text(cap ? fmt_bytes(cap) : std::string("unknown capacity")).raw(" (").text(fmt_pct(frac)).raw(")</div></div>\n</section>\n");
 }
@@ -421,7 +420,7 @@ void write_recommendations(Html& h, const json& r) {
         .raw("><summary class=\"rec-head\"><h3>")
         .text(string_path(rec, {"title"}).value_or(id)).raw("</h3>");
     if (auto tier = number_path(rec, {"tier"}))
-      h.raw("<span class=\"tier tier-").raw(fmt_fixed(*tier, 0)).raw("\">tier ").raw(fmt_fixed(*tier, 0)).raw("</span>");
+      h.raw("<span class=\"tier tier-").raw(format_fixed(*tier, 0)).raw("\">tier ").raw(format_fixed(*tier, 0)).raw("</span>");
     if (!id.empty()) h.raw("<code class=\"rule-id\">").text(id).raw("</code>");
     const std::string gain = speedup_text(number_path(rec, {"estimated_speedup_max"}));
     if (!gain.empty()) h.raw("<span class=\"gain\">").text(gain).raw("</span>");

@@ -1,7 +1,6 @@
 #include "html_common.h"
 
 #include <cmath>
-#include <cstdio>
 
 namespace profile_train::report::detail {
 
@@ -16,12 +15,6 @@ const CategoryStyle kCategories[8] = {
     {"cpu", "CPU compute", "#54a24b"},          {"other", "Other / idle", "#bab0ac"},
 };
 
-std::string fmt_fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
-
 namespace {
 int decimals_for(double v) {
   const double a = std::fabs(v);
@@ -32,20 +25,20 @@ int decimals_for(double v) {
 std::string fmt_ms(std::optional<double> ms) {
   if (!ms) return kDash;
   if (std::fabs(*ms) < 1.0 && *ms != 0) return fmt_us(*ms * 1000.0);
-  if (std::fabs(*ms) >= 10000) return fmt_fixed(*ms / 1000.0, 2) + " s";
-  return fmt_fixed(*ms, decimals_for(*ms)) + " ms";
+  if (std::fabs(*ms) >= 10000) return format_fixed(*ms / 1000.0, 2) + " s";
+  return format_fixed(*ms, decimals_for(*ms)) + " ms";
 }
 
 std::string fmt_us(std::optional<double> us) {
   if (!us) return kDash;
   if (std::fabs(*us) >= 10000) return fmt_ms(*us / 1000.0);
-  return fmt_fixed(*us, decimals_for(*us)) + " \xC2\xB5s";
+  return format_fixed(*us, decimals_for(*us)) + " \xC2\xB5s";
 }
 
 std::string fmt_pct(std::optional<double> f) {
   if (!f) return kDash;
   const double p = *f * 100.0;
-  return fmt_fixed(p, std::fabs(p) >= 10 || p == 0 ? 1 : 2) + "%";
+  return format_fixed(p, std::fabs(p) >= 10 || p == 0 ? 1 : 2) + "%";
 }
 
 std::string fmt_bytes(std::optional<double> b) {
@@ -54,21 +47,21 @@ std::string fmt_bytes(std::optional<double> b) {
   double v = *b;
   int u = 0;
   while (std::fabs(v) >= 1000 && u < 4) v /= 1000, ++u;
-  return fmt_fixed(v, u == 0 ? 0 : decimals_for(v)) + " " + units[u];
+  return format_fixed(v, u == 0 ? 0 : decimals_for(v)) + " " + units[u];
 }
 
 std::string fmt_count(std::optional<double> n) {
   if (!n) return kDash;
   const double a = std::fabs(*n);
-  if (a >= 1e6) return fmt_fixed(*n / 1e6, 2) + "M";
-  if (a >= 1e4) return fmt_fixed(*n / 1e3, 1) + "k";
-  if (a == std::floor(a)) return fmt_fixed(*n, 0);
-  return fmt_fixed(*n, a >= 100 ? 0 : 1);
+  if (a >= 1e6) return format_fixed(*n / 1e6, 2) + "M";
+  if (a >= 1e4) return format_fixed(*n / 1e3, 1) + "k";
+  if (a == std::floor(a)) return format_fixed(*n, 0);
+  return format_fixed(*n, a >= 100 ? 0 : 1);
 }
 
 std::string fmt_gbps(std::optional<double> g) {
   if (!g) return kDash;
-  return fmt_fixed(*g, decimals_for(*g)) + " GB/s";
+  return format_fixed(*g, decimals_for(*g)) + " GB/s";
 }
 
 std::string bottleneck_label(std::string_view b) {

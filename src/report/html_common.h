@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "profile_train/common/format.h"
 #include "profile_train/common/json_path.h"
 
 namespace profile_train::report::detail {
@@ -19,7 +20,7 @@ using profile_train::number_path;
 using profile_train::string_path;
 
 // Formatting; std::nullopt renders as an em dash ("not measurable").
-std::string fmt_fixed(double v, int decimals);
+using profile_train::format_fixed;
 std::string fmt_ms(std::optional<double> ms);           // "12.3 ms" / "850 µs"
 std::string fmt_us(std::optional<double> us);           // "12.3 µs"
 std::string fmt_pct(std::optional<double> fraction);    // 0.123 -> "12.3%"
