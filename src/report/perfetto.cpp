@@ -166,6 +166,19 @@ Status write_perfetto(const trace::Trace& trace, const std::filesystem::path& pa
   std::unordered_map<int64_t, bool> flow_done;
 
   std::string& b = sink.buf();
+  // One flow event: `head` ends with "\"id\":".
+  auto flow_event = [&](const char* head, int64_t id, int64_t pid, int64_t tid, int64_t ts_ns) {
+    sink.begin_event();
+    b += head;
+    append_int(b, id);
+    b += ",\"pid\":";
+    append_int(b, pid);
+    b += ",\"tid\":";
+    append_int(b, tid);
+    b += ",\"ts\":";
+    append_us(b, ts_ns - base);
+    b += "}";
+  };
   for (const auto& e : trace.events) {
     sink.begin_event();
     b += "{\"ph\":\"X\",\"name\":";
@@ -216,26 +229,10 @@ Status write_perfetto(const trace::Trace& trace, const std::filesystem::path& pa
         flow_done[e.correlation] = true;
         const Event& l = *it->second;
         // Flow start inside the launch call (binds to it), finish bound to the enclosing GPU slice.
-        sink.begin_event();
-        b += "{\"ph\":\"s\",\"name\":\"launch\",\"cat\":\"ac2g\",\"id\":";
-        append_int(b, e.correlation);
-        b += ",\"pid\":";
-        append_int(b, l.pid);
-        b += ",\"tid\":";
-        append_int(b, l.tid);
-        b += ",\"ts\":";
-        append_us(b, l.start_ns - base);
-        b += "}";
-        sink.begin_event();
-        b += "{\"ph\":\"f\",\"bp\":\"e\",\"name\":\"launch\",\"cat\":\"ac2g\",\"id\":";
-        append_int(b, e.correlation);
-        b += ",\"pid\":";
-        append_int(b, out_pid(e));
-        b += ",\"tid\":";
-        append_int(b, out_tid(e));
-        b += ",\"ts\":";
-        append_us(b, e.start_ns - base);
-        b += "}";
+        flow_event("{\"ph\":\"s\",\"name\":\"launch\",\"cat\":\"ac2g\",\"id\":", e.correlation, l.pid, l.tid,
+                   l.start_ns);
+        flow_event("{\"ph\":\"f\",\"bp\":\"e\",\"name\":\"launch\",\"cat\":\"ac2g\",\"id\":", e.correlation,
+                   out_pid(e), out_tid(e), e.start_ns);
       }
     }
     sink.maybe_flush();
