@@ -2,9 +2,12 @@
 # All GPU checks in one device call (issues 4, 6, 7): capture, workload scenarios, tune sweep.
 # Builds once into build-gpu against the machine's own torch, then runs the three checks in priority order
 # under one deadline (PT_GPU_BUDGET_S, default 420 s from the start of this script, build included): capture
-# (<= 120 s), workload scenarios (<= 240 s), then tune with what is left (skipped under 60 s). Everything
-# lands under $OUT (capture/, workload/, tune/, SUMMARY.md). Headers the GPU machine lacks (nlohmann-json,
-# CLI11, zlib) travel in the ignored folder .deps/ made by bench/gpu/make_deps.sh (carry it).
+# (<= 120 s), workload scenarios (<= 240 s), then tune with what is left (skipped under 60 s). The checks
+# write into a work folder ($PT_GPU_WORK, default a new /tmp folder); $OUT receives six files only, because
+# the device tool returns at most 8 files, 2 folders deep: SUMMARY.md, run_all.log, capture-check.json,
+# workload-summary.json, tune-summary.txt and details.tar.gz (every report.json, run log, check and tune
+# file; no raw captures). Headers the GPU machine lacks (nlohmann-json, CLI11, zlib) travel in the ignored
+# folder .deps/ made by bench/gpu/make_deps.sh (carry it).
 #   OUT=/path bash bench/gpu/run_all.sh
 # PT_GPU_DRY_RUN=1 runs the same scripts on a machine without a GPU (CPU only, small; CI does this with
 # PT_SKIP_BUILD=1 BUILD_DIR=<its build>), so a script error shows up before device time is spent on it.
@@ -14,6 +17,13 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
 OUT="${OUT:-$root/out/gpu}"
 mkdir -p "$OUT"
+FINAL="$OUT"
+own_work=""
+[ -z "${PT_GPU_WORK:-}" ] && own_work=1
+OUT="${PT_GPU_WORK:-$(mktemp -d "${TMPDIR:-/tmp}/pt-gpu-work.XXXXXX")}"
+mkdir -p "$OUT"
+exec > >(tee "$FINAL/run_all.log") 2>&1
+echo "[run_all] work folder $OUT; results to $FINAL"
 budget=${PT_GPU_BUDGET_S:-420}
 left() { echo $(( budget - (SECONDS - start) )); }
 cap() { local a=$1 b=$2; echo $(( a < b ? a : b )); }
@@ -24,9 +34,9 @@ if [ -z "${PT_SKIP_BUILD:-}" ]; then
   echo "[run_all] configuring and building $BUILD_DIR ($(nproc) cores)"
   cmake -S "$root" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPT_PYTHON="$PT_PYTHON" \
     -DPT_WITH_CUPTI=ON -DPT_WITH_TORCH=ON -DPT_BUILD_TESTS=OFF -DPT_BUILD_BENCH=OFF $prefix > "$OUT/configure.log" 2>&1 \
-    || { tail -30 "$OUT/configure.log"; exit 1; }
+    || { tail -30 "$OUT/configure.log"; cp "$OUT/configure.log" "$FINAL/"; exit 1; }
   ninja -C "$BUILD_DIR" -j"$(nproc)" profile-train profile_train_agent profile-train-workload > "$OUT/build.log" 2>&1 \
-    || { grep -E "error|FAILED" "$OUT/build.log" | head -30; tail -5 "$OUT/build.log"; exit 1; }
+    || { grep -E "error|FAILED" "$OUT/build.log" | head -30; tail -5 "$OUT/build.log"; cp "$OUT/build.log" "$FINAL/"; exit 1; }
   echo "[run_all] built in $(( SECONDS - start )) s"
 fi
 export PT_SKIP_BUILD=1  # the checks below use this build as it is
@@ -88,7 +98,15 @@ PY
     echo
   fi
   if [ -f "$OUT/tune/summary.txt" ]; then echo "## Tune"; echo; echo '```'; cat "$OUT/tune/summary.txt"; echo '```'; fi
-} > "$OUT/SUMMARY.md" 2>&1
-cat "$OUT/SUMMARY.md"
-echo "[run_all] done rc=$rc in $(( SECONDS - start )) s; results under $OUT"
+} > "$FINAL/SUMMARY.md" 2>&1
+cat "$FINAL/SUMMARY.md"
+[ -f "$OUT/capture/check.json" ] && cp "$OUT/capture/check.json" "$FINAL/capture-check.json"
+[ -n "$s" ] && cp "$s" "$FINAL/workload-summary.json"
+[ -f "$OUT/tune/summary.txt" ] && cp "$OUT/tune/summary.txt" "$FINAL/tune-summary.txt"
+(cd "$OUT" && find . -type f \( -name '*.json' -o -name '*.log' -o -name '*.md' -o -name '*.txt' -o -name '*.html' \) \
+   -size -4M -print0 | tar --null -czf "$FINAL/details.tar.gz" --files-from=-) \
+  || echo "[run_all] could not pack details.tar.gz"
+# A work folder of our own goes (everything worth keeping is in details.tar.gz) unless PT_GPU_KEEP_WORK=1.
+[ -n "$own_work" ] && [ -z "${PT_GPU_KEEP_WORK:-}" ] && rm -rf "$OUT"
+echo "[run_all] done rc=$rc in $(( SECONDS - start )) s; results in $FINAL ($(ls "$FINAL" | tr '\n' ' '))"
 exit $rc
