@@ -42,34 +42,44 @@ fi
 export PT_SKIP_BUILD=1  # the checks below use this build as it is
 
 rc=0
-declare -A result
-t=$(cap 120 "$(left)")
-OUT="$OUT/capture" timeout "$t" bash bench/gpu/check_capture.sh; r=$?
-result[capture]=$r; [ $r -eq 0 ] || rc=1
-
-t=$(cap 240 $(( $(left) - 20 )))
-if [ "$t" -ge 60 ]; then
-  if [ -n "${PT_GPU_DRY_RUN:-}" ]; then set -- --only input_bound; fi
-  OUT="$OUT/workload" JOBS="$(nproc)" timeout "$t" bash bench/gpu/check_workload.sh "$@"; r=$?
-else
-  echo "[run_all] workload check skipped: ${t}s left"; r=124
+declare -A result=([capture]=- [workload]=- [tune]=-)
+checks=" ${PT_GPU_CHECKS:-capture workload tune} "  # a rerun can pick, e.g. PT_GPU_CHECKS=workload
+wanted() { [[ "$checks" == *" $1 "* ]]; }
+if wanted capture; then
+  t=$(cap 120 "$(left)")
+  OUT="$OUT/capture" timeout "$t" bash bench/gpu/check_capture.sh; r=$?
+  result[capture]=$r; [ $r -eq 0 ] || rc=1
 fi
-result[workload]=$r; [ $r -eq 0 ] || rc=1
 
-t=$(( $(left) - 15 ))
-if [ "$t" -ge 60 ]; then
-  OUT="$OUT/tune" PT_TUNE_BUDGET_S=$(( t - 30 )) timeout "$t" bash bench/gpu/check_tune.sh "$BUILD_DIR"; r=$?
-else
-  echo "[run_all] tune check skipped: ${t}s left"; r=124
+if wanted workload; then
+  t=$(cap 240 $(( $(left) - 20 )))
+  only=()
+  [ -n "${PT_GPU_DRY_RUN:-}" ] && only=(--only input_bound)
+  [ -n "${PT_SCENARIOS:-}" ] && read -r -a only <<< "--only $PT_SCENARIOS"  # e.g. PT_SCENARIOS="host_sync tiny"
+  if [ "$t" -ge 60 ]; then
+    OUT="$OUT/workload" JOBS="$(nproc)" timeout "$t" bash bench/gpu/check_workload.sh "${only[@]}"; r=$?
+  else
+    echo "[run_all] workload check skipped: ${t}s left"; r=124
+  fi
+  result[workload]=$r; [ $r -eq 0 ] || rc=1
 fi
-result[tune]=$r; [ $r -eq 0 ] || rc=1
+
+if wanted tune; then
+  t=$(( $(left) - 15 ))
+  if [ "$t" -ge 60 ]; then
+    OUT="$OUT/tune" PT_TUNE_BUDGET_S=$(( t - 30 )) timeout "$t" bash bench/gpu/check_tune.sh "$BUILD_DIR"; r=$?
+  else
+    echo "[run_all] tune check skipped: ${t}s left"; r=124
+  fi
+  result[tune]=$r; [ $r -eq 0 ] || rc=1
+fi
 
 {
   echo "# GPU checks $(date -u +%FT%TZ)${PT_GPU_DRY_RUN:+ (DRY RUN, no GPU)}"
   echo
   echo "- machine: $(hostname), $(nproc) cores; GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || echo none)"
   echo "- torch: $("$PT_PYTHON" -c 'import torch; print(torch.__version__, "cuda", torch.version.cuda)' 2>/dev/null)"
-  echo "- exit codes (124 = out of time): capture ${result[capture]}, workload ${result[workload]}, tune ${result[tune]}"
+  echo "- exit codes (124 = out of time, - = not run): capture ${result[capture]}, workload ${result[workload]}, tune ${result[tune]}"
   echo "- wall time: $(( SECONDS - start )) s of a ${budget} s budget"
   echo
   [ -f "$OUT/capture/check.md" ] && sed 's/^#/##/' "$OUT/capture/check.md"
