@@ -281,3 +281,66 @@ TEST(GpuPipeline, BusyGpuWithFp32GemmsIsGpuComputeWithTf32First) {
   EXPECT_EQ(r["verdict"]["bottleneck"], "gpu_compute") << r["verdict"].dump();
   EXPECT_EQ(first_recommendation(r), "tf32") << r["recommendations"].dump();
 }
+
+// Launch bound: 150 tiny kernels per step, each launched in 15 us of host time while the GPU runs it in 3 us
+// (the `tiny` scenario's shape). The GPU idles most of the step: CPU overhead, and the batch is the lever.
+TEST(GpuPipeline, LaunchBoundStepIsCpuOverheadWithBatchSizeFirst) {
+  const json r = capture_and_report("launch", 10, [](SimulatedRun& sim, int64_t t) {
+    sim.range("## forward ##", t, t + 750 * kUs, 1);
+    sim.launch_kernels(50, t, 15 * kUs, t + 5 * kUs, 3 * kUs);
+    sim.range("## backward ##", t + 750 * kUs, t + 2250 * kUs, 1);
+    sim.launch_kernels(100, t + 750 * kUs, 15 * kUs, t + 755 * kUs, 3 * kUs);
+    return 2300 * kUs;
+  });
+  ASSERT_TRUE(r.is_object());
+  EXPECT_LT(r["gpu"]["utilization"].get<double>(), 0.3) << r["gpu"].dump();
+  EXPECT_EQ(r["verdict"]["bottleneck"], "cpu_overhead") << r["verdict"].dump() << r["breakdown"].dump();
+  EXPECT_EQ(first_recommendation(r), "batch-size") << r["recommendations"].dump();
+}
+
+// A for-loop AdamW: 240 small elementwise kernels launched inside Optimizer.step#AdamW.step every step (the
+// `optimizer_loop` scenario's shape): the optimizer's launches dominate, and fused AdamW leads.
+TEST(GpuPipeline, ForLoopOptimizerIsCpuOverheadWithFusedAdamwFirst) {
+  const json r = capture_and_report("optimizer", 10, [](SimulatedRun& sim, int64_t t) {
+    sim.range("## forward ##", t, t + 400 * kUs, 1);
+    sim.launch_kernels(20, t, 20 * kUs, t + 5 * kUs, 15 * kUs);
+    sim.range("## backward ##", t + 400 * kUs, t + 1200 * kUs, 1);
+    sim.launch_kernels(40, t + 400 * kUs, 20 * kUs, t + 405 * kUs, 15 * kUs);
+    sim.range("Optimizer.step#AdamW.step", t + 1200 * kUs, t + 4800 * kUs, 1);
+    sim.launch_kernels(240, t + 1200 * kUs, 15 * kUs, t + 1205 * kUs, 3 * kUs);
+    return 4850 * kUs;
+  });
+  ASSERT_TRUE(r.is_object());
+  EXPECT_NEAR(r["gpu"]["optimizer_kernels_per_step"].get<double>(), 240.0, 1e-9) << r["gpu"].dump();
+  EXPECT_EQ(r["verdict"]["bottleneck"], "cpu_overhead") << r["verdict"].dump() << r["breakdown"].dump();
+  EXPECT_EQ(first_recommendation(r), "fused-adamw") << r["recommendations"].dump();
+}
+
+// Seven small tensors made on the CPU and copied each step beside the two pinned batch copies (the
+// `cpu_tensors` scenario's shape), in a launch-bound step: create-on-device leads.
+TEST(GpuPipeline, SmallPerStepCopiesPutCreateOnDeviceFirst) {
+  const json r = capture_and_report("cpu_tensors", 10, [](SimulatedRun& sim, int64_t t) {
+    for (int i = 0; i < 2; ++i) {
+      const int64_t h = t + i * 20 * kUs;
+      const uint32_t c = sim.api(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, h, h + 10 * kUs);
+      sim.memcpy_h2d(CUPTI_ACTIVITY_MEMORY_KIND_PINNED, 400 << 10, h + 5 * kUs, h + 20 * kUs, c, true);
+    }
+    sim.range("## forward ##", t + 50 * kUs, t + 1200 * kUs, 1);
+    for (int i = 0; i < 7; ++i) {  // torch.ones(...).to(device) and friends: pageable, synchronous
+      const int64_t h = t + 60 * kUs + i * 40 * kUs;
+      const uint32_t c = sim.api(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, h, h + 30 * kUs);
+      sim.memcpy_h2d(CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE, 4096, h + 10 * kUs, h + 14 * kUs, c, false);
+    }
+    sim.launch_kernels(60, t + 400 * kUs, 13 * kUs, t + 405 * kUs, 4 * kUs);
+    sim.range("## backward ##", t + 1200 * kUs, t + 2500 * kUs, 1);
+    sim.launch_kernels(100, t + 1200 * kUs, 13 * kUs, t + 1205 * kUs, 4 * kUs);
+    return 2550 * kUs;
+  });
+  ASSERT_TRUE(r.is_object());
+  EXPECT_NEAR(r["gpu"]["memcpy"]["h2d"]["count_per_step"].get<double>(), 9.0, 1e-9);
+  EXPECT_EQ(r["verdict"]["bottleneck"], "cpu_overhead") << r["verdict"].dump() << r["breakdown"].dump();
+  EXPECT_EQ(first_recommendation(r), "create-on-device") << r["recommendations"].dump();
+  // pin-memory weighs pageable copies by bytes: 28 KiB of 828 KiB per step is not worth pinning.
+  EXPECT_LT(r["gpu"]["memcpy"]["h2d"]["pageable_fraction"].get<double>(), 0.1);
+  for (const auto& rec : r["recommendations"]) EXPECT_NE(rec["id"], "pin-memory");
+}
