@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <map>
@@ -151,6 +152,44 @@ TEST(RunE2E, SingleProcessLoaderIsInputBound) {
   EXPECT_EQ(report["verdict"]["bottleneck"], "input_pipeline") << report["verdict"].dump();
   ASSERT_TRUE(report["recommendations"].is_array() && !report["recommendations"].empty());
   EXPECT_EQ(report["recommendations"][0]["id"], "dataloader-workers");
+}
+
+// Gradient accumulation (4 micro-batches per optimizer step): once the shim saw an optimizer step after several
+// fetches, a step spans the micro-batches up to the optimizer step.
+TEST(RunE2E, GradientAccumulationStepsEndAtTheOptimizerStep) {
+  REQUIRE_TORCH();
+  const fs::path out = fresh_dir("run_accum");
+  Proc p = start(run_args(out, {kPython.string(), (kData / "train_slow_loader.py").string(), "--workers", "0",
+                                "--sample-ms", "0.5", "--steps", "6", "--accumulate", "4"}),
+                 out / "log.txt");
+  const int rc = wait_exit(p);
+  const std::string log = slurp(out / "log.txt");
+  EXPECT_EQ(rc, 0) << log;
+  auto t = native::load_captures(capture_files(out / "capture"));
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  auto names = count_prefixes(*t);
+  EXPECT_EQ(names["enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"], 25) << log;  // 24 + StopIteration
+  EXPECT_EQ(names["Optimizer.step#Adam.step"], 6);
+  // The first optimizer step's 4 micro-batches are steps of their own (the shim learns k there), then 5 steps.
+  EXPECT_EQ(names["step"], 4 + 5) << log;
+  EXPECT_EQ(t->facts["training"]["gradient_accumulation_steps"], 4) << t->facts.dump();
+  // Every step after the first optimizer step holds 4 fetches and ends with the optimizer step.
+  std::vector<std::pair<int64_t, int64_t>> steps;
+  std::vector<int64_t> fetches, opt_ends;
+  for (const auto& e : t->events) {
+    if (e.cat != Category::kUserAnnotation) continue;
+    const std::string n = t->name(e);
+    if (n.rfind("ProfilerStep#", 0) == 0) steps.emplace_back(e.start_ns, e.start_ns + e.dur_ns);
+    if (n.rfind("enumerate(DataLoader)", 0) == 0) fetches.push_back(e.start_ns);
+    if (n.rfind("Optimizer.step#", 0) == 0) opt_ends.push_back(e.start_ns + e.dur_ns);
+  }
+  std::sort(steps.begin(), steps.end());
+  ASSERT_EQ(steps.size(), 9u);
+  for (size_t i = 4; i < steps.size(); ++i) {
+    const auto [a, b] = steps[i];
+    EXPECT_EQ(std::count_if(fetches.begin(), fetches.end(), [&](int64_t f) { return f >= a && f < b; }), 4) << i;
+    EXPECT_EQ(std::count_if(opt_ends.begin(), opt_ends.end(), [&](int64_t o) { return o > a && o <= b; }), 1) << i;
+  }
 }
 
 TEST(RunE2E, TwoWorkerProcessesAreNotInputBoundAndWriteTheirOwnFiles) {

@@ -3,7 +3,9 @@
 Loaded by the sitecustomize.py next to it (put on PYTHONPATH by `profile-train run`). It waits until the program
 imports torch, then patches:
   - DataLoader iterator __next__       -> `ProfilerStep#N` (step boundaries) and
-                                          `enumerate(DataLoader)#<Iter>.__next__` (data wait)
+                                          `enumerate(DataLoader)#<Iter>.__next__` (data wait); once an
+                                          optimizer step followed >= 2 fetches (gradient accumulation), a step
+                                          spans the fetches up to the optimizer step (facts.training)
   - nn.Module.__call__ of the top-level model (first module with parameters called on the main thread)
                                        -> `## forward ##` (and torch.autocast when an amp override asks for it)
   - Tensor.backward / autograd.backward -> `## backward ##`
@@ -111,6 +113,9 @@ class _Shim:
         self.step_open = False
         self.step_index = 0
         self.loader_mode = False     # steps are delimited by DataLoader iterations
+        self.fetches_since_opt = 0   # DataLoader fetches since the last optimizer step
+        self.accumulation = 0        # > 0: micro-batches per optimizer step; a step ends at the optimizer step
+        self.opt_in_step = False     # an optimizer step ran inside the open step
         self.fwd_depth = 0
         self.bwd_depth = 0
         self.model_id = None
@@ -330,7 +335,12 @@ def _install(torch):
         loader = getattr(self, "_pt_loader", None)
         if loader is not None and "dataloader" not in S.facts:
             loader_facts(loader)
-        S.open_step()
+        S.fetches_since_opt += 1
+        # Gradient accumulation: the micro-batch fetches of one optimizer step stay in one step; fetches beyond
+        # that with no optimizer step (an evaluation loop) get a step each again.
+        if not (S.accumulation and S.step_open and not S.opt_in_step and S.fetches_since_opt <= S.accumulation):
+            S.open_step()
+            S.opt_in_step = False
         if not S.active:
             return orig_next(self)
         S.nvtx.push("enumerate(DataLoader)#%s.__next__" % type(self).__name__)
@@ -459,6 +469,15 @@ def _install(torch):
         S.nvtx.pop()
         if not S.loader_mode:
             S.close_step()
+            return
+        S.opt_in_step = True
+        if not S.accumulation and S.fetches_since_opt >= 2:
+            # With one fetch per optimizer step this mode steps exactly like one step per fetch, so a single
+            # optimizer step after several fetches is enough evidence to switch.
+            S.accumulation = S.fetches_since_opt
+            S.facts["training"] = {"gradient_accumulation_steps": S.fetches_since_opt,
+                                   "step_boundary": "optimizer step"}
+        S.fetches_since_opt = 0
 
     opt_mod.register_optimizer_step_pre_hook(pre_step)
     opt_mod.register_optimizer_step_post_hook(post_step)

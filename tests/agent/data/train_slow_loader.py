@@ -38,12 +38,13 @@ def main():
     p.add_argument("--hidden", type=int, default=768)
     p.add_argument("--crash-after", type=int, default=-1, help="SIGSEGV itself after this many steps")
     p.add_argument("--epochs", type=int, default=1)
+    p.add_argument("--accumulate", type=int, default=1, help="micro-batches per optimizer step")
     args = p.parse_args()
 
     torch.manual_seed(0)
     torch.set_num_threads(1)
     dim = 256
-    ds = SlowDataset(args.steps * args.batch_size, dim, args.sample_ms / 1000.0)
+    ds = SlowDataset(args.steps * args.accumulate * args.batch_size, dim, args.sample_ms / 1000.0)
     loader = DataLoader(ds, batch_size=args.batch_size, shuffle=True, num_workers=args.workers)
     model = nn.Sequential(nn.Linear(dim, args.hidden), nn.ReLU(), nn.Linear(args.hidden, args.hidden), nn.ReLU(),
                           nn.Linear(args.hidden, 10))
@@ -54,10 +55,13 @@ def main():
     t0 = time.perf_counter()
     c0 = time.process_time()
     for _ in range(args.epochs):
-        for x, y in loader:
-            opt.zero_grad()
+        for i, (x, y) in enumerate(loader):
+            if i % args.accumulate == 0:
+                opt.zero_grad()
             loss = loss_fn(model(x), y)
-            loss.backward()
+            (loss / args.accumulate).backward()
+            if (i + 1) % args.accumulate != 0:
+                continue
             opt.step()
             step += 1
             if step == warm:
