@@ -27,22 +27,19 @@ uint64_t splitmix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-// Planted CPU preprocessing cost: arithmetic over the sample until `us` microseconds of wall time passed
-// (a fixed wall cost like a decode; it keeps a core busy the whole time).
-void burn_cpu(int64_t us, const float* data, size_t n) {
-  if (us <= 0 || n == 0) return;
+}  // namespace
+
+void burn_cpu(int64_t us) {
+  if (us <= 0) return;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
   volatile float sink = 0.0f;
-  float acc = 0.0f;
-  size_t i = 0;
+  float acc = 1.0f;
   do {
-    for (int k = 0; k < 256; ++k, i = (i + 1) % n) acc = acc * 0.999f + std::sqrt(std::fabs(data[i]) + 1.0f);
+    for (int k = 0; k < 256; ++k) acc = acc * 0.999f + std::sqrt(std::fabs(acc) + static_cast<float>(k));
     sink = acc;
   } while (std::chrono::steady_clock::now() < deadline);
   (void)sink;
 }
-
-}  // namespace
 
 struct SyntheticDataset::Tables {
   // cnn: per class (fx, fy, tint_r, tint_g, tint_b)
@@ -119,20 +116,14 @@ torch::data::Example<> SyntheticDataset::get(size_t index) {
     auto seq = torch::empty({m.seq_len + 1}, torch::kLong);
     auto* s = seq.data_ptr<int64_t>();
     for (int64_t i = 0; i <= m.seq_len; ++i) s[i] = (start + stride * i) % m.vocab;
-    std::vector<float> as_float(s, s + m.seq_len + 1);
-    burn_cpu(cfg_.slow_preprocess_us, as_float.data(), as_float.size());
+    burn_cpu(cfg_.slow_preprocess_us);
     return {seq.slice(0, 0, m.seq_len).clone(), seq.slice(0, 1, m.seq_len + 1).clone()};
   }
 
   if (m.kind == ModelKind::kCnn) {
     const auto& [pooled, label] = tables_->cnn_pool[index % tables_->cnn_pool.size()];
     auto img = pooled.clone();
-    if (cfg_.slow_preprocess_us > 0) {
-      std::array<float, 64> work;
-      const uint8_t* px = img.data_ptr<uint8_t>();
-      for (size_t k = 0; k < work.size(); ++k) work[k] = px[k % static_cast<size_t>(img.numel())];
-      burn_cpu(cfg_.slow_preprocess_us, work.data(), work.size());
-    }
+    burn_cpu(cfg_.slow_preprocess_us);
     if (cfg_.cpu_normalize) {
       // The torchvision habit: ToTensor + Normalize per sample on the CPU (float32 out, 4x the H2D bytes).
       img = (img.to(torch::kFloat).div(255.0f) - kPixelMean / 255.0f) / (kPixelStd / 255.0f);
@@ -152,7 +143,7 @@ torch::data::Example<> SyntheticDataset::get(size_t index) {
     if (score > best_score) best_score = score, best = c;
   }
   for (auto& v : z) v = kFeatMean + kFeatStd * v;
-  burn_cpu(cfg_.slow_preprocess_us, z.data(), z.size());
+  burn_cpu(cfg_.slow_preprocess_us);
   auto feats = torch::from_blob(z.data(), {m.features}, torch::kFloat).clone();
   if (cfg_.cpu_normalize) feats = (feats - kFeatMean) / kFeatStd;
   return {feats, torch::tensor(best, torch::kLong)};

@@ -67,6 +67,10 @@ struct LoaderConfig {
 
 std::unique_ptr<WorkloadLoader> make_loader(SyntheticDataset dataset, const LoaderConfig& cfg);
 
+// Keeps the calling thread's core busy with arithmetic for `us` wall microseconds: the planted per-sample
+// preprocessing (--slow-preprocess-us, like a decode) and the per-step host work (--host-work-us).
+void burn_cpu(int64_t us);
+
 // The normalization a well-configured pipeline runs on the device batch: uint8 images or raw features ->
 // normalized floating point of `dtype`. Returns `x` converted to `dtype` when the dataset already
 // normalized it (cpu_normalize) and `x` unchanged for token ids.

@@ -248,15 +248,6 @@ StepTensors make_step_tensors(const ModelConfig& mc, const torch::Tensor& x, tor
   return s;
 }
 
-// Keeps the calling thread busy for `us` wall microseconds (host work that is not a LibTorch operator).
-void spin_for_us(int64_t us) {
-  const auto deadline = Clock::now() + std::chrono::microseconds(us);
-  volatile uint64_t sink = 0;
-  while (Clock::now() < deadline) {
-    for (int k = 0; k < 64; ++k) sink = sink + static_cast<uint64_t>(k);
-  }
-}
-
 // Floats per sample of the planted pageable side input: 512 Ki floats = 2 MiB per sample (64 MiB at 32).
 constexpr int64_t kAuxFloatsPerSample = 512 * 1024;
 
@@ -430,7 +421,7 @@ StatusOr<TrainResult> train_impl(const WorkloadOptions& o, const ModelConfig& mc
       loss_history.push_back(loss.detach());
       if (o.planted.host_sync) host_sync_sink += loss.item<double>();  // planted: device->host sync each step
       // Per-step host bookkeeping (logging, metrics): overlaps the GPU's queue unless the step just synced.
-      if (o.host_work_us > 0) spin_for_us(o.host_work_us);
+      burn_cpu(o.host_work_us);
     }
     const auto t5 = Clock::now();
     if (measured) {
