@@ -265,7 +265,6 @@ def main():
                                                 "samples/s", "wait")
     print(head)
     print("-" * len(head))
-    v_ok = v_n = r_ok = r_n = 0
     for r in rows:
         if "status" in r:
             print("%-17s %-4s %s" % (r["name"], "yes", r["status"]))
@@ -281,12 +280,6 @@ def main():
             print("    error: " + r["error"])
         if not r["scored"]:
             print("    (not scored: needs a GPU to show its bottleneck)")
-        if r["verdict_ok"] is not None:
-            v_n += 1
-            v_ok += r["verdict_ok"]
-        if r["first_ok"] is not None:
-            r_n += 1
-            r_ok += r["first_ok"]
         if "fix" in r:
             f = r["fix"]
             change = " ".join(["without " + x for x in f["remove_flags"]] + f["workload_args"])
@@ -302,12 +295,12 @@ def main():
                     "" if f["expected_min"] is None else " (need >= %s)" % f["expected_min"]))
             print("    fix [%s]: %s; then %s / %s%s" % (change, "; ".join(parts), f["verdict_after"] or "-",
                                                         f["first_after"] or "-", mark(f["ok"])))
-    fixes = [r["fix"]["ok"] for r in rows if "fix" in r and r["fix"]["ok"] is not None]
+    acc = accuracy(rows)
     print("accuracy: verdict %d/%d, first recommendation %d/%d, fixes %d/%d" %
-          (v_ok, v_n, r_ok, r_n, sum(fixes), len(fixes)))
+          tuple(acc["verdict"] + acc["first_recommendation"] + acc["fixes"]))
     write_summary(out_root, gpu, rows, complete=True)
     print("summary: " + os.path.join(out_root, "summary.json"))
-    missed = v_ok < v_n or r_ok < r_n or sum(fixes) < len(fixes)
+    missed = any(right < scored for right, scored in acc.values())
     return 1 if (args.strict and missed) else 0
 
 
