@@ -45,6 +45,7 @@ struct RunOptions {
   int64_t warmup_steps = 0;
   int64_t steps = 0;
   bool no_python = false;
+  bool no_cupti = false;
   std::vector<std::string> rules_dirs;
   std::string perfetto;
   bool quiet = false;
@@ -139,12 +140,14 @@ std::vector<std::string> build_env(const RunOptions& o, const fs::path& agent, c
     std::string kv = *e;
     const std::string key = kv.substr(0, kv.find('='));
     if (key == "PYTHONPATH") old_pythonpath = kv.substr(kv.find('=') + 1);
-    if (key == "CUDA_INJECTION64_PATH" || key == "NVTX_INJECTION64_PATH")
+    // --no-cupti leaves CUDA injection alone: another tool's stays in place.
+    const bool keep = o.no_cupti && key == "CUDA_INJECTION64_PATH";
+    if (!keep && (key == "CUDA_INJECTION64_PATH" || key == "NVTX_INJECTION64_PATH"))
       std::cerr << "profile-train run: note: replacing " << kv << " (another tool's injection)\n";
-    if (kOurs.count(key)) continue;
+    if (kOurs.count(key) && !keep) continue;
     env.push_back(std::move(kv));
   }
-  env.push_back("CUDA_INJECTION64_PATH=" + agent.string());
+  if (!o.no_cupti) env.push_back("CUDA_INJECTION64_PATH=" + agent.string());
   env.push_back("NVTX_INJECTION64_PATH=" + agent.string());
   env.push_back("PROFILE_TRAIN_OUT=" + capture.string());
   env.push_back("PROFILE_TRAIN_WARMUP_STEPS=" + std::to_string(o.warmup_steps));
@@ -319,7 +322,10 @@ int run_command(const RunOptions& o) {
       continue;
     }
     trace::Trace& t = *tr;
-    if (!t.meta.gpu_capture_attempted && !probe.empty())
+    if (o.no_cupti)
+      t.meta.gpu_capture_status = "GPU activity was not recorded: --no-cupti was given (CUPTI left to other tools); "
+                                  "NVTX and Python ranges only";
+    else if (!t.meta.gpu_capture_attempted && !probe.empty())
       t.meta.gpu_capture_status = "GPU activity was not recorded: " + probe + "; NVTX and Python ranges only";
     OutputOptions opts;
     opts.out_dir = by_rank.size() > 1 ? out / ("rank" + std::to_string(rank)) : out;
@@ -364,6 +370,9 @@ Runner add_run(CLI::App& app) {
   sub->add_option("--warmup-steps", opts->warmup_steps, "Steps to run before recording")->check(CLI::NonNegativeNumber);
   sub->add_option("--steps", opts->steps, "Steps to record after the warmup (0: all)")->check(CLI::NonNegativeNumber);
   sub->add_flag("--no-python", opts->no_python, "Do not inject the Python shim (NVTX/CUDA capture only)");
+  sub->add_flag("--no-cupti", opts->no_cupti,
+                "Do not inject CUDA/CUPTI capture (NVTX and Python ranges only): for runs that use torch.profiler, "
+                "Nsight or another CUPTI client themselves");
   sub->add_option("--rules", opts->rules_dirs, "Extra rules directory (added / overriding rules)");
   sub->add_option("--perfetto", opts->perfetto, "Also write a Perfetto trace to this file");
   sub->add_flag("--quiet,-q", opts->quiet, "Print only the summary lines");

@@ -192,6 +192,32 @@ TEST(RunE2E, GradientAccumulationStepsEndAtTheOptimizerStep) {
   }
 }
 
+// --no-cupti: the command gets NVTX injection and the shim but no CUDA injection (another tool's is kept), and
+// the report says why GPU activity is missing.
+TEST(RunE2E, NoCuptiLeavesCudaInjectionToOtherTools) {
+  REQUIRE_TORCH();
+  const fs::path out = fresh_dir("run_no_cupti");
+  setenv("CUDA_INJECTION64_PATH", "/opt/other-tool/libinject.so", 1);
+  const std::string script = "echo CUDA_INJ=${CUDA_INJECTION64_PATH:-unset}; echo NVTX_INJ=${NVTX_INJECTION64_PATH:-unset}; "
+                             "exec '" + kPython.string() + "' '" + (kData / "train_slow_loader.py").string() +
+                             "' --workers 0 --sample-ms 0.5 --steps 6";
+  std::vector<std::string> args = {kBinary.string(), "run", "--no-cupti", "--out", out.string(), "--",
+                                   "/bin/sh", "-c", script};
+  Proc p = start(args, out / "log.txt");
+  const int rc = wait_exit(p);
+  unsetenv("CUDA_INJECTION64_PATH");
+  const std::string log = slurp(out / "log.txt");
+  EXPECT_EQ(rc, 0) << log;
+  EXPECT_NE(log.find("CUDA_INJ=/opt/other-tool/libinject.so"), std::string::npos) << log;
+  EXPECT_NE(log.find("NVTX_INJ=/"), std::string::npos) << log;
+  EXPECT_EQ(log.find("replacing CUDA_INJECTION64_PATH"), std::string::npos) << log;
+  const auto report = report_of(out);
+  ASSERT_TRUE(report.is_object()) << log;
+  EXPECT_NE(report["source"]["gpu_capture_status"].get<std::string>().find("--no-cupti"), std::string::npos)
+      << report["source"].dump();
+  EXPECT_EQ(report["steps"]["count"], 6) << report["steps"].dump();
+}
+
 TEST(RunE2E, TwoWorkerProcessesAreNotInputBoundAndWriteTheirOwnFiles) {
   REQUIRE_TORCH();
   const fs::path out = fresh_dir("run_w2");
