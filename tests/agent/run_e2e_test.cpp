@@ -218,6 +218,29 @@ TEST(RunE2E, NoCuptiLeavesCudaInjectionToOtherTools) {
   EXPECT_EQ(report["steps"]["count"], 6) << report["steps"].dump();
 }
 
+// A loop left with `break`, then a second of teardown: the step still open at exit holds the teardown, so the
+// shim drops it instead of recording a one-second step.
+TEST(RunE2E, StepOpenAtExitIsDroppedNotStretchedOverTheTeardown) {
+  REQUIRE_TORCH();
+  const fs::path out = fresh_dir("run_break");
+  Proc p = start(run_args(out, {kPython.string(), (kData / "train_slow_loader.py").string(), "--workers", "0",
+                                "--sample-ms", "0.5", "--steps", "10", "--break-after", "6", "--teardown-s", "1"}),
+                 out / "log.txt");
+  const int rc = wait_exit(p);
+  const std::string log = slurp(out / "log.txt");
+  EXPECT_EQ(rc, 0) << log;
+  auto t = native::load_captures(capture_files(out / "capture"));
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  int64_t longest = 0, steps = 0;
+  for (const auto& e : t->events) {
+    if (e.cat != Category::kUserAnnotation || t->name(e).rfind("ProfilerStep#", 0) != 0) continue;
+    ++steps;
+    longest = std::max(longest, e.dur_ns);
+  }
+  EXPECT_EQ(steps, 5) << log;  // 6 trained; the sixth was still open when the loop broke
+  EXPECT_LT(longest, 500'000'000) << "a step spans the teardown";
+}
+
 TEST(RunE2E, TwoWorkerProcessesAreNotInputBoundAndWriteTheirOwnFiles) {
   REQUIRE_TORCH();
   const fs::path out = fresh_dir("run_w2");

@@ -514,8 +514,10 @@ def _install(torch):
         if S.is_worker:
             return
         if S.step_open:
+            # A step still open at exit was cut short (the loop broke out, or an exception): it ends with whatever
+            # ran after the loop (evaluation, checkpointing, teardown), so it is dropped rather than recorded.
             try:
-                S.nvtx.pop()
+                S.close_step(discard=True)
             except Exception:
                 pass
             S.step_open = False

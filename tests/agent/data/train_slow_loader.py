@@ -39,6 +39,8 @@ def main():
     p.add_argument("--crash-after", type=int, default=-1, help="SIGSEGV itself after this many steps")
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--accumulate", type=int, default=1, help="micro-batches per optimizer step")
+    p.add_argument("--break-after", type=int, default=-1, help="leave the loop after this many steps")
+    p.add_argument("--teardown-s", type=float, default=0.0, help="seconds of work after the loop (checkpointing)")
     args = p.parse_args()
 
     torch.manual_seed(0)
@@ -68,7 +70,10 @@ def main():
                 t0, c0 = time.perf_counter(), time.process_time()
             if step == args.crash_after:
                 os.kill(os.getpid(), signal.SIGSEGV)
+            if step == args.break_after:
+                break
     dt = time.perf_counter() - t0
+    time.sleep(args.teardown_s)
     cpu = time.process_time() - c0  # this process's CPU time (all threads), immune to waiting for a core
     timed = step - warm if step > warm else max(step, 1)
     print("trained %d steps; after the first %d: %.3f s (%.2f ms/step, %.2f cpu-ms/step), final loss %.4f" % (
