@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # GPU capture check (issue 4; one command, about a minute on a GPU machine once built):
 #   OUT=/path bash bench/gpu/check_capture.sh
-# Builds profile-train + the agent against this machine's CUDA toolkit (unless PT_SKIP_BUILD is set, as
-# run_all.sh does), runs a real CUDA training loop (tests/agent/data/train_cuda.py) under `profile-train run`
+# Builds with bench/gpu/build.sh (unless PT_SKIP_BUILD is set, as run_all.sh does), runs a real CUDA training loop (tests/agent/data/train_cuda.py) under `profile-train run`
 # twice (pageable and pinned host memory) and asserts from the raw native captures (bench/gpu/check_capture.py)
 # that CUPTI was enabled and that kernels, runtime API calls, H2D copies with their source memory kinds, and
 # steps were captured. Results go to $OUT (default ./out/gpu-check): check.md, check.json, log.txt, the
@@ -24,14 +23,7 @@ if [ -z "$dry" ]; then
   "$PY" -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'gpu', torch.cuda.get_device_name())"
 fi
 
-if [ -z "${PT_SKIP_BUILD:-}" ]; then
-  prefix="$root/.deps"
-  [ -d "$prefix" ] || prefix=""
-  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPT_PYTHON="$PY" \
-    -DPT_WITH_CUPTI=ON -DPT_WITH_TORCH=OFF -DPT_BUILD_TESTS=OFF -DPT_BUILD_BENCH=OFF \
-    ${prefix:+-DCMAKE_PREFIX_PATH="$prefix"} | tail -8
-  ninja -C "$build" -j"$(nproc)" profile-train profile_train_agent
-fi
+BUILD_DIR="$build" PT_PYTHON="$PY" LOG_DIR="$OUT" bash "$root/bench/gpu/build.sh"
 
 status=0
 for mode in pageable pinned; do

@@ -42,18 +42,8 @@ print("[check_workload] torch", torch.__version__, "cuda", torch.version.cuda, "
 PYEOF
 [[ -n "$DRY" ]] || "$PY" -c "import torch, sys; sys.exit(0 if torch.version.cuda else 1)" || fail "$PY has a CPU-only torch"
 
-for tool in cmake ninja c++; do command -v "$tool" >/dev/null || fail "$tool not found"; done
 BUILD="${BUILD_DIR:-build-gpu}"
-JOBS="${JOBS:-$(nproc)}"
-if [[ -z "${PT_SKIP_BUILD:-}" ]]; then  # run_all.sh builds once and sets PT_SKIP_BUILD
-  prefix=""; [[ -d .deps ]] && prefix="-DCMAKE_PREFIX_PATH=$PWD/.deps"
-  say "configuring $BUILD against $PY"
-  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPT_WITH_TORCH=ON -DPT_PYTHON="$PY" \
-        -DPT_BUILD_TESTS=OFF -DPT_BUILD_BENCH=OFF $prefix >"$OUT/cmake.log" 2>&1 || { tail -30 "$OUT/cmake.log"; fail "cmake"; }
-  say "building (-j$JOBS)"
-  ninja -C "$BUILD" -j"$JOBS" profile-train profile_train_agent profile-train-workload >"$OUT/build.log" 2>&1 \
-    || { grep -E "error|FAILED" "$OUT/build.log" | head -30; fail "build"; }
-fi
+BUILD_DIR="$BUILD" PT_PYTHON="$PY" LOG_DIR="$OUT" bash bench/gpu/build.sh || fail "build"
 
 # Smoke test: the workload sees the GPU (exit 2 means LibTorch sees no CUDA device).
 "$BUILD/profile-train-workload" --model mlp --steps 3 --warmup 1 --device "$([[ -n "$DRY" ]] && echo cpu || echo cuda)" \

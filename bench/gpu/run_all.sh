@@ -29,16 +29,8 @@ left() { echo $(( budget - (SECONDS - start) )); }
 cap() { local a=$1 b=$2; echo $(( a < b ? a : b )); }
 export PT_PYTHON="${PT_PYTHON:-$(command -v python3)}"
 export BUILD_DIR="${BUILD_DIR:-$root/build-gpu}"
-if [ -z "${PT_SKIP_BUILD:-}" ]; then
-  prefix=""; [ -d "$root/.deps" ] && prefix="-DCMAKE_PREFIX_PATH=$root/.deps"
-  echo "[run_all] configuring and building $BUILD_DIR ($(nproc) cores)"
-  cmake -S "$root" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPT_PYTHON="$PT_PYTHON" \
-    -DPT_WITH_CUPTI=ON -DPT_WITH_TORCH=ON -DPT_BUILD_TESTS=OFF -DPT_BUILD_BENCH=OFF $prefix > "$OUT/configure.log" 2>&1 \
-    || { tail -30 "$OUT/configure.log"; cp "$OUT/configure.log" "$FINAL/"; exit 1; }
-  ninja -C "$BUILD_DIR" -j"$(nproc)" profile-train profile_train_agent profile-train-workload > "$OUT/build.log" 2>&1 \
-    || { grep -E "error|FAILED" "$OUT/build.log" | head -30; tail -5 "$OUT/build.log"; cp "$OUT/build.log" "$FINAL/"; exit 1; }
-  echo "[run_all] built in $(( SECONDS - start )) s"
-fi
+LOG_DIR="$OUT" bash bench/gpu/build.sh \
+  || { cp "$OUT"/configure.log "$OUT"/build.log "$FINAL/" 2>/dev/null; exit 1; }
 export PT_SKIP_BUILD=1  # the checks below use this build as it is
 
 rc=0
@@ -57,7 +49,7 @@ if wanted workload; then
   [ -n "${PT_GPU_DRY_RUN:-}" ] && only=(--only input_bound)
   [ -n "${PT_SCENARIOS:-}" ] && read -r -a only <<< "--only $PT_SCENARIOS"  # e.g. PT_SCENARIOS="host_sync tiny"
   if [ "$t" -ge 60 ]; then
-    OUT="$OUT/workload" JOBS="$(nproc)" timeout "$t" bash bench/gpu/check_workload.sh "${only[@]}"; r=$?
+    OUT="$OUT/workload" timeout "$t" bash bench/gpu/check_workload.sh "${only[@]}"; r=$?
   else
     echo "[run_all] workload check skipped: ${t}s left"; r=124
   fi
