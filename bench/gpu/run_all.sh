@@ -75,35 +75,16 @@ fi
   echo "- wall time: $(( SECONDS - start )) s of a ${budget} s budget"
   echo
   [ -f "$OUT/capture/check.md" ] && sed 's/^#/##/' "$OUT/capture/check.md"
-  s=$(ls "$OUT"/workload/workload-*.json 2>/dev/null | head -1)
-  [ -z "$s" ] && [ -f "$OUT/workload/workload-scenarios/summary.json" ] && s="$OUT/workload/workload-scenarios/summary.json"
-  if [ -n "$s" ]; then
+  if [ -f "$OUT/workload/workload-scenarios/summary.md" ]; then
     echo "## Workload scenarios"; echo
-    python3 - "$s" <<'PY'
-import json, sys
-d = json.load(open(sys.argv[1]))
-a = d["accuracy"]
-print("accuracy: verdict %d/%d, first recommendation %d/%d, fixes %d/%d%s\n" % tuple(
-    a["verdict"] + a["first_recommendation"] + a["fixes"] + ["" if d.get("complete") else " (cut short: partial)"]))
-print("| scenario | verdict (expected) | first fix (expected) | samples/s | fix trial |")
-print("|---|---|---|---|---|")
-for r in d["scenarios"]:
-    if "status" in r:
-        print("| %s | %s | | | |" % (r["name"], r["status"])); continue
-    f = r.get("fix")
-    fx = "" if not f else "x%s → %s%s" % ("%.2f" % f["speedup"] if f["speedup"] else "-", f["verdict_after"],
-                                          "" if f["ok"] is None else (" ok" if f["ok"] else " MISS"))
-    sps = "%.1f" % r["samples_per_s"] if r.get("samples_per_s") else "-"
-    print("| %s | %s (%s) | %s (%s) | %s | %s |" % (r["name"], r["verdict"], r["expected_verdict"], r["first"],
-                                                   r["expected_first"], sps, fx))
-PY
+    cat "$OUT/workload/workload-scenarios/summary.md"
     echo
   fi
   if [ -f "$OUT/tune/summary.txt" ]; then echo "## Tune"; echo; echo '```'; cat "$OUT/tune/summary.txt"; echo '```'; fi
 } > "$FINAL/SUMMARY.md" 2>&1
 cat "$FINAL/SUMMARY.md"
 [ -f "$OUT/capture/check.json" ] && cp "$OUT/capture/check.json" "$FINAL/capture-check.json"
-[ -n "$s" ] && cp "$s" "$FINAL/workload-summary.json"
+[ -f "$OUT/workload/workload-scenarios/summary.json" ] && cp "$OUT/workload/workload-scenarios/summary.json" "$FINAL/workload-summary.json"
 [ -f "$OUT/tune/summary.txt" ] && cp "$OUT/tune/summary.txt" "$FINAL/tune-summary.txt"
 (cd "$OUT" && find . -type f \( -name '*.json' -o -name '*.log' -o -name '*.md' -o -name '*.txt' -o -name '*.html' \) \
    -size -4M -print0 | tar --null -czf "$FINAL/details.tar.gz" --files-from=-) \

@@ -155,15 +155,38 @@ def accuracy(rows):
             "fixes": count(r["fix"]["ok"] for r in done if "fix" in r)}
 
 
+def summary_markdown(summary):
+    """The summary as an accuracy line and a Markdown table (what bench/gpu/run_all.sh puts in SUMMARY.md)."""
+    a = summary["accuracy"]
+    lines = ["accuracy: verdict %d/%d, first recommendation %d/%d, fixes %d/%d%s" % tuple(
+                 a["verdict"] + a["first_recommendation"] + a["fixes"] +
+                 ["" if summary["complete"] else " (cut short: partial)"]), "",
+             "| scenario | verdict (expected) | first fix (expected) | samples/s | fix trial |",
+             "|---|---|---|---|---|"]
+    for r in summary["scenarios"]:
+        if "status" in r:
+            lines.append("| %s | %s | | | |" % (r["name"], r["status"]))
+            continue
+        f = r.get("fix")
+        fix = "" if not f else "x%s → %s%s" % (fmt(f["speedup"], "%.2f"), f["verdict_after"],
+                                               "" if f["ok"] is None else (" ok" if f["ok"] else " MISS"))
+        lines.append("| %s | %s (%s) | %s (%s) | %s | %s |" % (r["name"], r["verdict"], r["expected_verdict"],
+                                                            r["first"], r["expected_first"],
+                                                            fmt(r["samples_per_s"]), fix))
+    return "\n".join(lines) + "\n"
+
+
 def write_summary(out_root, gpu, rows, complete):
-    """summary.json, rewritten after every scenario so that a run cut short keeps what it measured."""
+    """summary.json and summary.md, rewritten after every scenario so that a run cut short keeps what it
+    measured."""
     summary = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                "machine": platform.node(), "platform": platform.platform(), "gpu": gpu,
                "complete": complete, "accuracy": accuracy(rows), "scenarios": rows}
-    tmp = os.path.join(out_root, "summary.json.tmp")
-    with open(tmp, "w") as f:
-        json.dump(summary, f, indent=2)
-    os.replace(tmp, os.path.join(out_root, "summary.json"))
+    for name, text in (("summary.json", json.dumps(summary, indent=2)), ("summary.md", summary_markdown(summary))):
+        tmp = os.path.join(out_root, name + ".tmp")
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, os.path.join(out_root, name))
 
 
 def fmt(x, pattern="%.1f"):
