@@ -109,16 +109,36 @@ nlohmann::json report_of(const fs::path& dir) {
   return j.is_discarded() ? nlohmann::json() : j;
 }
 
+// `profile-train run --out <fresh dir> -- python train_slow_loader.py ARGS`, waited for.
+struct Outcome {
+  fs::path out;
+  int rc;
+  std::string log;
+};
+Outcome run_slow_loader(const std::string& name, const std::vector<std::string>& script_args) {
+  const fs::path out = fresh_dir(name);
+  std::vector<std::string> cmd = {kPython.string(), (kData / "train_slow_loader.py").string()};
+  cmd.insert(cmd.end(), script_args.begin(), script_args.end());
+  Proc p = start(run_args(out, cmd), out / "log.txt");
+  const int rc = wait_exit(p);
+  return {out, rc, slurp(out / "log.txt")};
+}
+
+// [start, end) of the annotation ranges whose name starts with `prefix`, sorted.
+std::vector<std::pair<int64_t, int64_t>> ranges_named(const profile_train::trace::Trace& t, const std::string& prefix) {
+  std::vector<std::pair<int64_t, int64_t>> v;
+  for (const auto& e : t.events)
+    if (e.cat == Category::kUserAnnotation && t.name(e).rfind(prefix, 0) == 0)
+      v.emplace_back(e.start_ns, e.start_ns + e.dur_ns);
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
 }  // namespace
 
 TEST(RunE2E, SingleProcessLoaderIsInputBound) {
   REQUIRE_TORCH();
-  const fs::path out = fresh_dir("run_w0");
-  Proc p = start(run_args(out, {kPython.string(), (kData / "train_slow_loader.py").string(), "--workers", "0",
-                                "--sample-ms", "3", "--steps", "24"}),
-                 out / "log.txt");
-  const int rc = wait_exit(p);
-  const std::string log = slurp(out / "log.txt");
+  const auto [out, rc, log] = run_slow_loader("run_w0", {"--workers", "0", "--sample-ms", "3", "--steps", "24"});
   const auto files = capture_files(out / "capture");
   ASSERT_EQ(files.size(), 1u) << log;  // no worker processes
   auto t = native::load_captures(files);
@@ -158,12 +178,8 @@ TEST(RunE2E, SingleProcessLoaderIsInputBound) {
 // fetches, a step spans the micro-batches up to the optimizer step.
 TEST(RunE2E, GradientAccumulationStepsEndAtTheOptimizerStep) {
   REQUIRE_TORCH();
-  const fs::path out = fresh_dir("run_accum");
-  Proc p = start(run_args(out, {kPython.string(), (kData / "train_slow_loader.py").string(), "--workers", "0",
-                                "--sample-ms", "0.5", "--steps", "6", "--accumulate", "4"}),
-                 out / "log.txt");
-  const int rc = wait_exit(p);
-  const std::string log = slurp(out / "log.txt");
+  const auto [out, rc, log] =
+      run_slow_loader("run_accum", {"--workers", "0", "--sample-ms", "0.5", "--steps", "6", "--accumulate", "4"});
   EXPECT_EQ(rc, 0) << log;
   auto t = native::load_captures(capture_files(out / "capture"));
   ASSERT_TRUE(t.ok()) << t.status().message();
@@ -174,21 +190,16 @@ TEST(RunE2E, GradientAccumulationStepsEndAtTheOptimizerStep) {
   EXPECT_EQ(names["step"], 4 + 5) << log;
   EXPECT_EQ(t->facts["training"]["gradient_accumulation_steps"], 4) << t->facts.dump();
   // Every step after the first optimizer step holds 4 fetches and ends with the optimizer step.
-  std::vector<std::pair<int64_t, int64_t>> steps;
-  std::vector<int64_t> fetches, opt_ends;
-  for (const auto& e : t->events) {
-    if (e.cat != Category::kUserAnnotation) continue;
-    const std::string n = t->name(e);
-    if (n.rfind("ProfilerStep#", 0) == 0) steps.emplace_back(e.start_ns, e.start_ns + e.dur_ns);
-    if (n.rfind("enumerate(DataLoader)", 0) == 0) fetches.push_back(e.start_ns);
-    if (n.rfind("Optimizer.step#", 0) == 0) opt_ends.push_back(e.start_ns + e.dur_ns);
-  }
-  std::sort(steps.begin(), steps.end());
+  const auto steps = ranges_named(*t, "ProfilerStep#");
+  const auto fetches = ranges_named(*t, "enumerate(DataLoader)");
+  const auto opts = ranges_named(*t, "Optimizer.step#");
   ASSERT_EQ(steps.size(), 9u);
   for (size_t i = 4; i < steps.size(); ++i) {
     const auto [a, b] = steps[i];
-    EXPECT_EQ(std::count_if(fetches.begin(), fetches.end(), [&](int64_t f) { return f >= a && f < b; }), 4) << i;
-    EXPECT_EQ(std::count_if(opt_ends.begin(), opt_ends.end(), [&](int64_t o) { return o > a && o <= b; }), 1) << i;
+    auto fetch_inside = [&](const auto& f) { return f.first >= a && f.first < b; };
+    auto opt_ends_inside = [&](const auto& o) { return o.second > a && o.second <= b; };
+    EXPECT_EQ(std::count_if(fetches.begin(), fetches.end(), fetch_inside), 4) << i;
+    EXPECT_EQ(std::count_if(opts.begin(), opts.end(), opt_ends_inside), 1) << i;
   }
 }
 
@@ -198,7 +209,8 @@ TEST(RunE2E, NoCuptiLeavesCudaInjectionToOtherTools) {
   REQUIRE_TORCH();
   const fs::path out = fresh_dir("run_no_cupti");
   setenv("CUDA_INJECTION64_PATH", "/opt/other-tool/libinject.so", 1);
-  const std::string script = "echo CUDA_INJ=${CUDA_INJECTION64_PATH:-unset}; echo NVTX_INJ=${NVTX_INJECTION64_PATH:-unset}; "
+  const std::string script = "echo CUDA_INJ=${CUDA_INJECTION64_PATH:-unset}; "
+                             "echo NVTX_INJ=${NVTX_INJECTION64_PATH:-unset}; "
                              "exec '" + kPython.string() + "' '" + (kData / "train_slow_loader.py").string() +
                              "' --workers 0 --sample-ms 0.5 --steps 6";
   std::vector<std::string> args = {kBinary.string(), "run", "--no-cupti", "--out", out.string(), "--",
@@ -222,33 +234,21 @@ TEST(RunE2E, NoCuptiLeavesCudaInjectionToOtherTools) {
 // shim drops it instead of recording a one-second step.
 TEST(RunE2E, StepOpenAtExitIsDroppedNotStretchedOverTheTeardown) {
   REQUIRE_TORCH();
-  const fs::path out = fresh_dir("run_break");
-  Proc p = start(run_args(out, {kPython.string(), (kData / "train_slow_loader.py").string(), "--workers", "0",
-                                "--sample-ms", "0.5", "--steps", "10", "--break-after", "6", "--teardown-s", "1"}),
-                 out / "log.txt");
-  const int rc = wait_exit(p);
-  const std::string log = slurp(out / "log.txt");
+  const auto [out, rc, log] = run_slow_loader(
+      "run_break", {"--workers", "0", "--sample-ms", "0.5", "--steps", "10", "--break-after", "6", "--teardown-s", "1"});
   EXPECT_EQ(rc, 0) << log;
   auto t = native::load_captures(capture_files(out / "capture"));
   ASSERT_TRUE(t.ok()) << t.status().message();
-  int64_t longest = 0, steps = 0;
-  for (const auto& e : t->events) {
-    if (e.cat != Category::kUserAnnotation || t->name(e).rfind("ProfilerStep#", 0) != 0) continue;
-    ++steps;
-    longest = std::max(longest, e.dur_ns);
-  }
-  EXPECT_EQ(steps, 5) << log;  // 6 trained; the sixth was still open when the loop broke
+  const auto steps = ranges_named(*t, "ProfilerStep#");
+  int64_t longest = 0;
+  for (const auto& [a, b] : steps) longest = std::max(longest, b - a);
+  EXPECT_EQ(steps.size(), 5u) << log;  // 6 trained; the sixth was still open when the loop broke
   EXPECT_LT(longest, 500'000'000) << "a step spans the teardown";
 }
 
 TEST(RunE2E, TwoWorkerProcessesAreNotInputBoundAndWriteTheirOwnFiles) {
   REQUIRE_TORCH();
-  const fs::path out = fresh_dir("run_w2");
-  Proc p = start(run_args(out, {kPython.string(), (kData / "train_slow_loader.py").string(), "--workers", "2",
-                                "--sample-ms", "1", "--steps", "24"}),
-                 out / "log.txt");
-  const int rc = wait_exit(p);
-  const std::string log = slurp(out / "log.txt");
+  const auto [out, rc, log] = run_slow_loader("run_w2", {"--workers", "2", "--sample-ms", "1", "--steps", "24"});
   const auto files = capture_files(out / "capture");
   int workers = 0;
   for (const auto& f : files) {
@@ -326,12 +326,7 @@ TEST(RunE2E, UnwritableOutputFailsBeforeLaunching) {
 
 TEST(RunE2E, CrashingCommandIsReportedWithItsPartialTrace) {
   REQUIRE_TORCH();
-  const fs::path out = fresh_dir("run_segv");
-  Proc p = start(run_args(out, {kPython.string(), (kData / "train_slow_loader.py").string(), "--workers", "0",
-                                "--steps", "30", "--crash-after", "12"}),
-                 out / "log.txt");
-  const int rc = wait_exit(p);
-  const std::string log = slurp(out / "log.txt");
+  const auto [out, rc, log] = run_slow_loader("run_segv", {"--workers", "0", "--steps", "30", "--crash-after", "12"});
   EXPECT_EQ(rc, 4) << log;
   EXPECT_NE(log.find("SIGSEGV"), std::string::npos) << log;
   auto t = native::load_captures(capture_files(out / "capture"));
