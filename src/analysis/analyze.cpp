@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <set>
@@ -63,7 +64,7 @@ bool tc_eligible_op(std::string op) {
   return false;
 }
 
-enum KernelClass : uint8_t { kComm = 1, kTc = 2, kFp64 = 4, kFp32 = 8, kConv = 16 };
+enum KernelClass : uint8_t { kComm = 1, kTc = 2, kFp64 = 4, kFp32 = 8, kConv = 16, kTf32 = 32 };
 
 // Kernel classes from its name and the operator that launched it (empty if unknown).
 uint8_t classify_kernel(const std::string& n, std::string op) {
@@ -71,6 +72,7 @@ uint8_t classify_kernel(const std::string& n, std::string op) {
   uint8_t cls = 0;
   const bool tcore = is_tensor_core_kernel(n);
   if (tcore) cls |= kTc;
+  if (tcore && is_tf32_kernel(n)) cls |= kTf32;
   if (is_fp64_kernel(n)) cls |= kFp64;
   else if (!tcore && (is_fp32_tc_eligible_kernel(n) || (!op.empty() && tc_eligible_op(op))) &&
            n.find("half") == std::string::npos && n.find("bf16") == std::string::npos &&
@@ -87,10 +89,10 @@ json gpu_section(const Ctx& c, std::set<std::string>& missing) {
   const auto& idx = c.idx;
   json g;
   const char* keys[] = {"utilization", "sm_efficiency", "achieved_occupancy", "busy_fraction", "kernels_per_step",
-                        "kernel_median_us", "short_kernel_fraction", "tensor_core_kernel_share",
+                        "kernel_median_us", "short_kernel_fraction", "tensor_core_kernel_share", "tf32_kernel_share",
                         "fp32_eligible_kernel_share", "fp64_kernel_share", "conv_kernel_share",
-                        "optimizer_kernel_share", "optimizer_kernels_per_step", "memset_per_step", "idle", "memcpy",
-                        "memory", "top_kernels"};
+                        "optimizer_kernel_share", "optimizer_kernels_per_step", "memset_per_step",
+                        "static_launch_pattern", "idle", "memcpy", "memory", "top_kernels"};
   for (const char* k : keys) g[k] = nullptr;
   g["top_kernels"] = json::array();
 
@@ -129,7 +131,7 @@ json gpu_section(const Ctx& c, std::set<std::string>& missing) {
   Intervals kern, busy;
   std::vector<double> durs_us;
   int64_t nkern = 0, nshort = 0;
-  TimeNs kt = 0, tc = 0, fp32 = 0, fp64 = 0, conv = 0, opt_t = 0;
+  TimeNs kt = 0, tc = 0, tf32 = 0, fp32 = 0, fp64 = 0, conv = 0, opt_t = 0;
   int64_t opt_n = 0;
   // Host ranges of Optimizer.step (launch inside -> optimizer kernel).
   Intervals opt_ranges;
@@ -177,6 +179,7 @@ json gpu_section(const Ctx& c, std::set<std::string>& missing) {
     if (cls & kComm) continue;  // the shares below are of compute-kernel time
     kt += k.dur_ns;
     if (cls & kTc) tc += k.dur_ns;
+    if (cls & kTf32) tf32 += k.dur_ns;
     if (cls & kFp64) fp64 += k.dur_ns;
     if (cls & kFp32) fp32 += k.dur_ns;
     if (cls & kConv) conv += k.dur_ns;
@@ -205,6 +208,7 @@ json gpu_section(const Ctx& c, std::set<std::string>& missing) {
   g["kernel_median_us"] = nkern ? json(r6(median(durs_us))) : json(nullptr);
   g["short_kernel_fraction"] = frac_or_null(double(nshort), double(nkern));
   g["tensor_core_kernel_share"] = frac_or_null(double(tc), double(kt));
+  g["tf32_kernel_share"] = frac_or_null(double(tf32), double(kt));
   g["fp32_eligible_kernel_share"] = frac_or_null(double(fp32), double(kt));
   g["fp64_kernel_share"] = frac_or_null(double(fp64), double(kt));
   g["conv_kernel_share"] = frac_or_null(double(conv), double(kt));
@@ -213,6 +217,16 @@ json gpu_section(const Ctx& c, std::set<std::string>& missing) {
     g["optimizer_kernels_per_step"] = r6(opt_n / c.nsteps);
   }
   g["memset_per_step"] = r6(nmemset / c.nsteps);
+  // Static shapes leave a fingerprint: every step launches the same number of GPU activities (what CUDA graphs
+  // and torch.compile's reduce-overhead mode need). Two steps at least; 1% slack for a stray copy.
+  if (c.si.steps.size() >= 2) {
+    int64_t lo = std::numeric_limits<int64_t>::max(), hi = 0;
+    for (const auto& s : c.si.steps) {
+      lo = std::min(lo, s.device_activities);
+      hi = std::max(hi, s.device_activities);
+    }
+    g["static_launch_pattern"] = hi > 0 && double(hi - lo) <= 0.01 * double(hi);
+  }
 
   // Est. SM efficiency (tb_plugin): sum over time of min(sum of blocks/SM of running kernels, 1), in steps.
   if (any_launch_cfg) {
@@ -320,17 +334,24 @@ json host_section(const Ctx& c, const RoleRanges& roles) {
   const auto& idx = c.idx;
   json h = {{"launches_per_step", nullptr}, {"launch_mean_us", nullptr}, {"launch_delay_median_us", nullptr},
             {"sync", {{"count_per_step", nullptr}, {"time_ms_per_step", nullptr}, {"fraction", nullptr}, {"gpu_records_per_step", nullptr}}},
-            {"runtime_outliers", nullptr}, {"cpu_op_fraction", nullptr}};
+            {"runtime_outliers", nullptr}, {"cpu_op_fraction", nullptr}, {"idle_activity", nullptr},
+            {"allocator", {{"calls_per_step", nullptr}, {"time_ms_per_step", nullptr}, {"fraction", nullptr}}},
+            {"optimizer_step_fraction", nullptr}, {"optimizer_idle_fraction", nullptr}};
   if (c.total_ns <= 0) return h;
-  int64_t launches = 0, syncs = 0, outliers = 0;
-  TimeNs launch_t = 0, sync_t = 0;
+  int64_t launches = 0, syncs = 0, outliers = 0, allocs = 0;
+  TimeNs launch_t = 0, sync_t = 0, alloc_t = 0;
   std::vector<double> delays;
-  Intervals sync_iv;
+  Intervals sync_iv, alloc_iv;
   for (size_t i : idx.runtimes) {
     const Event& e = t.events[i];
     if (e.is_gpu || !c.in_window(e.start_ns)) continue;
     const std::string_view n = runtime_base_name(t.name(e));
     if (e.dur_ns > 50'000) ++outliers;
+    if (is_allocator_call(n)) {
+      ++allocs;
+      alloc_t += e.dur_ns;
+      alloc_iv.push_back({e.start_ns, e.end_ns()});
+    }
     if (is_launch_call(n)) {
       ++launches;
       launch_t += e.dur_ns;
@@ -359,12 +380,43 @@ json host_section(const Ctx& c, const RoleRanges& roles) {
     h["sync"]["count_per_step"] = r6(syncs / c.nsteps);
     h["sync"]["time_ms_per_step"] = r6(ms(sync_t) / c.nsteps);
     h["sync"]["fraction"] = r6(c.clipped(merge_intervals(sync_iv)) / total);
+    h["allocator"] = {{"calls_per_step", r6(allocs / c.nsteps)},
+                      {"time_ms_per_step", r6(ms(alloc_t) / c.nsteps)},
+                      {"fraction", r6(c.clipped(merge_intervals(alloc_iv)) / total)}};
   }
   if (!idx.syncs.empty() || any_runtime) h["sync"]["gpu_records_per_step"] = r6(records / c.nsteps);
   // CPU operators outside data loading, as a share of the step (union, not carved).
   if (idx.has_cpu_ops) {
     const Intervals cpu_only = subtract_intervals(roles.role[6], roles.role[5]);
     h["cpu_op_fraction"] = r6(c.clipped(cpu_only) / total);
+  }
+  // Optimizer.step ranges (Kineto annotations or the shim's NVTX ranges), as a share of the step.
+  Intervals opt;
+  for (const auto& e : t.events)
+    if (!e.is_gpu && (e.cat == Category::kUserAnnotation || e.cat == Category::kCpuOp) && is_optimizer_step_annotation(t.name(e)))
+      opt.push_back({e.start_ns, e.end_ns()});
+  opt = merge_intervals(std::move(opt));
+  if (!opt.empty()) h["optimizer_step_fraction"] = r6(c.clipped(opt) / total);
+  // What the host does while the GPU idles.
+  if (idx.has_gpu_activity) {
+    Intervals busy;
+    for (const auto* list : {&idx.kernels, &idx.memcpys, &idx.memsets})
+      for (size_t i : *list)
+        if (device_of(t.events[i]) == idx.main_device) busy.push_back({t.events[i].start_ns, t.events[i].end_ns()});
+    busy = merge_intervals(std::move(busy));
+    // The optimizer's host time only costs step time where the GPU idles meanwhile.
+    if (!opt.empty()) h["optimizer_idle_fraction"] = r6(c.clipped(subtract_intervals(opt, busy)) / total);
+    constexpr int kDataRole = 5, kCpuRole = 6;  // kRoleNames order
+    const HostIdleActivity a = host_idle_activity(t, idx, c.windows, busy, roles.role[kDataRole], roles.role[kCpuRole]);
+    h["idle_activity"] = {{"fraction", r6(a.idle_ns / total)},
+                          {"allocator", r6(a.allocator / total)},
+                          {"memcpy_api", r6(a.memcpy_api / total)},
+                          {"sync", r6(a.sync / total)},
+                          {"launch", r6(a.launch / total)},
+                          {"other_runtime", r6(a.other_runtime / total)},
+                          {"dataloader", r6(a.dataloader / total)},
+                          {"operators", r6(a.operators / total)},
+                          {"other", r6(a.other / total)}};
   }
   return h;
 }
@@ -420,8 +472,11 @@ nlohmann::json build_report(const trace::Trace& t, const AnalysisOptions& option
   for (size_t i : idx.kernels)
     if (device_of(t.events[i]) == idx.main_device) kern_main.push_back({t.events[i].start_ns, t.events[i].end_ns()});
   kern_main = merge_intervals(std::move(kern_main));
+  TimeNs data_wait_min = std::numeric_limits<TimeNs>::max();  // the data wait every step has (see below)
   for (const auto& s : si.steps) {
     const StepBreakdown b = carve_step(roles, s.start, s.end);
+    constexpr int kDataRole = 5;  // kRoleNames order
+    data_wait_min = std::min(data_wait_min, b.role_ns[kDataRole]);
     for (int i = 0; i < kNumRoles; ++i) sum.role_ns[i] += b.role_ns[i];
     sum.total_ns += b.total_ns;
     dur_ms.push_back(ms(s.duration()));
@@ -448,6 +503,12 @@ nlohmann::json build_report(const trace::Trace& t, const AnalysisOptions& option
     for (const char* k : {"mean_ms", "median_ms", "min_ms", "max_ms", "stddev_ms"}) steps[k] = nullptr;
   }
   steps["per_step"] = per_step;
+  // The data wait that even the best step has, as a share of the mean step: a loader slower than the GPU
+  // every step (a throughput deficit) has a high floor; a bursty one (slow batches, epoch start-up) has a low
+  // floor. Deeper prefetching can only absorb the part above the floor.
+  steps["data_wait_floor"] = si.steps.empty() || sum.total_ns <= 0
+                                 ? json(nullptr)
+                                 : json(r6(double(data_wait_min) * c.nsteps / double(sum.total_ns)));
   r["steps"] = steps;
   if (sum.total_ns > 0) {
     r["breakdown"] = breakdown_json(sum, double(sum.total_ns), false);
@@ -551,6 +612,7 @@ nlohmann::json build_report(const trace::Trace& t, const AnalysisOptions& option
   r["source"] = src;
 
   r["recommendations"] = json::array();
+  r["plan"] = nullptr;  // written with the recommendations (rules::apply_rules)
   r["verdict"] = decide_verdict(r);
   return r;
 }

@@ -65,6 +65,26 @@ bool is_sync_call(std::string_view n) {
   return false;
 }
 
+bool is_allocator_call(std::string_view n) {
+  n = runtime_base_name(n);
+  // Device and pinned-host allocation and release (CUDA runtime/driver, HIP). With the caching allocator on,
+  // PyTorch calls these only when its pools grow; a steady stream of them means the cache is off or emptied.
+  static constexpr std::array<std::string_view, 22> kAlloc = {
+      "cudaMalloc",      "cudaFree",        "cudaMallocAsync", "cudaFreeAsync", "cudaMallocHost", "cudaFreeHost",
+      "cudaHostAlloc",   "cudaMallocManaged", "cudaMallocPitch", "cuMemAlloc",  "cuMemFree",      "cuMemAllocAsync",
+      "cuMemFreeAsync",  "cuMemAllocHost",  "cuMemFreeHost",   "hipMalloc",     "hipFree",        "hipMallocAsync",
+      "hipFreeAsync",    "hipHostMalloc",   "hipHostFree",     "hipExtMallocWithFlags"};
+  for (auto k : kAlloc)
+    if (n == k) return true;
+  // Driver versions carry a suffix: cuMemAlloc_v2, cuMemFree_v2.
+  return starts_with(n, "cuMemAlloc_") || starts_with(n, "cuMemFree_");
+}
+
+bool is_memcpy_call(std::string_view n) {
+  n = runtime_base_name(n);
+  return starts_with(n, "cudaMemcpy") || starts_with(n, "cuMemcpy") || starts_with(n, "hipMemcpy");
+}
+
 bool is_communication_kernel(std::string_view name) {
   const std::string n = lower(name);
   return starts_with(n, "ncclkernel") || starts_with(n, "nccldevkernel") || starts_with(n, "rcclkernel") ||
@@ -108,6 +128,14 @@ bool is_fp32_tc_eligible_kernel(std::string_view name) {
   if (contains(n, "cudnn") && contains(n, "conv") && contains(n, "float")) return true;
   if (contains(n, "gemm") && contains(n, "float") && !contains(n, "half") && !contains(n, "bfloat")) return true;
   return false;
+}
+
+// TF32 tensor-core kernels (Ampere and newer run FP32 GEMM/convolutions this way when TF32 is allowed): cuDNN
+// "..._tf32f32_..." engines, CUTLASS/cuBLAS "s1688"/"s16816" tiles ("s" = single-precision inputs).
+bool is_tf32_kernel(std::string_view name) {
+  const std::string n = lower(name);
+  static constexpr std::array<std::string_view, 3> kTf32 = {"tf32", "s1688", "s16816"};
+  return contains_any(n, kTf32);
 }
 
 bool is_fp64_kernel(std::string_view name) {

@@ -26,40 +26,10 @@ using detail::fmt_pct;
 using detail::fmt_us;
 using detail::number_path;
 using detail::string_path;
+using detail::Html;
+using detail::value_to_text;
 using nlohmann::json;
 
-// Appends escaped text or trusted markup to one output buffer.
-class Html {
- public:
-  Html& raw(std::string_view s) {
-    out_.append(s);
-    return *this;
-  }
-  Html& text(std::string_view s) {
-    detail::append_html_escaped(out_, s);
-    return *this;
-  }
-  std::string& str() { return out_; }
-
- private:
-  std::string out_;
-};
-
-std::string value_to_text(const json& v) {
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_null()) return detail::kDash;
-  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
-  if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
-  if (v.is_number()) return format_fixed(v.get<double>(), 4);
-  return v.dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
-std::string speedup_text(std::optional<double> s) {
-  if (!s) return "";
-  if (*s >= 1.0) return "up to " + format_fixed(*s, 2) + "\xC3\x97 faster step";
-  if (*s > 0) return "up to " + fmt_pct(*s) + " less step time";
-  return "";
-}
 
 // Axis tick label in ms with as many decimals as the tick spacing needs.
 std::string tick_label(double v, double spacing) {
@@ -398,67 +368,6 @@ void write_metrics(Html& h, const json& r) {
   h.raw("</dl></section>\n");
 }
 
-void write_code_block(Html& h, const char* lang, const char* label, const std::string& code) {
-  h.raw("<div class=\"fix\"><div class=\"fix-head\"><span>").raw(label)
-      .raw("</span><button type=\"button\" class=\"copy\">Copy</button></div><pre><code class=\"lang-").raw(lang)
-      .raw("\">").text(code).raw("</code></pre></div>\n");
-}
-
-void write_recommendations(Html& h, const json& r) {
-  h.raw("<section id=\"recommendations\"><h2>Recommendations</h2>\n");
-  const json* recs = detail::find_path(r, {"recommendations"});
-  if (!recs || !recs->is_array() || recs->empty()) {
-    h.raw("<p class=\"na\" id=\"no-recommendations\">No rule fired: nothing cheap to recommend for this trace.</p></section>\n");
-    return;
-  }
-  h.raw("<ol class=\"recs\" id=\"recs-list\">\n");
-  int rank = 0;
-  for (const auto& rec : *recs) {
-    const std::string id = string_path(rec, {"id"}).value_or("");
-    // The first three are open; the rest collapse to their title line to keep the page scannable.
-    h.raw("<li class=\"rec\" data-rule=\"").text(id).raw("\"><details").raw(rank++ < 3 ? " open" : "")
-        .raw("><summary class=\"rec-head\"><h3>")
-        .text(string_path(rec, {"title"}).value_or(id)).raw("</h3>");
-    if (auto tier = number_path(rec, {"tier"}))
-      h.raw("<span class=\"tier tier-").raw(format_fixed(*tier, 0)).raw("\">tier ").raw(format_fixed(*tier, 0)).raw("</span>");
-    if (!id.empty()) h.raw("<code class=\"rule-id\">").text(id).raw("</code>");
-    const std::string gain = speedup_text(number_path(rec, {"estimated_speedup_max"}));
-    if (!gain.empty()) h.raw("<span class=\"gain\">").text(gain).raw("</span>");
-    h.raw("</summary>\n");
-    auto list = [&](const char* key, const char* cls, const char* title) {
-      const json* items = detail::find_path(rec, {key});
-      if (!items || !items->is_array() || items->empty()) return;
-      h.raw("<div class=\"").raw(cls).raw("\"><h4>").raw(title).raw("</h4><ul>");
-      for (const auto& e : *items) h.raw("<li>").text(value_to_text(e)).raw("</li>");
-      h.raw("</ul></div>\n");
-    };
-    list("evidence", "evidence", "Evidence");
-    const auto py = string_path(rec, {"fix", "python"});
-    const auto cpp = string_path(rec, {"fix", "cpp"});
-    if (py || cpp) {
-      h.raw("<div class=\"fixes\">\n");
-      if (py) write_code_block(h, "python", "PyTorch (Python)", *py);
-      if (cpp) write_code_block(h, "cpp", "LibTorch (C++)", *cpp);
-      h.raw("</div>\n");
-    }
-    list("caveats", "caveats", "When not to apply it");
-    if (const json* refs = detail::find_path(rec, {"references"}); refs && refs->is_array() && !refs->empty()) {
-      h.raw("<div class=\"refs\"><h4>References</h4><ul>");
-      for (const auto& ref : *refs) {
-        const std::string t = value_to_text(ref);
-        // Only plain https links become anchors; anything else (javascript:, data:) stays text.
-        if (t.rfind("https://", 0) == 0)
-          h.raw("<li><a rel=\"noreferrer noopener\" target=\"_blank\" href=\"").text(t).raw("\">").text(t).raw("</a></li>");
-        else
-          h.raw("<li>").text(t).raw("</li>");
-      }
-      h.raw("</ul></div>\n");
-    }
-    h.raw("</details></li>\n");
-  }
-  h.raw("</ol>\n</section>\n");
-}
-
 void flatten_facts(const json& j, const std::string& prefix, std::vector<std::pair<std::string, std::string>>* out) {
   if (j.is_object()) {
     for (auto it = j.begin(); it != j.end(); ++it)
@@ -544,11 +453,13 @@ std::string render_html(const json& report, const trace::Trace* trace) {
       .raw(detail::asset_head_js()).raw("</script>\n<style>").raw(detail::asset_report_css()).raw("</style>\n</head>\n");
   h.raw("<body data-render=\"pending\">\n");
   write_banner(h, report);
-  h.raw("<nav class=\"toc\"><a href=\"#breakdown\">Breakdown</a><a href=\"#timeline-section\">Timeline</a>"
+  h.raw("<nav class=\"toc\"><a href=\"#plan\">Plan</a><a href=\"#breakdown\">Breakdown</a><a href=\"#timeline-section\">Timeline</a>"
         "<a href=\"#kernels\">Kernels</a><a href=\"#copies\">Copies</a><a href=\"#memory\">Memory</a>"
         "<a href=\"#recommendations\">Recommendations</a><a href=\"#data-quality\">Data quality</a></nav>\n<main>\n");
+  detail::write_plan(h, report);
   write_breakdown(h, report);
-  write_recommendations(h, report);
+  detail::write_host_idle(h, report);
+  detail::write_recommendations(h, report);
   json timeline;
   write_timeline(h, report, trace, &timeline);
   h.raw("<div class=\"two-col\">\n");

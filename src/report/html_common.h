@@ -11,6 +11,7 @@
 
 #include "profile_train/common/format.h"
 #include "profile_train/common/json_path.h"
+#include "profile_train/report/escape.h"
 
 namespace profile_train::report::detail {
 
@@ -39,5 +40,31 @@ extern const CategoryStyle kCategories[8];
 
 // Human label of a verdict.bottleneck value ("input_pipeline" -> "Input pipeline").
 std::string bottleneck_label(std::string_view bottleneck);
+
+// A JSON value as display text (strings as is, null as a dash, numbers to 4 decimals).
+std::string value_to_text(const nlohmann::json& v);
+
+// Appends escaped text or trusted markup to one output buffer.
+class Html {
+ public:
+  Html& raw(std::string_view s) {
+    out_.append(s);
+    return *this;
+  }
+  Html& text(std::string_view s) {
+    detail::append_html_escaped(out_, s);
+    return *this;
+  }
+  std::string& str() { return out_; }
+
+ private:
+  std::string out_;
+};
+
+// Report sections of html_recommendations.cpp: the plan (first, under the banner), what the host does while
+// the GPU idles, and the ordered recommendations with minor fixes and notes folded.
+void write_plan(Html& h, const nlohmann::json& report);
+void write_host_idle(Html& h, const nlohmann::json& report);
+void write_recommendations(Html& h, const nlohmann::json& report);
 
 }  // namespace profile_train::report::detail

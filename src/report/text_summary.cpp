@@ -49,6 +49,44 @@ const char* verdict_color(const std::string& b) {
   return "1;33";
 }
 
+// The plan: the first fixes in order with the combined bound, before any figure.
+void write_plan(const json& r, std::ostream& out, const Style& st) {
+  const json* plan = at(r, {"plan"});
+  if (plan == nullptr || !plan->is_object()) return;
+  const json* steps = at(*plan, {"steps"});
+  const bool any = steps != nullptr && steps->is_array() && !steps->empty();
+  if (any) {
+    out << st.bold("PLAN") << "  " << steps->size() << " step(s), together up to "
+        << st.bold(fmt("%.2fx", num(*plan, {"combined_speedup_max"}))) << " faster step "
+        << st.dim("(bounds, successive Amdahl)") << "\n";
+    int i = 0;
+    for (const auto& s : *steps)
+      out << "  " << ++i << ". [" << str(s, {"id"}) << "] " << str(s, {"title"}) << "  "
+          << st.dim("alone up to " + fmt("%.2fx", num(s, {"speedup_max_alone"})) + ", cumulative " +
+                    fmt("%.2fx", num(s, {"cumulative_speedup_max"})))
+          << "\n";
+  }
+  if (auto why = string_path(*plan, {"no_fix_reason"})) out << (any ? "  " : "") << st.c("33", "No fix for the bottleneck") << ": " << *why << "\n";
+  if (any || string_path(*plan, {"no_fix_reason"})) out << "\n";
+}
+
+void write_host_idle(const json& r, std::ostream& out) {
+  const json* a = at(r, {"host", "idle_activity"});
+  if (a == nullptr || !a->is_object() || num(*a, {"fraction"}) <= 0) return;
+  static const std::pair<const char*, const char*> kParts[] = {
+      {"allocator", "allocator"}, {"memcpy_api", "memcpy API"}, {"sync", "sync"}, {"launch", "launch API"},
+      {"other_runtime", "other runtime"}, {"dataloader", "DataLoader"}, {"operators", "operators"}, {"other", "other"}};
+  out << "          while the GPU idles (" << pct(num(*a, {"fraction"})) << " of the step) the host is in:";
+  std::string sep = " ";
+  for (const auto& [key, label] : kParts) {
+    const double v = num(*a, {key});
+    if (v < 0.0005) continue;
+    out << sep << label << " " << pct(v);
+    sep = ", ";
+  }
+  out << "\n";
+}
+
 }  // namespace
 
 void write_text_summary(const json& r, std::ostream& out, const TextOptions& options) {
@@ -62,6 +100,7 @@ void write_text_summary(const json& r, std::ostream& out, const TextOptions& opt
     for (const auto& e : *ev)
       if (e.is_string()) out << "  - " << e.get<std::string>() << "\n";
   out << "\n";
+  write_plan(r, out, st);
 
   // Steps.
   const double count = num(r, {"steps", "count"});
@@ -129,23 +168,46 @@ void write_text_summary(const json& r, std::ostream& out, const TextOptions& opt
     if (has_num(r, {"host", "launch_delay_median_us"}))
       out << ", median launch->start " << fmt("%.1f us", num(r, {"host", "launch_delay_median_us"}));
     out << ", " << fmt("%.1f", num(r, {"host", "sync", "count_per_step"})) << " syncs/step ("
-        << pct(num(r, {"host", "sync", "fraction"})) << ")\n";
+        << pct(num(r, {"host", "sync", "fraction"})) << ")";
+    if (num(r, {"host", "allocator", "calls_per_step"}) > 0)
+      out << ", " << fmt("%.1f", num(r, {"host", "allocator", "calls_per_step"})) << " allocator calls/step ("
+          << fmt("%.2f ms", num(r, {"host", "allocator", "time_ms_per_step"})) << ")";
+    out << "\n";
+    write_host_idle(r, out);
   }
   if (has_num(r, {"communication", "kernel_fraction"}) && num(r, {"communication", "kernel_fraction"}) > 0)
     out << st.bold("Comm") << "      collectives " << pct(num(r, {"communication", "kernel_fraction"})) << " of the step, exposed "
         << pct(num(r, {"communication", "exposed_fraction"})) << "\n";
 
-  // Recommendations.
+  // Recommendations: the material ones in order, minor fixes and notes folded to one line each.
   if (const json* recs = at(r, {"recommendations"}); recs != nullptr && recs->is_array() && !recs->empty()) {
     out << "\n" << st.bold("Recommendations") << "\n";
     int i = 0;
+    std::string minor, notes;
     for (const auto& rec : *recs) {
-      out << "  " << ++i << ". [" << str(rec, {"id"}) << "] " << str(rec, {"title"});
+      const std::string group = str(rec, {"group"});
+      const std::string id = str(rec, {"id"});
+      if (group == "minor") {
+        minor += (minor.empty() ? "" : ", ") + id + (has_num(rec, {"estimated_speedup_max"}) ? " " + fmt("%.2fx", num(rec, {"estimated_speedup_max"})) : "");
+        continue;
+      }
+      if (group == "note") {
+        notes += "  note [" + id + "] " + str(rec, {"check_note"}) + "\n";
+        continue;
+      }
+      out << "  " << ++i << ". [" << id << "] " << str(rec, {"title"});
       if (has_num(rec, {"estimated_speedup_max"})) out << "  (up to " << fmt("%.2fx", num(rec, {"estimated_speedup_max"})) << ")";
+      if (str(rec, {"evidence_level"}) == "check") out << "  " << st.c("33", "CHECK");
       out << "\n";
       if (const json* ev = at(rec, {"evidence"}); ev != nullptr && ev->is_array() && !ev->empty() && (*ev)[0].is_string())
         out << "     " << st.dim((*ev)[0].get<std::string>()) << "\n";
+      if (str(rec, {"evidence_level"}) == "check") out << "     " << st.dim("check: " + str(rec, {"check_note"})) << "\n";
+      if (group == "secondary") out << "     " << st.dim("does not address the bottleneck; listed for its bound") << "\n";
     }
+    if (!minor.empty()) out << "  " << st.dim("minor (each under 3% of the step): " + minor) << "\n";
+    if (!notes.empty()) out << st.dim(notes);
+  } else if (str(r, {"verdict", "bottleneck"}, "unknown") != "unknown") {
+    out << "\n" << st.bold("Recommendations") << "\n  none: no rule of the catalog fires on this report\n";
   }
 
   // Data quality: never silent.

@@ -242,6 +242,7 @@ struct FunctionSpec {
 constexpr FunctionSpec kFunctions[] = {
     {"exists", 1, 1},          {"min", 1, SIZE_MAX},    {"max", 1, SIZE_MAX}, {"coalesce", 1, SIZE_MAX},
     {"contains", 2, 2},        {"startswith", 2, 2},    {"number", 1, 1},     {"len", 1, 1},
+    {"if", 3, 3},
 };
 
 const FunctionSpec* find_function(std::string_view name) {
@@ -495,7 +496,7 @@ class Parser {
     const FunctionSpec* spec = find_function(name.text);
     if (spec == nullptr)
       fail(name, "unknown function '" + name.text +
-                     "' (known: exists, min, max, coalesce, contains, startswith, number, len)");
+                     "' (known: exists, min, max, coalesce, contains, startswith, number, len, if)");
     take();  // '('
     auto n = make(Op::kCall, name.begin, name.end, StaticType::kAny);
     n->name = name.text;
@@ -547,6 +548,9 @@ class Parser {
       n.type = StaticType::kBool;
     } else if (f == "number") {
       n.type = StaticType::kNumber;
+    } else if (f == "if") {
+      expect_type(*k[0], StaticType::kBool, "if() condition");
+      n.type = k[1]->type == k[2]->type ? k[1]->type : StaticType::kAny;
     } else if (f == "len") {
       if (k[0]->type != StaticType::kAny && k[0]->type != StaticType::kList && k[0]->type != StaticType::kString &&
           k[0]->type != StaticType::kObject)
@@ -674,6 +678,11 @@ struct Evaluator {
   Value call(const Node& n) const {
     const std::string& f = n.name;
     if (f == "exists") return Value::Bool(eval(*n.kids[0]).known());
+    if (f == "if") {  // only the chosen branch is evaluated; an unknown condition gives UNKNOWN
+      const Value c = eval(*n.kids[0]);
+      if (c.kind != ValueKind::kBool) return Value::Unknown();
+      return eval(*n.kids[c.boolean ? 1 : 2]);
+    }
     if (f == "coalesce") {
       for (const auto& k : n.kids) {
         Value v = eval(*k);

@@ -8,6 +8,7 @@
 #include <system_error>
 
 #include "json_lines.h"
+#include "profile_train/common/vocabulary.h"
 #include "rule_set.h"
 
 namespace profile_train::rules {
@@ -19,7 +20,8 @@ using nlohmann::json;
 const std::set<std::string>& known_keys() {
   static const std::set<std::string> k = {"$schema", "format_version", "id",    "title",      "tier",
                                           "when",    "evidence",       "gain",  "fix",        "caveats",
-                                          "references", "knobs",       "description"};
+                                          "references", "knobs",       "description", "addresses",
+                                          "cost",    "unverified"};
   return k;
 }
 
@@ -133,7 +135,91 @@ Status parse_template(const std::string& source, const std::string& pointer, con
   return Status::Ok();
 }
 
+int parse_level(const json& j) {
+  if (!j.is_string()) return 0;
+  const std::string s = j.get<std::string>();
+  return s == "low" ? 1 : s == "medium" ? 2 : s == "high" ? 3 : 0;
+}
+
+StatusOr<expr::Expression> parse_condition(const json& j, const std::string& pointer, const char* what,
+                                           const Errors& err) {
+  if (!j.is_string() || j.get<std::string>().empty())
+    return err.at(pointer, std::string(what) + " must be a non-empty condition string");
+  auto parsed = expr::Expression::Parse(j.get<std::string>());
+  if (!parsed.ok()) return err.at(pointer, std::string("in ") + what + ", " + parsed.status().message());
+  if (parsed->type() != expr::StaticType::kBool && parsed->type() != expr::StaticType::kAny)
+    return err.at(pointer, std::string(what) + " must be a condition (boolean)");
+  return parsed;
+}
+
+// "addresses", "cost" and "unverified" (format 1.1): where the rule stands in the ordering.
+Status read_standing(const json& j, const Errors& err, Rule& r) {
+  r.cost = cost_for_tier(r.tier);
+  if (j.contains("addresses")) {
+    if (Status s = read_string_list(j, "addresses", err, r.addresses, false); !s.ok()) return s;
+    for (size_t i = 0; i < r.addresses.size(); ++i) {
+      if (!is_bottleneck_name(r.addresses[i]) || r.addresses[i] == "unknown") {
+        std::string known;
+        for (auto b : kBottleneckNames)
+          if (b != "unknown") known += (known.empty() ? "" : ", ") + std::string(b);
+        return err.at("/addresses/" + std::to_string(i),
+                      "unknown bottleneck class \"" + r.addresses[i] + "\" (known: " + known + ")");
+      }
+    }
+  }
+  if (auto c = j.find("cost"); c != j.end()) {
+    if (!c->is_object()) return err.at("/cost", "\"cost\" must be an object {effort, risk}");
+    for (auto it = c->begin(); it != c->end(); ++it)
+      if (it.key() != "effort" && it.key() != "risk")
+        return err.at("/cost/" + it.key(), "unknown key \"" + it.key() + "\" in \"cost\" (effort, risk)");
+    for (const char* k : {"effort", "risk"}) {
+      auto v = c->find(k);
+      const int level = v == c->end() ? 0 : parse_level(*v);
+      if (level == 0)
+        return err.at(std::string("/cost") + (v == c->end() ? "" : std::string("/") + k),
+                      std::string("\"cost.") + k + "\" must be \"low\", \"medium\" or \"high\"");
+      (std::string(k) == "effort" ? r.cost.effort : r.cost.risk) = level;
+    }
+  }
+  if (auto u = j.find("unverified"); u != j.end()) {
+    if (!u->is_array()) return err.at("/unverified", "\"unverified\" must be an array of {when, text, level}");
+    for (size_t i = 0; i < u->size(); ++i) {
+      const json& item = (*u)[i];
+      const std::string pointer = "/unverified/" + std::to_string(i);
+      if (!item.is_object()) return err.at(pointer, "an \"unverified\" item must be an object {when, text, level}");
+      for (auto it = item.begin(); it != item.end(); ++it)
+        if (it.key() != "when" && it.key() != "text" && it.key() != "level")
+          return err.at(pointer + "/" + it.key(), "unknown key \"" + it.key() + "\" in an \"unverified\" item (when, text, level)");
+      if (!item.contains("when") || !item.contains("text"))
+        return err.at(pointer, "an \"unverified\" item needs \"when\" and \"text\"");
+      Unverified out;
+      auto cond = parse_condition(item.at("when"), pointer + "/when", "\"unverified.when\"", err);
+      if (!cond.ok()) return cond.status();
+      out.when = std::move(cond).value();
+      if (!item.at("text").is_string() || item.at("text").get<std::string>().empty())
+        return err.at(pointer + "/text", "\"unverified.text\" must be a non-empty template string");
+      if (Status s = parse_template(item.at("text").get<std::string>(), pointer + "/text", err, out.text); !s.ok()) return s;
+      out.level = item.value("level", std::string("check"));
+      if (out.level != "check" && out.level != "note")
+        return err.at(pointer + "/level", "\"unverified.level\" must be \"check\" or \"note\"");
+      r.unverified.push_back(std::move(out));
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
+
+Cost cost_for_tier(int tier) {
+  switch (tier) {
+    case 1: return {1, 1};
+    case 2: return {1, 2};
+    case 3: return {2, 2};
+    default: return {3, 3};
+  }
+}
+
+const char* level_name(int level) { return level <= 1 ? "low" : level == 2 ? "medium" : "high"; }
 
 StatusOr<Rule> parse_rule(std::string_view text, const std::string& file) {
   json j;
@@ -186,6 +272,7 @@ StatusOr<Rule> parse_rule(std::string_view text, const std::string& file) {
   if (tier == j.end() || !tier->is_number_integer() || tier->get<int>() < 1 || tier->get<int>() > 4)
     return err.at("/tier", "\"tier\" must be an integer 1..4 (1 = cheapest, lowest risk)");
   r.tier = tier->get<int>();
+  if (Status s = read_standing(j, err, r); !s.ok()) return s;
 
   auto when = j.find("when");
   if (when == j.end() || !when->is_string() || when->get<std::string>().empty())
@@ -233,8 +320,20 @@ StatusOr<Rule> parse_rule(std::string_view text, const std::string& file) {
   auto gain = j.find("gain");
   if (gain == j.end() || !gain->is_object()) return err.at("/gain", "\"gain\" must be an object {removable_share, rationale}");
   for (auto it = gain->begin(); it != gain->end(); ++it)
-    if (it.key() != "removable_share" && it.key() != "rationale")
-      return err.at("/gain/" + it.key(), "unknown key \"" + it.key() + "\" in \"gain\"");
+    if (it.key() != "removable_share" && it.key() != "rationale" && it.key() != "from")
+      return err.at("/gain/" + it.key(), "unknown key \"" + it.key() + "\" in \"gain\" (removable_share, from, rationale)");
+  if (gain->contains("from")) {
+    const json& from = gain->at("from");
+    if (!from.is_array() || from.empty())
+      return err.at("/gain/from", "\"gain.from\" must be a non-empty array of breakdown roles");
+    for (size_t i = 0; i < from.size(); ++i) {
+      if (!from[i].is_string() || !is_breakdown_role(from[i].get<std::string>()))
+        return err.at("/gain/from/" + std::to_string(i),
+                      "\"gain.from\" items must be breakdown roles (kernel, memcpy, memset, communication, runtime, "
+                      "data_loading, cpu, other)");
+      r.gain_from.push_back(from[i].get<std::string>());
+    }
+  }
   auto share = gain->find("removable_share");
   if (share == gain->end() || !share->is_string() || share->get<std::string>().empty())
     return err.at("/gain", "\"gain.removable_share\" must be an expression string (the share of step time the fix can remove)");

@@ -1,5 +1,7 @@
 #include "profile_train/rules/metric_paths.h"
 
+#include "profile_train/common/vocabulary.h"
+
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -48,6 +50,7 @@ constexpr Leaf kLeaves[] = {
     {"steps.max_ms", T::kNumber},
     {"steps.stddev_ms", T::kNumber},
     {"steps.per_step", T::kList},
+    {"steps.data_wait_floor", T::kNumber},
     {"gpu.utilization", T::kNumber},
     {"gpu.sm_efficiency", T::kNumber},
     {"gpu.achieved_occupancy", T::kNumber},
@@ -56,12 +59,14 @@ constexpr Leaf kLeaves[] = {
     {"gpu.kernel_median_us", T::kNumber},
     {"gpu.short_kernel_fraction", T::kNumber},
     {"gpu.tensor_core_kernel_share", T::kNumber},
+    {"gpu.tf32_kernel_share", T::kNumber},
     {"gpu.fp32_eligible_kernel_share", T::kNumber},
     {"gpu.fp64_kernel_share", T::kNumber},
     {"gpu.conv_kernel_share", T::kNumber},
     {"gpu.optimizer_kernel_share", T::kNumber},
     {"gpu.optimizer_kernels_per_step", T::kNumber},
     {"gpu.memset_per_step", T::kNumber},
+    {"gpu.static_launch_pattern", T::kBool},
     {"gpu.idle.fraction", T::kNumber},
     {"gpu.idle.host_wait", T::kNumber},
     {"gpu.idle.kernel_wait", T::kNumber},
@@ -79,6 +84,11 @@ constexpr Leaf kLeaves[] = {
     {"host.sync.gpu_records_per_step", T::kNumber},
     {"host.runtime_outliers", T::kNumber},
     {"host.cpu_op_fraction", T::kNumber},
+    {"host.allocator.calls_per_step", T::kNumber},
+    {"host.allocator.time_ms_per_step", T::kNumber},
+    {"host.allocator.fraction", T::kNumber},
+    {"host.optimizer_step_fraction", T::kNumber},
+    {"host.optimizer_idle_fraction", T::kNumber},
     {"communication.kernel_fraction", T::kNumber},
     {"communication.exposed_fraction", T::kNumber},
     {"verdict.bottleneck", T::kString},
@@ -130,8 +140,8 @@ constexpr Leaf kLeaves[] = {
     {"data_quality.notes", T::kList},
 };
 
-constexpr const char* kBreakdownKeys[] = {"kernel", "memcpy", "memset", "communication",
-                                          "runtime", "data_loading", "cpu", "other"};
+constexpr const char* kIdleActivityKeys[] = {"fraction",      "allocator",  "memcpy_api", "sync",  "launch",
+                                             "other_runtime", "dataloader", "operators",  "other"};
 constexpr const char* kMemcpyKinds[] = {"h2d", "d2h", "d2d"};
 constexpr const char* kMemcpyFields[] = {"count_per_step", "bytes_per_step", "time_ms_per_step", "fraction",
                                          "bandwidth_gbps", "pageable_bytes", "pinned_bytes", "pageable_fraction"};
@@ -144,10 +154,11 @@ struct Table {
 Table build_table() {
   std::vector<std::pair<std::string, T>> all;
   for (const Leaf& leaf : kLeaves) all.emplace_back(leaf.path, leaf.type);
-  for (const char* key : kBreakdownKeys) {
-    all.emplace_back(std::string("breakdown.") + key, T::kNumber);
-    all.emplace_back(std::string("breakdown_ms.") + key, T::kNumber);
+  for (std::string_view key : kBreakdownRoleNames) {
+    all.emplace_back("breakdown." + std::string(key), T::kNumber);
+    all.emplace_back("breakdown_ms." + std::string(key), T::kNumber);
   }
+  for (const char* key : kIdleActivityKeys) all.emplace_back(std::string("host.idle_activity.") + key, T::kNumber);
   for (const char* kind : kMemcpyKinds)
     for (const char* field : kMemcpyFields)
       all.emplace_back(std::string("gpu.memcpy.") + kind + "." + field, T::kNumber);

@@ -28,10 +28,35 @@ struct Template {
   std::optional<expr::Expression> when;  // shown only when true (evidence items written as {text, when})
 };
 
+// What applying a fix costs the user: effort (how much code and time) and risk (to convergence, numerics or
+// stability), each 1 = low, 2 = medium, 3 = high. The ordering key inside a group; tier stays the ladder shown.
+struct Cost {
+  int effort = 1;
+  int risk = 1;
+  int rank() const { return effort + risk; }
+};
+// Cost implied by a tier when a (user) rule declares none: 1 -> low/low, 2 -> low/medium, 3 -> medium/medium,
+// 4 -> high/high.
+Cost cost_for_tier(int tier);
+const char* level_name(int level);  // 1 -> "low", 2 -> "medium", 3 -> "high"
+
+// A condition under which the rule's evidence is incomplete: the rule still fires, at a lower standing.
+// level "check": a fact it relies on was not recorded (verify before applying); "note": the evidence cannot
+// show that the fix applies to this job at all (no gain counted, never in the plan).
+struct Unverified {
+  expr::Expression when;
+  Template text;
+  std::string level;  // "check" or "note"
+};
+
 struct Rule {
   std::string id;
   std::string title;
   int tier = 0;
+  std::vector<std::string> addresses;  // verdict bottleneck classes the fix relieves
+  Cost cost;
+  std::vector<std::string> gain_from;  // breakdown roles the removable share comes out of (empty: any)
+  std::vector<Unverified> unverified;
   expr::Expression when;
   std::vector<Template> evidence;
   expr::Expression removable_share;  // gain: speedup_max = 1 / (1 - clamp(removable_share, 0, kMaxRemovable))

@@ -177,8 +177,9 @@ agent::RecorderConfig config(const fs::path& dir) {
 
 // Records `steps` steps of `step_body(sim, step_start)` (which returns the step's length) in a forked child,
 // then loads, analyzes and judges the capture.
+// `facts`: what the run would record beside the capture (the built-in workload writes facts-PID.json).
 json capture_and_report(const std::string& name, int steps,
-                        const std::function<int64_t(SimulatedRun&, int64_t)>& step_body) {
+                        const std::function<int64_t(SimulatedRun&, int64_t)>& step_body, const json& facts = json()) {
   const fs::path dir = fresh_dir(name);
   const int rc = in_child([&] {
     if (!agent::recorder_start(config(dir))) return 2;
@@ -199,6 +200,10 @@ json capture_and_report(const std::string& name, int steps,
   auto trace = profile_train::trace::native::load_captures(capture_files(dir));
   EXPECT_TRUE(trace.ok()) << trace.status().message();
   if (!trace.ok()) return json();
+  if (facts.is_object()) {
+    if (!trace->facts.is_object()) trace->facts = json::object();
+    trace->facts.merge_patch(facts);
+  }
   json report = profile_train::analysis::build_report(*trace);
   auto rules = profile_train::rules::load_rules();
   EXPECT_TRUE(rules.ok()) << rules.status().message();
@@ -283,15 +288,18 @@ TEST(GpuPipeline, BusyGpuWithFp32GemmsIsGpuComputeWithTf32First) {
 }
 
 // Launch bound: 150 tiny kernels per step, each launched in 15 us of host time while the GPU runs it in 3 us
-// (the `tiny` scenario's shape). The GPU idles most of the step: CPU overhead, and the batch is the lever.
+// (the `tiny` scenario's shape). The GPU idles most of the step: CPU overhead, and with the batch of 4 and the
+// memory headroom the workload records, the batch is the cheapest lever (CUDA graphs come after it).
 TEST(GpuPipeline, LaunchBoundStepIsCpuOverheadWithBatchSizeFirst) {
+  const json facts = {{"dataloader", {{"batch_size", 4}}},
+                      {"gpu", {{"memory_peak_bytes", int64_t{2} << 30}, {"memory_total_bytes", int64_t{141} << 30}}}};
   const json r = capture_and_report("launch", 10, [](SimulatedRun& sim, int64_t t) {
     sim.range("## forward ##", t, t + 750 * kUs, 1);
     sim.launch_kernels(50, t, 15 * kUs, t + 5 * kUs, 3 * kUs);
     sim.range("## backward ##", t + 750 * kUs, t + 2250 * kUs, 1);
     sim.launch_kernels(100, t + 750 * kUs, 15 * kUs, t + 755 * kUs, 3 * kUs);
     return 2300 * kUs;
-  });
+  }, facts);
   ASSERT_TRUE(r.is_object());
   EXPECT_LT(r["gpu"]["utilization"].get<double>(), 0.3) << r["gpu"].dump();
   EXPECT_EQ(r["verdict"]["bottleneck"], "cpu_overhead") << r["verdict"].dump() << r["breakdown"].dump();

@@ -86,7 +86,7 @@ void check_report_dom(const std::string& dom, const json& report, size_t expecte
   EXPECT_GE(count_of(svg, "<rect"), 2u);
   if (expected_recs > 0) {
     EXPECT_NE(dom.find("id=\"recs-list\""), std::string::npos);
-    EXPECT_EQ(count_of(dom, "<li class=\"rec\""), expected_recs);
+    EXPECT_EQ(count_of(dom, "<li class=\"rec rec-"), expected_recs);
   } else {
     EXPECT_NE(dom.find("id=\"no-recommendations\""), std::string::npos);
   }
@@ -152,6 +152,27 @@ void check_real_trace(const char* rel) {
   const std::string dom = dump_dom(dir / "report.html");
   check_report_dom(dom, report, recs);
   if (loaded->events.size() > 0) EXPECT_NE(dom.find("id=\"tl-canvas\""), std::string::npos);
+  // The plan comes first, with one item per plan step and the combined bound; minor fixes and notes are folded
+  // (closed <details>) below the material ones; the host-idle section shows its bar.
+  const auto plan = dom.find("<section id=\"plan\"");
+  ASSERT_NE(plan, std::string::npos);
+  EXPECT_LT(plan, dom.find("<section id=\"breakdown\""));
+  const std::string plan_html = dom.substr(plan, dom.find("</section>", plan) - plan);
+  EXPECT_EQ(count_of(plan_html, "<li data-rule="), report["plan"]["steps"].size());
+  const std::string first = report["plan"]["steps"][0]["id"];
+  EXPECT_NE(plan_html.find("<li data-rule=\"" + first + "\""), std::string::npos);
+  char combined[32];
+  std::snprintf(combined, sizeof combined, "up to %.2f", report["plan"]["combined_speedup_max"].get<double>());
+  EXPECT_NE(plan_html.find(combined), std::string::npos) << plan_html;
+  size_t minor = 0;
+  for (const auto& r : report["recommendations"]) minor += r["group"] == "minor";
+  if (minor > 0) {
+    const auto m = dom.find("<details class=\"folded\" id=\"minor-recs\">");
+    ASSERT_NE(m, std::string::npos) << "minor fixes are not folded";
+    EXPECT_GT(m, dom.find("id=\"recs-list\""));
+    EXPECT_EQ(count_of(dom, "<li class=\"rec rec-minor\""), minor);
+  }
+  EXPECT_NE(dom.find("id=\"host-idle-bar\""), std::string::npos);
 }
 
 TEST(Browser, TbTraceNumWorkers0) {

@@ -52,7 +52,7 @@ TEST(Html, FixtureRendersAllSectionsWithEscapedNames) {
   EXPECT_NE(html.find("Input pipeline"), std::string::npos);
   // Per-step bars (4) + the mean bar.
   EXPECT_NE(html.find("data-bars=\"5\""), std::string::npos);
-  EXPECT_EQ(count_of(html, "<li class=\"rec\""), 2u);
+  EXPECT_EQ(count_of(html, "<li class=\"rec rec-"), 2u);
   EXPECT_EQ(count_of(html, "class=\"copy\""), 4u);  // python + C++ for both recommendations
   // Hostile names render as text: only our own three <script> elements exist.
   EXPECT_EQ(count_of(html, "<script"), 3u);

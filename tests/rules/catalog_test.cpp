@@ -1,4 +1,4 @@
-// Each of the 21 catalog rules fires on a fixture that should trigger it and stays silent on near misses
+// Each of the 22 catalog rules fires on a fixture that should trigger it and stays silent on near misses
 // (fixtures/catalog_cases.json: merge patches of one healthy base report).
 #include <gtest/gtest.h>
 
@@ -107,7 +107,7 @@ INSTANTIATE_TEST_SUITE_P(Catalog, RuleCase,
                                            "zero-grad-set-to-none", "avoid-host-sync", "cudnn-benchmark", "tf32",
                                            "right-size-dtypes", "gpu-preprocessing", "amp", "channels-last",
                                            "batch-size", "gradient-accumulation", "activation-checkpointing",
-                                           "cuda-graphs", "ddp", "fsdp", "comm-overlap"),
+                                           "cuda-graphs", "ddp", "fsdp", "comm-overlap", "keep-caching-allocator"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string n = info.param;
                            for (char& c : n)

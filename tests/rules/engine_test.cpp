@@ -34,6 +34,8 @@ json data_bound_v100(double data_loading) {
   })"));
   r["breakdown"]["data_loading"] = data_loading;
   r["breakdown"]["kernel"] = 0.555;
+  // What analysis decides for such a step (the ordering follows the verdict).
+  r["verdict"]["bottleneck"] = data_loading >= 0.15 ? "input_pipeline" : "gpu_compute";
   r["breakdown_ms"]["data_loading"] = data_loading * r["steps"]["mean_ms"].get<double>();
   return r;
 }
@@ -66,38 +68,52 @@ TEST(Engine, NoWorkersAdviceWhenLoadingIsNegligible) {
   EXPECT_NE(std::find(order.begin(), order.end(), "amp"), order.end());
 }
 
-TEST(Engine, OrderedByTierThenGainThenId) {
+// The ordering (rules/README.md, "Ordering"): fixes that address the verdict's bottleneck first, cheapest
+// first, then by bound; then the others with a material bound, by bound; minor fixes (bound < 3%) last.
+TEST(Engine, OrderedByGroupThenCostThenGainThenId) {
   TempDir dir;
-  // Three tier-1 rules with gains 1/(1-0.5)=2, 1/(1-0.2)=1.25, 1.25 and one tier-2 rule with gain 10.
-  auto make = [&](const std::string& id, int tier, const std::string& share) {
+  auto make = [&](const std::string& id, const std::string& share, const std::string& standing) {
     std::string t = rule_text(id, "true");
-    t.replace(t.find("\"tier\": 1"), 9, "\"tier\": " + std::to_string(tier));
     t.replace(t.find("\"removable_share\": \"breakdown.data_loading\""),
               std::string("\"removable_share\": \"breakdown.data_loading\"").size(),
               "\"removable_share\": \"" + share + "\"");
+    if (!standing.empty()) t.replace(t.find("  \"knobs\""), 9, "  " + standing + ",\n  \"knobs\"");
     dir.write(id + ".json", t);
   };
-  make("zz-big", 1, "0.5");
-  make("bb-small", 1, "0.2");
-  make("aa-small", 1, "0.2");
-  make("tier-two", 2, "0.9");
-  auto all = check_rules(dir.path());
-  ASSERT_TRUE(all.ok()) << all.status().message();
-  // Only the user rules: load them alone by overriding nothing and filtering the output.
+  const std::string cheap = R"("addresses": ["input_pipeline"], "cost": {"effort": "low", "risk": "low"})";
+  const std::string dear = R"("addresses": ["input_pipeline"], "cost": {"effort": "high", "risk": "high"})";
+  make("cheap-small", "0.1", cheap);
+  make("cheap-small-b", "0.1", cheap);  // same cost and gain: by id
+  make("dear-big", "0.5", dear);
+  make("other-big", "0.6", "");
+  make("other-mid", "0.2", "");
+  make("minor-one", "0.01", cheap);
   auto set = load_rules({dir.path()});
   ASSERT_TRUE(set.ok()) << set.status().message();
-  json recs = recommend(**set, json::object());
-  std::vector<std::string> mine;
-  for (const auto& id : ids(recs))
-    if (id == "zz-big" || id == "bb-small" || id == "aa-small" || id == "tier-two") mine.push_back(id);
-  EXPECT_EQ(mine, (std::vector<std::string>{"zz-big", "aa-small", "bb-small", "tier-two"}));
+  auto mine = [](const json& recs) {
+    std::vector<std::string> out;
+    for (const auto& id : ids(recs))
+      if (id.find('-') != std::string::npos && (id.rfind("cheap", 0) == 0 || id.rfind("dear", 0) == 0 ||
+                                                id.rfind("other", 0) == 0 || id.rfind("minor", 0) == 0))
+        out.push_back(id);
+    return out;
+  };
+  const json input_bound = {{"verdict", {{"bottleneck", "input_pipeline"}}}};
+  EXPECT_EQ(mine(recommend(**set, input_bound)),
+            (std::vector<std::string>{"cheap-small", "cheap-small-b", "dear-big", "other-big", "other-mid", "minor-one"}));
+  // Without a verdict nothing is primary: material fixes by bound, the minor one still last.
+  EXPECT_EQ(mine(recommend(**set, json::object())),
+            (std::vector<std::string>{"other-big", "dear-big", "other-mid", "cheap-small", "cheap-small-b", "minor-one"}));
+  const json recs = recommend(**set, input_bound);
   for (const auto& r : recs) {
-    if (r.at("id") == "zz-big") {
+    if (r.at("id") == "dear-big") {
       EXPECT_DOUBLE_EQ(r.at("estimated_speedup_max").get<double>(), 2.0);
+      EXPECT_EQ(r.at("group"), "primary");
+      EXPECT_EQ(r.at("cost").at("effort"), "high");
+      EXPECT_NE(r.at("rank_reason").get<std::string>().find("addresses the bottleneck (input_pipeline)"), std::string::npos);
     }
-    if (r.at("id") == "tier-two") {
-      EXPECT_DOUBLE_EQ(r.at("estimated_speedup_max").get<double>(), 10.0);
-    }
+    if (r.at("id") == "minor-one") EXPECT_EQ(r.at("group"), "minor");
+    if (r.at("id") == "other-big") EXPECT_EQ(r.at("group"), "secondary");
   }
 }
 

@@ -13,13 +13,26 @@ namespace {
 using testing::rule_text;
 using testing::TempDir;
 
+std::string replace(std::string text, const std::string& from, const std::string& to) {
+  const auto p = text.find(from);
+  if (p != std::string::npos) text.replace(p, from.size(), to);
+  return text;
+}
+std::string replace_tier(const std::string& text, int tier) {
+  return replace(text, "\"tier\": 1", "\"tier\": " + std::to_string(tier));
+}
+// Adds `"key": value` lines before "knobs" (line 12 of rule_text), so the new key is on line 12.
+std::string with_key(const std::string& key_and_value) {
+  return replace(rule_text("x"), "  \"knobs\"", "  " + key_and_value + ",\n  \"knobs\"");
+}
+
 const char* kCatalogIds[] = {"use-gpu", "dataloader-workers", "pin-memory", "prefetch-persistent-workers",
                              "create-on-device", "fused-adamw", "zero-grad-set-to-none", "avoid-host-sync",
                              "cudnn-benchmark", "tf32", "right-size-dtypes", "gpu-preprocessing", "amp",
                              "channels-last", "batch-size", "gradient-accumulation", "activation-checkpointing",
-                             "cuda-graphs", "ddp", "fsdp", "comm-overlap"};
+                             "cuda-graphs", "ddp", "fsdp", "comm-overlap", "keep-caching-allocator"};
 
-TEST(Catalog, BuiltInHasAllTwentyOneIdsWithTheirTiers) {
+TEST(Catalog, BuiltInHasAllTwentyTwoIdsWithTheirTiers) {
   auto set = load_rules();
   ASSERT_TRUE(set.ok()) << set.status().message();
   const auto all = list_rules(**set);
@@ -64,8 +77,38 @@ TEST(Catalog, EveryRuleHasFixesCaveatsReferencesAndAGainRationale) {
     for (const auto& ref : r.references) EXPECT_EQ(ref.rfind("https://", 0), 0u) << ref;
     EXPECT_FALSE(r.gain_rationale.empty());
     EXPECT_GE(r.evidence.size(), 1u);
-    EXPECT_EQ(r.json.value("format_version", ""), "1.0");
+    EXPECT_EQ(r.json.value("format_version", ""), "1.1");
+    // Format 1.1: every built-in says which bottlenecks it relieves, what it costs and where its gain comes from.
+    EXPECT_FALSE(r.addresses.empty());
+    EXPECT_TRUE(r.json.contains("cost"));
+    EXPECT_GE(r.cost.effort, 1);
+    EXPECT_GE(r.cost.risk, 1);
+    if (r.id != "ddp" && r.id != "fsdp") EXPECT_FALSE(r.gain_from.empty());
   }
+}
+
+TEST(Catalog, StandingKeysAreReadAndDefaultFromTheTier) {
+  TempDir dir;
+  std::string text = rule_text("with-standing");
+  text = text.substr(0, text.rfind('}')) +
+         ",\n  \"addresses\": [\"input_pipeline\"],\n  \"cost\": {\"effort\": \"medium\", \"risk\": \"high\"},\n"
+         "  \"unverified\": [{\"when\": \"not exists(facts.dataloader.num_workers)\", \"text\": \"workers unknown\"}]\n}\n";
+  dir.write("a.json", text);
+  dir.write("b.json", replace_tier(rule_text("plain"), 3));
+  auto set = load_rules({dir.path()});
+  ASSERT_TRUE(set.ok()) << set.status().message();
+  const detail::Rule* a = (*set)->find("with-standing");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->addresses, std::vector<std::string>{"input_pipeline"});
+  EXPECT_EQ(a->cost.effort, 2);
+  EXPECT_EQ(a->cost.risk, 3);
+  ASSERT_EQ(a->unverified.size(), 1u);
+  EXPECT_EQ(a->unverified[0].level, "check");
+  const detail::Rule* b = (*set)->find("plain");
+  ASSERT_NE(b, nullptr);
+  EXPECT_TRUE(b->addresses.empty());
+  EXPECT_EQ(b->cost.effort, 2);  // tier 3 -> medium / medium
+  EXPECT_EQ(b->cost.risk, 2);
 }
 
 TEST(UserRules, AddAndReplaceBuiltIns) {
@@ -120,11 +163,6 @@ TEST_P(BadRuleFile, OneClearErrorWithFileAndLine) {
   }
 }
 
-std::string replace(std::string text, const std::string& from, const std::string& to) {
-  const auto p = text.find(from);
-  if (p != std::string::npos) text.replace(p, from.size(), to);
-  return text;
-}
 
 INSTANTIATE_TEST_SUITE_P(
     Rules, BadRuleFile,
@@ -157,7 +195,17 @@ INSTANTIATE_TEST_SUITE_P(
                                          "[{\"text\": \"t\", \"when\": \"gpu.utilisation < 1\"}]"),
                 7, "in evidence \"when\", column 1 near 'gpu.utilisation': unknown metric"},
         BadCase{"reference", replace(rule_text("x"), "https://pytorch.org/docs/stable/data.html", "see docs"), 11,
-                "references must be URLs"}),
+                "references must be URLs"},
+        BadCase{"addresses", with_key("\"addresses\": [\"gpu-compute\"]"), 12, "unknown bottleneck class \"gpu-compute\""},
+        BadCase{"cost_level", with_key("\"cost\": {\"effort\": \"tiny\", \"risk\": \"low\"}"), 12,
+                "\"cost.effort\" must be \"low\", \"medium\" or \"high\""},
+        BadCase{"cost_missing_risk", with_key("\"cost\": {\"effort\": \"low\"}"), 12, "\"cost.risk\""},
+        BadCase{"unverified_level", with_key("\"unverified\": [{\"when\": \"true\", \"text\": \"t\", \"level\": \"maybe\"}]"), 12,
+                "\"unverified.level\" must be"},
+        BadCase{"unverified_metric", with_key("\"unverified\": [{\"when\": \"facts.nope == 1\", \"text\": \"t\"}]"), 12,
+                "unknown metric"},
+        BadCase{"gain_from", replace(rule_text("x"), "\"rationale\": \"all of it\"", "\"from\": [\"gpu\"], \"rationale\": \"all of it\""), 8,
+                "\"gain.from\" items must be breakdown roles"}),
     [](const ::testing::TestParamInfo<BadCase>& info) { return std::string(info.param.name); });
 
 TEST(UserRules, DuplicateIdAcrossFilesNamesBothFiles) {

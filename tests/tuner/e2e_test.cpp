@@ -50,6 +50,7 @@ TEST(TuneEndToEnd, FindsWorkersForAnUnmodifiedScriptThroughTheShim) {
   EXPECT_EQ(doc["best"]["config"]["num_workers"], "2") << doc.dump(2);
   EXPECT_GT(doc["speedup"]["value"].get<double>(), 1.2) << doc.dump(2);
   // The script itself was never edited: the change to make permanent is spelled out instead.
+  ASSERT_TRUE(doc["change"]["python"].is_array() && !doc["change"]["python"].empty()) << doc.dump(2);
   EXPECT_NE(doc["change"]["python"][0]["code"].get<std::string>().find("num_workers=2"), std::string::npos);
   EXPECT_TRUE(fs::exists(out / "tune" / "tune.html"));
   fs::remove_all(out);

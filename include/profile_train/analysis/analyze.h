@@ -8,7 +8,7 @@
 
 namespace profile_train::analysis {
 
-inline constexpr const char* kReportSchemaVersion = "1.0";
+inline constexpr const char* kReportSchemaVersion = "1.1";
 
 struct AnalysisOptions {
   int top_kernels = 15;

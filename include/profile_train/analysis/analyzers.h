@@ -38,6 +38,8 @@ TimeNs total_length(const Intervals& v);
 std::string_view runtime_base_name(std::string_view name);
 bool is_launch_call(std::string_view runtime_name);       // kernel launch (cuda/hip/driver/graph)
 bool is_sync_call(std::string_view runtime_name);         // host-blocking synchronization
+bool is_allocator_call(std::string_view runtime_name);    // device / pinned-host malloc and free (CUDA, HIP)
+bool is_memcpy_call(std::string_view runtime_name);       // cudaMemcpy*, cuMemcpy*, hipMemcpy*
 bool is_communication_kernel(std::string_view kernel_name);  // NCCL / RCCL collective kernels
 bool is_dataloader_annotation(std::string_view name);     // enumerate(DataLoader)#...__next__, DataPipe
 bool is_step_annotation(std::string_view name);           // ProfilerStep#N
@@ -47,6 +49,7 @@ bool is_optimizer_step_annotation(std::string_view name); // Optimizer.step#X.st
 bool is_tensor_core_kernel(std::string_view kernel_name);
 bool is_fp32_tc_eligible_kernel(std::string_view kernel_name);
 bool is_fp64_kernel(std::string_view kernel_name);
+bool is_tf32_kernel(std::string_view kernel_name);  // a tensor-core kernel on TF32 inputs (subset of the above)
 bool is_conv_kernel(std::string_view kernel_name);
 std::string kernel_category(std::string_view kernel_name);  // "communication", "conv", "gemm", ...
 
@@ -114,6 +117,21 @@ struct IdleBreakdown {
 // than `kernel_wait_ns`; other: the rest.
 IdleBreakdown idle_breakdown(const trace::Trace& t, const TraceIndex& idx, int32_t device,
                              const std::vector<Step>& windows, TimeNs kernel_wait_ns = 30'000);
+
+// ---- What the host does while the GPU idles ------------------------------------------------------------------
+// The GPU-idle part of the step windows (no kernel, copy or memset on `device`), carved by host activity in
+// this priority: allocator calls, memcpy API, synchronization, kernel launches, other runtime/driver calls,
+// DataLoader wait, CPU operators and annotations, other. Times are summed over the windows; they add up to
+// `idle_ns`.
+struct HostIdleActivity {
+  TimeNs idle_ns = 0;
+  TimeNs allocator = 0, memcpy_api = 0, sync = 0, launch = 0, other_runtime = 0, dataloader = 0, operators = 0,
+         other = 0;
+};
+// `busy`: merged GPU busy intervals of the device; `data_ranges` / `cpu_ranges`: the breakdown's data_loading
+// and cpu role ranges (merged).
+HostIdleActivity host_idle_activity(const trace::Trace& t, const TraceIndex& idx, const Intervals& windows,
+                                    const Intervals& busy, const Intervals& data_ranges, const Intervals& cpu_ranges);
 
 // ---- Facts and verdict ------------------------------------------------------------------------------------
 // Recorded facts (trace.facts) merged over inferred ones; `facts.inferred` lists inferred dotted paths.

@@ -17,7 +17,7 @@
 namespace profile_train::rules {
 
 // The rule-file format this build writes and reads (readers accept any 1.x).
-inline constexpr const char* kRuleFormatVersion = "1.0";
+inline constexpr const char* kRuleFormatVersion = "1.1";
 
 class RuleSet;  // opaque; defined in src/rules
 
@@ -25,9 +25,20 @@ class RuleSet;  // opaque; defined in src/rules
 // built-in one replaces it). Errors name file and line; exit code 2 at the CLI.
 StatusOr<std::shared_ptr<const RuleSet>> load_rules(const std::vector<std::filesystem::path>& user_dirs = {});
 
-// Evaluates every rule on `report` and writes report["recommendations"] (ordered by tier, then estimated
-// gain, then id). Never throws.
+// Evaluates every rule on `report` and writes report["recommendations"] and report["plan"]. Never throws.
+//
+// Ordering (rules/README.md, "Ordering"): each fired rule gets a group against the verdict's bottleneck --
+// primary (the rule `addresses` it), secondary (it does not, but its bound removes >= 3% of the step), minor
+// (bound under 3%), note (the evidence cannot show the fix applies to this job) -- and an evidence level
+// (measured, or check when a fact it relies on was not recorded). Groups come in that order; inside a group,
+// measured before check; primary by cost (effort + risk), then bound; the others by bound, then cost; then
+// id. Each recommendation carries its `rank_reason`.
 void apply_rules(const RuleSet& rules, nlohmann::json& report);
+
+// The plan: the first (at most 3) measured primary/secondary recommendations in order, with the combined bound
+// computed by successive Amdahl over the breakdown roles each one draws on (gain.from), so that overlapping
+// shares are counted once; `no_fix_reason` when no catalogued fix addresses the bottleneck. Never throws.
+nlohmann::json build_plan(const nlohmann::json& recommendations, const nlohmann::json& report);
 
 // The recommendations array apply_rules would write, without touching `report`. Never throws.
 nlohmann::json recommend(const RuleSet& rules, const nlohmann::json& report);

@@ -1,0 +1,189 @@
+// report.html sections about what to do: the plan (the first fixes, with their combined bound), what the host
+// does while the GPU idles (the host side of "why is the GPU idle"), and the ordered recommendations, with
+// minor fixes and notes folded away. Every program-supplied string is HTML-escaped (Html::text).
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "html_common.h"
+
+namespace profile_train::report::detail {
+
+using nlohmann::json;
+
+std::string value_to_text(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_null()) return kDash;
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
+  if (v.is_number()) return format_fixed(v.get<double>(), 4);
+  return v.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+namespace {
+
+std::string speedup_text(std::optional<double> s) {
+  if (!s) return "";
+  if (*s >= 1.0) return "up to " + format_fixed(*s, 2) + "\xC3\x97 faster step";
+  if (*s > 0) return "up to " + fmt_pct(*s) + " less step time";
+  return "";
+}
+
+std::string times(std::optional<double> s) { return s ? format_fixed(*s, 2) + "\xC3\x97" : std::string(kDash); }
+
+void write_code_block(Html& h, const char* lang, const char* label, const std::string& code) {
+  h.raw("<div class=\"fix\"><div class=\"fix-head\"><span>").raw(label)
+      .raw("</span><button type=\"button\" class=\"copy\">Copy</button></div><pre><code class=\"lang-").raw(lang)
+      .raw("\">").text(code).raw("</code></pre></div>\n");
+}
+
+void write_one(Html& h, const json& rec, bool open) {
+  const std::string id = string_path(rec, {"id"}).value_or("");
+  const std::string group = string_path(rec, {"group"}).value_or("");
+  const std::string level = string_path(rec, {"evidence_level"}).value_or("measured");
+  h.raw("<li class=\"rec rec-").text(group).raw("\" id=\"rec-").text(id).raw("\" data-rule=\"").text(id).raw("\" data-group=\"").text(group)
+      .raw("\" data-level=\"").text(level).raw("\"><details").raw(open ? " open" : "")
+      .raw("><summary class=\"rec-head\"><h3>").text(string_path(rec, {"title"}).value_or(id)).raw("</h3>");
+  if (auto tier = number_path(rec, {"tier"}))
+    h.raw("<span class=\"tier tier-").raw(format_fixed(*tier, 0)).raw("\">tier ").raw(format_fixed(*tier, 0)).raw("</span>");
+  if (group == "primary") h.raw("<span class=\"badge addresses\">addresses the bottleneck</span>");
+  if (level == "check") h.raw("<span class=\"badge check\">check</span>");
+  if (!id.empty()) h.raw("<code class=\"rule-id\">").text(id).raw("</code>");
+  const std::string gain = speedup_text(number_path(rec, {"estimated_speedup_max"}));
+  if (!gain.empty() && group != "note") h.raw("<span class=\"gain\">").text(gain).raw("</span>");
+  h.raw("</summary>\n");
+  if (auto why = string_path(rec, {"rank_reason"})) h.raw("<p class=\"rank-reason\"><b>Why here:</b> ").text(*why).raw("</p>\n");
+  if (auto note = string_path(rec, {"check_note"}); note && level != "measured")
+    h.raw("<p class=\"check-note\">").text(*note).raw("</p>\n");
+  auto list = [&](const char* key, const char* cls, const char* title) {
+    const json* items = find_path(rec, {key});
+    if (!items || !items->is_array() || items->empty()) return;
+    h.raw("<div class=\"").raw(cls).raw("\"><h4>").raw(title).raw("</h4><ul>");
+    for (const auto& e : *items) h.raw("<li>").text(value_to_text(e)).raw("</li>");
+    h.raw("</ul></div>\n");
+  };
+  list("evidence", "evidence", "Evidence");
+  const auto py = string_path(rec, {"fix", "python"});
+  const auto cpp = string_path(rec, {"fix", "cpp"});
+  if (py || cpp) {
+    h.raw("<div class=\"fixes\">\n");
+    if (py) write_code_block(h, "python", "PyTorch (Python)", *py);
+    if (cpp) write_code_block(h, "cpp", "LibTorch (C++)", *cpp);
+    h.raw("</div>\n");
+  }
+  list("caveats", "caveats", "When not to apply it");
+  if (const json* refs = find_path(rec, {"references"}); refs && refs->is_array() && !refs->empty()) {
+    h.raw("<div class=\"refs\"><h4>References</h4><ul>");
+    for (const auto& ref : *refs) {
+      const std::string t = value_to_text(ref);
+      // Only plain https links become anchors; anything else (javascript:, data:) stays text.
+      if (t.rfind("https://", 0) == 0)
+        h.raw("<li><a rel=\"noreferrer noopener\" target=\"_blank\" href=\"").text(t).raw("\">").text(t).raw("</a></li>");
+      else
+        h.raw("<li>").text(t).raw("</li>");
+    }
+    h.raw("</ul></div>\n");
+  }
+  h.raw("</details></li>\n");
+}
+
+}  // namespace
+
+void write_plan(Html& h, const json& r) {
+  const json* plan = find_path(r, {"plan"});
+  if (!plan || !plan->is_object()) return;
+  const json* steps = find_path(*plan, {"steps"});
+  const auto reason = string_path(*plan, {"no_fix_reason"});
+  const bool any = steps && steps->is_array() && !steps->empty();
+  if (!any && !reason) return;
+  h.raw("<section id=\"plan\" class=\"plan\"><h2>Plan</h2>\n");
+  if (any) {
+    const auto combined = number_path(*plan, {"combined_speedup_max"});
+    h.raw("<p class=\"plan-total\">Do these first, in this order: together <b id=\"plan-combined\">up to ")
+        .text(times(combined)).raw("</b> faster step.</p>\n<ol class=\"plan-steps\" id=\"plan-steps\">\n");
+    // Bars: the cumulative bound of each step on one scale (the combined bound = full width).
+    const double full = combined && *combined > 1.0 ? *combined - 1.0 : 1.0;
+    for (const auto& s : *steps) {
+      const auto cum = number_path(s, {"cumulative_speedup_max"});
+      const double w = cum ? std::max(2.0, 100.0 * (*cum - 1.0) / full) : 0.0;
+      h.raw("<li data-rule=\"").text(string_path(s, {"id"}).value_or("")).raw("\"><a href=\"#rec-")
+          .text(string_path(s, {"id"}).value_or("")).raw("\">").text(string_path(s, {"title"}).value_or(""))
+          .raw("</a><div class=\"plan-bar\"><span style=\"width:").raw(format_fixed(w, 1)).raw("%\"></span></div>")
+          .raw("<span class=\"plan-figs\">alone up to ").text(times(number_path(s, {"speedup_max_alone"})))
+          .raw(" \xC2\xB7 cumulative up to ").text(times(cum)).raw("</span></li>\n");
+    }
+    h.raw("</ol>\n");
+    if (auto m = string_path(*plan, {"method"})) h.raw("<p class=\"hint\">Bounds, not promises: ").text(*m).raw(".</p>\n");
+  }
+  if (reason) h.raw("<p class=\"plan-none\" id=\"plan-no-fix\">").text(*reason).raw("</p>\n");
+  h.raw("</section>\n");
+}
+
+void write_host_idle(Html& h, const json& r) {
+  const json* a = find_path(r, {"host", "idle_activity"});
+  if (!a || !a->is_object()) return;
+  const auto idle = number_path(*a, {"fraction"});
+  if (!idle || *idle <= 0) return;
+  struct Part {
+    const char* key;
+    const char* label;
+    const char* color;
+  };
+  static const Part kParts[] = {{"allocator", "Allocator (malloc/free)", "#e45756"}, {"memcpy_api", "Memcpy API", "#f58518"},
+                                {"sync", "Synchronization", "#b279a2"},          {"launch", "Kernel-launch API", "#4c78a8"},
+                                {"other_runtime", "Other runtime/driver", "#9d755d"}, {"dataloader", "DataLoader wait", "#eeca3b"},
+                                {"operators", "Operators / Python", "#54a24b"},  {"other", "Other (untraced)", "#bab0ac"}};
+  h.raw("<section id=\"host-idle\"><h2>What the host does while the GPU idles</h2>\n<p class=\"hint\">The GPU idles ")
+      .text(fmt_pct(idle)).raw(" of the step; during that time the host is in:</p>\n<div class=\"stack\" id=\"host-idle-bar\">");
+  for (const auto& p : kParts) {
+    const double v = number_path(*a, {p.key}).value_or(0.0);
+    if (v <= 0) continue;
+    h.raw("<span title=\"").raw(p.label).raw(" ").text(fmt_pct(v)).raw("\" style=\"width:")
+        .raw(format_fixed(100.0 * v / *idle, 2)).raw("%;background:").raw(p.color).raw("\"></span>");
+  }
+  h.raw("</div>\n<table class=\"data compact\" id=\"host-idle-table\"><thead><tr><th>Host activity</th><th>Share of the step</th>"
+        "<th>Share of the idle time</th></tr></thead><tbody>\n");
+  for (const auto& p : kParts) {
+    const auto v = number_path(*a, {p.key});
+    h.raw("<tr data-part=\"").raw(p.key).raw("\"><th><span class=\"swatch\" style=\"background:").raw(p.color).raw("\"></span>")
+        .raw(p.label).raw("</th><td>").text(fmt_pct(v)).raw("</td><td>")
+        .text(v ? fmt_pct(*v / *idle) : std::string(kDash)).raw("</td></tr>\n");
+  }
+  h.raw("</tbody></table>\n</section>\n");
+}
+
+void write_recommendations(Html& h, const json& r) {
+  h.raw("<section id=\"recommendations\"><h2>Recommendations</h2>\n");
+  const json* recs = find_path(r, {"recommendations"});
+  if (!recs || !recs->is_array() || recs->empty()) {
+    h.raw("<p class=\"na\" id=\"no-recommendations\">No rule fired: nothing cheap to recommend for this trace.</p></section>\n");
+    return;
+  }
+  std::vector<const json*> main, minor, notes;
+  for (const auto& rec : *recs) {
+    const std::string g = string_path(rec, {"group"}).value_or("");
+    (g == "minor" ? minor : g == "note" ? notes : main).push_back(&rec);
+  }
+  auto anchor_list = [&](const std::vector<const json*>& items, const char* id, size_t open_first) {
+    h.raw("<ol class=\"recs\" id=\"").raw(id).raw("\">\n");
+    for (size_t i = 0; i < items.size(); ++i) write_one(h, *items[i], i < open_first);
+    h.raw("</ol>\n");
+  };
+  if (main.empty()) h.raw("<p class=\"na\">Only minor fixes and notes fired.</p>\n");
+  else anchor_list(main, "recs-list", 3);  // the first three open; the rest collapse to their title line
+  if (!minor.empty()) {
+    h.raw("<details class=\"folded\" id=\"minor-recs\"><summary>").text(std::to_string(minor.size()))
+        .raw(" minor fix(es): each removes under 3% of the step</summary>\n");
+    anchor_list(minor, "minor-list", 0);
+    h.raw("</details>\n");
+  }
+  if (!notes.empty()) {
+    h.raw("<details class=\"folded\" id=\"note-recs\"><summary>").text(std::to_string(notes.size()))
+        .raw(" note(s): the trace cannot show these apply to this job</summary>\n");
+    anchor_list(notes, "note-list", 0);
+    h.raw("</details>\n");
+  }
+  h.raw("</section>\n");
+}
+
+}  // namespace profile_train::report::detail
