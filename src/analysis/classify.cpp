@@ -130,12 +130,14 @@ bool is_fp32_tc_eligible_kernel(std::string_view name) {
   return false;
 }
 
-// TF32 tensor-core kernels (Ampere and newer run FP32 GEMM/convolutions this way when TF32 is allowed): cuDNN
-// "..._tf32f32_..." engines, CUTLASS/cuBLAS "s1688"/"s16816" tiles ("s" = single-precision inputs).
+// TF32 tensor-core kernels (Ampere and newer run FP32 GEMM/convolutions this way when TF32 is allowed): names
+// that say "tf32" (cuDNN "..._tf32f32_...", cuBLAS "ampere_tf32_s1688gemm_tf32_..."), and "s1688" tiles with no
+// 16-bit input type (m16n8k8 is the TF32 MMA shape; f16/bf16 kernels say so, or use m16n8k16 "16816").
 bool is_tf32_kernel(std::string_view name) {
   const std::string n = lower(name);
-  static constexpr std::array<std::string_view, 3> kTf32 = {"tf32", "s1688", "s16816"};
-  return contains_any(n, kTf32);
+  if (contains(n, "tf32")) return true;
+  static constexpr std::array<std::string_view, 4> k16 = {"f16", "bf16", "fp16", "half"};
+  return contains(n, "s1688") && !contains_any(n, k16);
 }
 
 bool is_fp64_kernel(std::string_view name) {

@@ -394,6 +394,7 @@ std::string explain_rule(const RuleSet& rules, const std::string& id, const nloh
     os << "\n    (" << r->gain_rationale << ")\n";
     os << "  evidence:\n";
     for (const auto& e : o.evidence) os << "    - " << e << "\n";
+    for (const auto& e : o.evidence_dropped) os << "    - (not shown, a value is missing) " << e << "\n";
     os << "  addresses: " << (r->addresses.empty() ? std::string("(none declared)") : [&] {
       std::string a;
       for (const auto& x : r->addresses) a += (a.empty() ? "" : ", ") + x;
@@ -409,7 +410,6 @@ std::string explain_rule(const RuleSet& rules, const std::string& id, const nloh
         if (i + 1 < ranked.size()) os << "    behind it: " << ranked[i + 1].rule->id << " (" << ranked[i + 1].reason << ")\n";
       }
     }
-    for (const auto& e : o.evidence_dropped) os << "    - (not shown, a value is missing) " << e << "\n";
     return os.str();
   } catch (const std::exception& e) {
     return std::string("cannot explain rule '") + id + "': " + e.what() + "\n";
