@@ -30,6 +30,31 @@
     return (i ? b.toFixed(b >= 100 ? 0 : 2) : String(b)) + ' ' + u[i];
   }
 
+  // ---- sortable tables: click a header to sort by it (numbers by data-v, text otherwise) ----------------
+  function setupSortable() {
+    var tables = document.querySelectorAll('table.sortable');
+    Array.prototype.forEach.call(tables, function (table) {
+      var heads = table.querySelectorAll('thead th');
+      Array.prototype.forEach.call(heads, function (th, col) {
+        th.addEventListener('click', function () {
+          var body = table.tBodies[0], rows = Array.prototype.slice.call(body.rows);
+          var desc = th.getAttribute('data-sort') !== 'desc';
+          Array.prototype.forEach.call(heads, function (h) { h.removeAttribute('data-sort'); });
+          th.setAttribute('data-sort', desc ? 'desc' : 'asc');
+          rows.sort(function (a, b) {
+            var x = a.cells[col], y = b.cells[col];
+            var xv = x.getAttribute('data-v'), yv = y.getAttribute('data-v');
+            var c = xv !== null && yv !== null ? parseFloat(xv) - parseFloat(yv)
+                                               : x.textContent.localeCompare(y.textContent);
+            return desc ? -c : c;
+          });
+          rows.forEach(function (r) { body.appendChild(r); });
+        });
+      });
+    });
+    return tables.length;
+  }
+
   // ---- copy buttons -------------------------------------------------------------------------------------
   function setupCopy() {
     var buttons = document.querySelectorAll('button.copy');
@@ -261,6 +286,7 @@
     var node = document.getElementById('pt-data');
     var data = node ? JSON.parse(node.textContent) : {};
     setupCopy();
+    document.body.setAttribute('data-sortable-tables', String(setupSortable()));
     var drawn = setupTimeline(data.timeline);
     document.body.setAttribute('data-timeline-events', String(drawn));
     // Time from navigation start to the end of rendering (parse + scripts + first timeline draw), for

@@ -56,14 +56,6 @@ struct Ctx {
   TimeNs clipped(const Intervals& merged) const { return total_length(intersect_intervals(merged, windows)); }
 };
 
-bool tc_eligible_op(std::string op) {
-  for (auto& ch : op) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  static const char* kOps[] = {"conv", "addmm", "bmm", "matmul", "linear", "aten::mm", "mmbackward", "gemm", "einsum"};
-  for (const char* k : kOps)
-    if (op.find(k) != std::string::npos) return true;
-  return false;
-}
-
 enum KernelClass : uint8_t { kComm = 1, kTc = 2, kFp64 = 4, kFp32 = 8, kConv = 16, kTf32 = 32 };
 
 // Kernel classes from its name and the operator that launched it (empty if unknown).
@@ -74,7 +66,7 @@ uint8_t classify_kernel(const std::string& n, std::string op) {
   if (tcore) cls |= kTc;
   if (tcore && is_tf32_kernel(n)) cls |= kTf32;
   if (is_fp64_kernel(n)) cls |= kFp64;
-  else if (!tcore && (is_fp32_tc_eligible_kernel(n) || (!op.empty() && tc_eligible_op(op))) &&
+  else if (!tcore && (is_fp32_tc_eligible_kernel(n) || (!op.empty() && is_tc_eligible_op(op))) &&
            n.find("half") == std::string::npos && n.find("bf16") == std::string::npos &&
            n.find("fp16") == std::string::npos)
     cls |= kFp32;
@@ -328,6 +320,86 @@ json gpu_section(const Ctx& c, std::set<std::string>& missing) {
   return g;
 }
 
+// Merged busy intervals (kernel | copy | memset) of the main device.
+Intervals device_busy(const Ctx& c) {
+  Intervals busy;
+  for (const auto* list : {&c.idx.kernels, &c.idx.memcpys, &c.idx.memsets})
+    for (size_t i : *list)
+      if (device_of(c.t.events[i]) == c.idx.main_device) busy.push_back({c.t.events[i].start_ns, c.t.events[i].end_ns()});
+  return merge_intervals(std::move(busy));
+}
+
+// ---- operators ----------------------------------------------------------------------------------------------
+json operators_section(const Ctx& c) {
+  json o = {{"attributed_fraction", nullptr}, {"unattributed_ms_per_step", nullptr}, {"in_module_fraction", nullptr},
+            {"top_by_gpu_time", json::array()}, {"top_by_host_time", json::array()}, {"during_gpu_idle", json::array()},
+            {"modules", json::array()}, {"fp32", nullptr}, {"conv", nullptr}, {"idle", nullptr}, {"h2d", nullptr}};
+  if (c.total_ns <= 0) return o;
+  const OperatorAttribution a = attribute_operators(c.t, c.idx, c.windows, c.idx.main_device,
+                                                    c.idx.has_gpu_activity ? device_busy(c) : Intervals{});
+  const double n = c.nsteps, total = static_cast<double>(c.total_ns), gpu = static_cast<double>(a.gpu_ns);
+  auto per_step_ms = [&](TimeNs v) { return r6(ms(v) / n); };
+  constexpr size_t kTop = 10;
+  auto top = [&](auto key, auto row_json) {
+    std::vector<const OperatorRow*> rows;
+    for (const auto& r : a.operators)
+      if (key(r) > 0) rows.push_back(&r);
+    std::sort(rows.begin(), rows.end(), [&](const OperatorRow* x, const OperatorRow* y) {
+      return key(*x) != key(*y) ? key(*x) > key(*y) : x->name < y->name;
+    });
+    json arr = json::array();
+    for (size_t i = 0; i < rows.size() && i < kTop; ++i) arr.push_back(row_json(*rows[i]));
+    return std::make_pair(arr, rows.empty() ? nullptr : rows.front());
+  };
+  if (a.gpu_ns > 0 && a.has_operators) {
+    o["attributed_fraction"] = r6(double(a.gpu_attributed_ns) / gpu);
+    o["unattributed_ms_per_step"] = per_step_ms(a.gpu_ns - a.gpu_attributed_ns);
+  }
+  if (a.gpu_ns > 0) o["in_module_fraction"] = r6(double(a.gpu_in_module_ns) / gpu);
+  o["top_by_gpu_time"] = top([](const OperatorRow& r) { return r.gpu_ns; }, [&](const OperatorRow& r) {
+    return json{{"name", r.name}, {"gpu_ms_per_step", per_step_ms(r.gpu_ns)}, {"gpu_share", frac_or_null(double(r.gpu_ns), gpu)},
+                {"calls_per_step", r6(r.launching_calls / n)},
+                {"gpu_activities_per_call", r.launching_calls ? json(r6(double(r.gpu_activities) / r.launching_calls)) : json(nullptr)},
+                {"host_self_ms_per_step", per_step_ms(r.host_self_ns)}};
+  }).first;
+  o["top_by_host_time"] = top([](const OperatorRow& r) { return r.host_self_ns; }, [&](const OperatorRow& r) {
+    return json{{"name", r.name}, {"host_self_ms_per_step", per_step_ms(r.host_self_ns)},
+                {"host_share", r6(double(r.host_self_ns) / total)}, {"calls_per_step", r6(r.calls / n)},
+                {"gpu_ms_per_step", per_step_ms(r.gpu_ns)}};
+  }).first;
+  const double idle = static_cast<double>(a.idle_ns);
+  o["during_gpu_idle"] = top([](const OperatorRow& r) { return r.idle_ns; }, [&](const OperatorRow& r) {
+    return json{{"name", r.name}, {"idle_ms_per_step", per_step_ms(r.idle_ns)}, {"idle_share", frac_or_null(double(r.idle_ns), idle)}};
+  }).first;
+  std::vector<const ModuleRow*> mods;
+  for (const auto& m : a.modules) mods.push_back(&m);
+  std::sort(mods.begin(), mods.end(), [](const ModuleRow* x, const ModuleRow* y) {
+    return x->gpu_ns != y->gpu_ns ? x->gpu_ns > y->gpu_ns : x->name < y->name;
+  });
+  for (size_t i = 0; i < mods.size() && i < kTop; ++i)
+    o["modules"].push_back({{"name", mods[i]->name}, {"gpu_ms_per_step", per_step_ms(mods[i]->gpu_ns)},
+                            {"gpu_share", frac_or_null(double(mods[i]->gpu_ns), gpu)}});
+  // The operator (and module) carrying the most of each removable kind of time, for the rules' evidence.
+  auto lead = [&](auto key, double denom) -> json {
+    const auto [arr, best] = top(key, [](const OperatorRow& r) { return json(r.name); });
+    if (best == nullptr || denom <= 0) return nullptr;
+    return {{"top_op", best->name}, {"top_op_share", r6(double(key(*best)) / denom)}};
+  };
+  o["fp32"] = lead([](const OperatorRow& r) { return r.fp32_ns; }, gpu);
+  if (o["fp32"].is_object()) {
+    const ModuleRow* best = nullptr;
+    for (const auto& m : a.modules)
+      if (m.fp32_ns > 0 && (best == nullptr || m.fp32_ns > best->fp32_ns)) best = &m;
+    o["fp32"]["top_module"] = best ? json(best->name) : json(nullptr);
+  }
+  o["conv"] = lead([](const OperatorRow& r) { return r.conv_ns; }, gpu);
+  o["idle"] = lead([](const OperatorRow& r) { return r.idle_ns; }, idle);
+  TimeNs h2d_total = 0;
+  for (const auto& r : a.operators) h2d_total += r.h2d_ns;
+  o["h2d"] = lead([](const OperatorRow& r) { return r.h2d_ns; }, double(h2d_total));
+  return o;
+}
+
 // ---- host ---------------------------------------------------------------------------------------------------
 json host_section(const Ctx& c, const RoleRanges& roles) {
   const auto& t = c.t;
@@ -399,11 +471,7 @@ json host_section(const Ctx& c, const RoleRanges& roles) {
   if (!opt.empty()) h["optimizer_step_fraction"] = r6(c.clipped(opt) / total);
   // What the host does while the GPU idles.
   if (idx.has_gpu_activity) {
-    Intervals busy;
-    for (const auto* list : {&idx.kernels, &idx.memcpys, &idx.memsets})
-      for (size_t i : *list)
-        if (device_of(t.events[i]) == idx.main_device) busy.push_back({t.events[i].start_ns, t.events[i].end_ns()});
-    busy = merge_intervals(std::move(busy));
+    const Intervals busy = device_busy(c);
     // The optimizer's host time only costs step time where the GPU idles meanwhile.
     if (!opt.empty()) h["optimizer_idle_fraction"] = r6(c.clipped(subtract_intervals(opt, busy)) / total);
     constexpr int kDataRole = 5, kCpuRole = 6;  // kRoleNames order
@@ -543,6 +611,7 @@ nlohmann::json build_report(const trace::Trace& t, const AnalysisOptions& option
   r["gpu"] = gpu_section(c, missing);
   r["host"] = host_section(c, roles);
   r["communication"] = comm_section(c, roles);
+  r["operators"] = operators_section(c);
   r["facts"] = infer_facts(t, idx);
 
   // ---- data quality (+ unmatched correlations)

@@ -140,6 +140,13 @@ bool is_tf32_kernel(std::string_view name) {
   return contains(n, "s1688") && !contains_any(n, k16);
 }
 
+bool is_tc_eligible_op(std::string_view op) {
+  const std::string n = lower(op);
+  static constexpr std::array<std::string_view, 9> kOps = {"conv", "addmm", "bmm", "matmul", "linear", "aten::mm",
+                                                           "mmbackward", "gemm", "einsum"};
+  return contains_any(n, kOps);
+}
+
 bool is_fp64_kernel(std::string_view name) {
   const std::string n = lower(name);
   static constexpr std::array<std::string_view, 5> kFp64 = {"dgemm", "<double", "double>", "double,", "fp64"};

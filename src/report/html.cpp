@@ -454,7 +454,7 @@ std::string render_html(const json& report, const trace::Trace* trace) {
   h.raw("<body data-render=\"pending\">\n");
   write_banner(h, report);
   h.raw("<nav class=\"toc\"><a href=\"#plan\">Plan</a><a href=\"#breakdown\">Breakdown</a><a href=\"#timeline-section\">Timeline</a>"
-        "<a href=\"#kernels\">Kernels</a><a href=\"#copies\">Copies</a><a href=\"#memory\">Memory</a>"
+        "<a href=\"#kernels\">Kernels</a><a href=\"#operators\">Operators</a><a href=\"#copies\">Copies</a><a href=\"#memory\">Memory</a>"
         "<a href=\"#recommendations\">Recommendations</a><a href=\"#data-quality\">Data quality</a></nav>\n<main>\n");
   detail::write_plan(h, report);
   write_breakdown(h, report);
@@ -468,6 +468,7 @@ std::string render_html(const json& report, const trace::Trace* trace) {
   h.raw("</div>\n");
   write_copies(h, report);
   write_kernels(h, report);
+  detail::write_operators(h, report);
   write_facts_and_quality(h, report);
   h.raw("</main>\n");
   write_footer(h, report);

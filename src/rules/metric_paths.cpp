@@ -89,6 +89,14 @@ constexpr Leaf kLeaves[] = {
     {"host.allocator.fraction", T::kNumber},
     {"host.optimizer_step_fraction", T::kNumber},
     {"host.optimizer_idle_fraction", T::kNumber},
+    {"operators.attributed_fraction", T::kNumber},
+    {"operators.unattributed_ms_per_step", T::kNumber},
+    {"operators.in_module_fraction", T::kNumber},
+    {"operators.top_by_gpu_time", T::kList},
+    {"operators.top_by_host_time", T::kList},
+    {"operators.during_gpu_idle", T::kList},
+    {"operators.modules", T::kList},
+    {"operators.fp32.top_module", T::kString},
     {"communication.kernel_fraction", T::kNumber},
     {"communication.exposed_fraction", T::kNumber},
     {"verdict.bottleneck", T::kString},
@@ -159,6 +167,10 @@ Table build_table() {
     all.emplace_back("breakdown_ms." + std::string(key), T::kNumber);
   }
   for (const char* key : kIdleActivityKeys) all.emplace_back(std::string("host.idle_activity.") + key, T::kNumber);
+  for (const char* kind : {"fp32", "conv", "idle", "h2d"}) {  // the operator carrying most of each kind of time
+    all.emplace_back(std::string("operators.") + kind + ".top_op", T::kString);
+    all.emplace_back(std::string("operators.") + kind + ".top_op_share", T::kNumber);
+  }
   for (const char* kind : kMemcpyKinds)
     for (const char* field : kMemcpyFields)
       all.emplace_back(std::string("gpu.memcpy.") + kind + "." + field, T::kNumber);

@@ -173,6 +173,40 @@ void check_real_trace(const char* rel) {
     EXPECT_EQ(count_of(dom, "<li class=\"rec rec-minor\""), minor);
   }
   EXPECT_NE(dom.find("id=\"host-idle-bar\""), std::string::npos);
+  // Where the time goes: the top-10 chart and the sortable tables, wired up by the page's script.
+  EXPECT_NE(dom.find("id=\"operators-chart\""), std::string::npos);
+  EXPECT_EQ(count_of(dom, "<div class=\"opbar\">"), report["operators"]["top_by_gpu_time"].size());
+  std::smatch m;
+  const std::string b = body_tag(dom);
+  ASSERT_TRUE(std::regex_search(b, m, std::regex("data-sortable-tables=\"([0-9]+)\""))) << b;
+  EXPECT_GE(std::stoi(m[1]), 3);
+}
+
+// Clicking a header of an operators table sorts its rows by that column (numbers, descending first).
+TEST(Browser, OperatorTablesSortByTheClickedColumn) {
+  SKIP_WITHOUT_CHROMIUM();
+  const std::filesystem::path file =
+      std::filesystem::path(PT_TRACES_DIR) / "kineto_tb_plugin/resnet50_num_workers_4/worker0.1623212756351.pt.trace.json.gz";
+  if (!std::filesystem::exists(file)) GTEST_SKIP() << "trace corpus not present: " << file;
+  auto loaded = trace::load_trace(file);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  const json report = analysis::build_report(*loaded);
+  std::string html = render_html(report, nullptr);
+  const std::string probe = R"JS(<script>
+(function () {
+  var t = document.getElementById('operators-gpu-table');
+  var th = t.querySelectorAll('thead th')[3];  // Calls / step
+  th.click();
+  var vals = Array.prototype.map.call(t.tBodies[0].rows, function (r) { return parseFloat(r.cells[3].getAttribute('data-v')); });
+  var sorted = vals.every(function (v, i) { return i === 0 || vals[i - 1] >= v; });
+  document.body.setAttribute('data-probe-sort', sorted && vals.length > 1 ? 'ok' : 'fail:' + vals.join(','));
+})();
+</script>)JS";
+  html.insert(html.rfind("</body>"), probe);
+  const auto dir = temp_dir("browser-sort");
+  std::ofstream(dir / "sort.html", std::ios::binary) << html;
+  const std::string body = body_tag(dump_dom(dir / "sort.html"));
+  EXPECT_NE(body.find("data-probe-sort=\"ok\""), std::string::npos) << body;
 }
 
 TEST(Browser, TbTraceNumWorkers0) {

@@ -50,6 +50,7 @@ bool is_tensor_core_kernel(std::string_view kernel_name);
 bool is_fp32_tc_eligible_kernel(std::string_view kernel_name);
 bool is_fp64_kernel(std::string_view kernel_name);
 bool is_tf32_kernel(std::string_view kernel_name);  // a tensor-core kernel on TF32 inputs (subset of the above)
+bool is_tc_eligible_op(std::string_view op_name);  // operators whose math tensor cores run (conv, mm, linear, ...)
 bool is_conv_kernel(std::string_view kernel_name);
 std::string kernel_category(std::string_view kernel_name);  // "communication", "conv", "gemm", ...
 
@@ -132,6 +133,41 @@ struct HostIdleActivity {
 // and cpu role ranges (merged).
 HostIdleActivity host_idle_activity(const trace::Trace& t, const TraceIndex& idx, const Intervals& windows,
                                     const Intervals& busy, const Intervals& data_ranges, const Intervals& cpu_ranges);
+
+// ---- Where the time goes: operators and modules ---------------------------------------------------------------
+// Each GPU activity (kernel, copy, memset) on `device` that starts in the windows is joined to the CPU operator
+// that launched it (its External id, else the innermost cpu_op enclosing its runtime call on the same thread)
+// and to the innermost annotation / module range enclosing that call (user annotations other than ProfilerStep#
+// and DataLoader ranges, "nn.Module: ..." Python frames). Host time is operator self time (duration minus
+// nested operators) of operators starting in the windows; idle time is the part of outermost operators that
+// overlaps GPU idle time in the windows (the host side of "why is the GPU idle").
+struct OperatorRow {
+  std::string name;
+  TimeNs gpu_ns = 0;          // GPU activity time launched by it
+  TimeNs fp32_ns = 0;         // of which FP32 tensor-core-eligible GEMM/conv kernels
+  TimeNs conv_ns = 0;         // of which convolution kernels
+  TimeNs h2d_ns = 0;          // host-to-device copies it issued
+  int64_t gpu_activities = 0;
+  int64_t launching_calls = 0;  // operator instances that launched GPU work
+  TimeNs host_self_ns = 0;    // self time on the host
+  int64_t calls = 0;          // operator instances (in the windows)
+  TimeNs idle_ns = 0;         // outermost instances' overlap with GPU idle time
+};
+struct ModuleRow {
+  std::string name;
+  TimeNs gpu_ns = 0, fp32_ns = 0;
+};
+struct OperatorAttribution {
+  TimeNs gpu_ns = 0;             // all GPU activity time in the windows on the device
+  TimeNs gpu_attributed_ns = 0;  // of which joined to an operator
+  TimeNs gpu_in_module_ns = 0;   // of which inside an annotation / module range
+  TimeNs idle_ns = 0;            // GPU idle time in the windows
+  bool has_operators = false;    // the trace has cpu_op events
+  std::vector<OperatorRow> operators;  // unordered
+  std::vector<ModuleRow> modules;      // unordered
+};
+OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex& idx, const Intervals& windows,
+                                        int32_t device, const Intervals& busy);
 
 // ---- Facts and verdict ------------------------------------------------------------------------------------
 // Recorded facts (trace.facts) merged over inferred ones; `facts.inferred` lists inferred dotted paths.

@@ -1,0 +1,178 @@
+// Where the time goes: GPU activity joined to the CPU operators and the annotation / module ranges that launched
+// it, operator self time on the host, and the operators the host runs while the GPU idles. One sweep per CPU
+// thread over its ranges (sorted by start, enclosing first) with a stack of open ranges answers "innermost
+// enclosing operator / module" for every runtime call of that thread in O(n log n).
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <unordered_map>
+
+#include "profile_train/analysis/analyzers.h"
+
+namespace profile_train::analysis {
+
+using trace::Category;
+using trace::Event;
+
+namespace {
+
+bool is_module_range(const Event& e, const std::string& n) {
+  if (e.cat == Category::kPythonFunction) return n.rfind("nn.Module:", 0) == 0;
+  if (e.cat != Category::kUserAnnotation) return false;
+  return !is_step_annotation(n) && !is_dataloader_annotation(n);
+}
+
+bool is_conv_op(std::string_view op) {
+  for (size_t i = 0; i + 4 <= op.size(); ++i)
+    if ((op[i] | 0x20) == 'c' && (op[i + 1] | 0x20) == 'o' && (op[i + 2] | 0x20) == 'n' && (op[i + 3] | 0x20) == 'v')
+      return true;
+  return false;
+}
+
+struct ThreadKey {
+  int64_t pid, tid;
+  bool operator<(const ThreadKey& o) const { return pid != o.pid ? pid < o.pid : tid < o.tid; }
+};
+
+}  // namespace
+
+OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex& idx, const Intervals& windows,
+                                        int32_t device, const Intervals& busy) {
+  OperatorAttribution out;
+  out.has_operators = idx.has_cpu_ops;
+  auto in_window = [&](TimeNs ts) {
+    auto it = std::upper_bound(windows.begin(), windows.end(), ts, [](TimeNs v, const Interval& w) { return v < w.end; });
+    return it != windows.end() && it->start <= ts;
+  };
+  const Intervals idle = subtract_intervals(windows, busy);
+  out.idle_ns = total_length(idle);
+
+  // Per thread: its operators and module ranges, and the runtime calls to resolve.
+  std::map<ThreadKey, std::vector<size_t>> ranges, calls;
+  for (size_t i = 0; i < t.events.size(); ++i) {
+    const Event& e = t.events[i];
+    if (e.is_gpu) continue;
+    if (e.cat == Category::kCpuOp || ((e.cat == Category::kUserAnnotation || e.cat == Category::kPythonFunction) &&
+                                      is_module_range(e, t.name(e))))
+      ranges[{e.pid, e.tid}].push_back(i);
+    else if (e.cat == Category::kRuntime || e.cat == Category::kDriver)
+      calls[{e.pid, e.tid}].push_back(i);
+  }
+  std::unordered_map<size_t, size_t> op_of_call, module_of_call;  // runtime event -> innermost op / module event
+  std::unordered_map<size_t, TimeNs> self_ns;                      // cpu_op event -> self time
+  std::vector<size_t> outermost_ops;
+  for (auto& [key, rs] : ranges) {
+    std::sort(rs.begin(), rs.end(), [&](size_t a, size_t b) {
+      const Event &x = t.events[a], &y = t.events[b];
+      return x.start_ns != y.start_ns ? x.start_ns < y.start_ns : x.dur_ns > y.dur_ns;
+    });
+    std::vector<size_t>& cs = calls[key];
+    std::sort(cs.begin(), cs.end(), [&](size_t a, size_t b) { return t.events[a].start_ns < t.events[b].start_ns; });
+    std::vector<size_t> ops, mods;  // open ranges, innermost last
+    auto close_until = [&](std::vector<size_t>& stack, TimeNs ts) {
+      while (!stack.empty() && t.events[stack.back()].end_ns() <= ts) stack.pop_back();
+    };
+    size_t ci = 0;
+    auto resolve_calls_before = [&](TimeNs ts) {
+      for (; ci < cs.size() && t.events[cs[ci]].start_ns < ts; ++ci) {
+        const TimeNs at = t.events[cs[ci]].start_ns;
+        close_until(ops, at);
+        close_until(mods, at);
+        if (!ops.empty()) op_of_call[cs[ci]] = ops.back();
+        if (!mods.empty()) module_of_call[cs[ci]] = mods.back();
+      }
+    };
+    for (size_t r : rs) {
+      const Event& e = t.events[r];
+      resolve_calls_before(e.start_ns);
+      if (e.cat == Category::kCpuOp) {
+        close_until(ops, e.start_ns);
+        if (ops.empty()) outermost_ops.push_back(r);
+        else self_ns[ops.back()] -= std::min(e.dur_ns, t.events[ops.back()].end_ns() - e.start_ns);
+        self_ns[r] += e.dur_ns;
+        ops.push_back(r);
+      } else {
+        close_until(mods, e.start_ns);
+        mods.push_back(r);
+      }
+    }
+    resolve_calls_before(std::numeric_limits<TimeNs>::max());
+  }
+
+  // GPU activities -> operator and module.
+  std::unordered_map<trace::StringId, OperatorRow> by_op;
+  std::unordered_map<trace::StringId, ModuleRow> by_module;
+  std::unordered_map<size_t, bool> launched;  // op instances that launched GPU work
+  for (const auto* list : {&idx.kernels, &idx.memcpys, &idx.memsets}) {
+    for (size_t i : *list) {
+      const Event& g = t.events[i];
+      const int32_t dev = g.device >= 0 ? g.device : static_cast<int32_t>(g.pid);
+      if (dev != device || !in_window(g.start_ns)) continue;
+      out.gpu_ns += g.dur_ns;
+      size_t op = SIZE_MAX, mod = SIZE_MAX;
+      if (g.external_id >= 0)
+        if (auto it = idx.op_by_external_id.find(g.external_id); it != idx.op_by_external_id.end()) op = it->second;
+      if (g.correlation >= 0)
+        if (auto rt = idx.runtime_by_correlation.find(g.correlation); rt != idx.runtime_by_correlation.end()) {
+          if (op == SIZE_MAX)
+            if (auto o = op_of_call.find(rt->second); o != op_of_call.end()) op = o->second;
+          if (auto m = module_of_call.find(rt->second); m != module_of_call.end()) mod = m->second;
+        }
+      const std::string& kname = t.name(g);
+      const bool kernel = g.cat == Category::kKernel;
+      const bool comm = kernel && is_communication_kernel(kname);
+      const bool fp32 = kernel && !comm && !is_tensor_core_kernel(kname) &&
+                        (is_fp32_tc_eligible_kernel(kname) ||
+                         (op != SIZE_MAX && is_tc_eligible_op(t.name(t.events[op])) && !is_fp64_kernel(kname)));
+      // As gpu.conv_kernel_share counts them: by kernel name, or launched by a convolution operator.
+      const bool conv = kernel && !comm &&
+                        (is_conv_kernel(kname) || (op != SIZE_MAX && is_conv_op(t.name(t.events[op]))));
+      const bool h2d = g.cat == Category::kMemcpy && g.copy_kind == trace::CopyKind::kHtoD;
+      if (op != SIZE_MAX) {
+        out.gpu_attributed_ns += g.dur_ns;
+        OperatorRow& row = by_op[t.events[op].name];
+        row.gpu_ns += g.dur_ns;
+        row.gpu_activities++;
+        if (fp32) row.fp32_ns += g.dur_ns;
+        if (conv) row.conv_ns += g.dur_ns;
+        if (h2d) row.h2d_ns += g.dur_ns;
+        if (!launched[op]) {
+          launched[op] = true;
+          row.launching_calls++;
+        }
+      }
+      if (mod != SIZE_MAX) {
+        out.gpu_in_module_ns += g.dur_ns;
+        ModuleRow& m = by_module[t.events[mod].name];
+        m.gpu_ns += g.dur_ns;
+        if (fp32) m.fp32_ns += g.dur_ns;
+      }
+    }
+  }
+  // Host self time and calls of operators starting in the windows.
+  for (const auto& [op, self] : self_ns) {
+    const Event& e = t.events[op];
+    if (!in_window(e.start_ns)) continue;
+    OperatorRow& row = by_op[e.name];
+    row.host_self_ns += std::max<TimeNs>(0, self);
+    row.calls++;
+  }
+  // Outermost operators while the GPU idles.
+  for (size_t op : outermost_ops) {
+    const Event& e = t.events[op];
+    if (!in_window(e.start_ns) || e.dur_ns <= 0) continue;
+    const TimeNs overlap = total_length(clip_intervals(idle, e.start_ns, e.end_ns()));
+    if (overlap > 0) by_op[e.name].idle_ns += overlap;
+  }
+  for (auto& [name, row] : by_op) {
+    row.name = t.strings.get(name);
+    out.operators.push_back(std::move(row));
+  }
+  for (auto& [name, row] : by_module) {
+    row.name = t.strings.get(name);
+    out.modules.push_back(std::move(row));
+  }
+  return out;
+}
+
+}  // namespace profile_train::analysis

@@ -1,0 +1,197 @@
+// Operator attribution (src/analysis/operators.cpp): GPU time joined to the launching CPU operator and the
+// enclosing module range, operator self time, operators during GPU idle time; on synthetic traces and on the
+// real corpus against an independent brute-force join written here.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+
+#include "profile_train/analysis/analyze.h"
+#include "profile_train/analysis/analyzers.h"
+#include "profile_train/trace/importer.h"
+#include "trace_builder.h"
+
+namespace profile_train::analysis {
+namespace {
+
+using testing::TraceBuilder;
+
+Intervals windows_of(const StepInfo& si) {
+  Intervals w;
+  for (const auto& s : si.steps) w.push_back({s.start, s.end});
+  return merge_intervals(std::move(w));
+}
+
+Intervals busy_of(const trace::Trace& t, const TraceIndex& idx) {
+  Intervals b;
+  for (const auto* list : {&idx.kernels, &idx.memcpys, &idx.memsets})
+    for (size_t i : *list)
+      if ((t.events[i].device >= 0 ? t.events[i].device : t.events[i].pid) == idx.main_device)
+        b.push_back({t.events[i].start_ns, t.events[i].end_ns()});
+  return merge_intervals(std::move(b));
+}
+
+const OperatorRow* row(const OperatorAttribution& a, const std::string& name) {
+  for (const auto& r : a.operators)
+    if (r.name == name) return &r;
+  return nullptr;
+}
+
+TEST(Operators, KernelsJoinTheirLaunchingOperatorAndModuleAndUnattributedTimeIsReported) {
+  // One step: "nn.Module: Linear_0" holds aten::linear -> aten::addmm, which launches an FP32 GEMM (joined by
+  // correlation, no External id); aten::relu launches an elementwise kernel; one kernel has no runtime call.
+  const auto t = TraceBuilder()
+                     .device(0)
+                     .annotation("ProfilerStep#1", 0, 1000)
+                     .python("nn.Module: Linear_0", 10, 300)
+                     .cpu_op("aten::linear", 20, 200)
+                     .cpu_op("aten::addmm", 30, 150)
+                     .runtime("cudaLaunchKernel", 40, 10, 1)
+                     .kernel("volta_sgemm_128x64_nn", 60, 400, 1)
+                     .cpu_op("aten::relu", 400, 50)
+                     .runtime("cudaLaunchKernel", 410, 10, 2)
+                     .kernel("void at::native::vectorized_elementwise_kernel<4, float>", 470, 30, 2)
+                     .kernel("orphan_kernel", 600, 100)
+                     .build();
+  const TraceIndex idx = build_index(t);
+  const StepInfo si = detect_steps(t, idx);
+  const OperatorAttribution a = attribute_operators(t, idx, windows_of(si), idx.main_device, busy_of(t, idx));
+  const auto us = [](double v) { return TraceBuilder::ns(v); };
+  EXPECT_EQ(a.gpu_ns, us(530));
+  EXPECT_EQ(a.gpu_attributed_ns, us(430));  // the orphan kernel stays unattributed
+  EXPECT_EQ(a.gpu_in_module_ns, us(400));
+  const OperatorRow* addmm = row(a, "aten::addmm");
+  ASSERT_NE(addmm, nullptr);
+  EXPECT_EQ(addmm->gpu_ns, us(400));
+  EXPECT_EQ(addmm->fp32_ns, us(400));
+  EXPECT_EQ(addmm->launching_calls, 1);
+  EXPECT_EQ(addmm->host_self_ns, us(150));
+  const OperatorRow* linear = row(a, "aten::linear");
+  ASSERT_NE(linear, nullptr);
+  EXPECT_EQ(linear->gpu_ns, 0);               // the innermost operator gets the kernel
+  EXPECT_EQ(linear->host_self_ns, us(50));    // 200 minus the nested addmm
+  ASSERT_NE(row(a, "aten::relu"), nullptr);
+  EXPECT_EQ(row(a, "aten::relu")->gpu_ns, us(30));
+  // Idle: the step has GPU work in [60, 460) U [470, 500) U [600, 700); aten::relu runs 400..450 (all busy)
+  // while aten::linear (outermost) runs 20..220 of which 20..60 is idle.
+  EXPECT_EQ(linear->idle_ns, us(40));
+  ASSERT_EQ(a.modules.size(), 1u);
+  EXPECT_EQ(a.modules[0].name, "nn.Module: Linear_0");
+  EXPECT_EQ(a.modules[0].fp32_ns, us(400));
+  TimeNs sum = 0;
+  for (const auto& r : a.operators) sum += r.gpu_ns;
+  EXPECT_EQ(sum, a.gpu_attributed_ns);
+
+  // Through the report: the leaders the rules' evidence names, and the unattributed time per step.
+  const auto r = build_report(t);
+  EXPECT_EQ(r["operators"]["fp32"]["top_op"], "aten::addmm");
+  EXPECT_EQ(r["operators"]["fp32"]["top_module"], "nn.Module: Linear_0");
+  EXPECT_NEAR(r["operators"]["unattributed_ms_per_step"].get<double>(), 0.1, 1e-9);
+  EXPECT_NEAR(r["operators"]["attributed_fraction"].get<double>(), 430.0 / 530.0, 1e-6);
+  EXPECT_EQ(r["operators"]["top_by_gpu_time"][0]["name"], "aten::addmm");
+}
+
+// Independent join for the corpus check: for each GPU activity, the cpu_op with its External id that starts
+// last (innermost), else a brute-force scan for the innermost cpu_op on the runtime call's thread.
+std::map<std::string, TimeNs> brute_force(const trace::Trace& t, const TraceIndex& idx, const Intervals& windows) {
+  std::map<int64_t, size_t> ext;
+  std::vector<size_t> ops;
+  std::map<int64_t, size_t> runtime_of;
+  for (size_t i = 0; i < t.events.size(); ++i) {
+    const auto& e = t.events[i];
+    if (e.is_gpu) continue;
+    if (e.cat == trace::Category::kCpuOp) {
+      ops.push_back(i);
+      if (e.external_id >= 0) {
+        auto it = ext.find(e.external_id);
+        if (it == ext.end() || t.events[it->second].start_ns <= e.start_ns) ext[e.external_id] = i;
+      }
+    }
+    if ((e.cat == trace::Category::kRuntime || e.cat == trace::Category::kDriver) && e.correlation >= 0)
+      runtime_of[e.correlation] = i;
+  }
+  auto in_windows = [&](TimeNs ts) {
+    for (const auto& w : windows)
+      if (w.start <= ts && ts < w.end) return true;
+    return false;
+  };
+  std::map<std::string, TimeNs> out;
+  for (const auto* list : {&idx.kernels, &idx.memcpys, &idx.memsets}) {
+    for (size_t i : *list) {
+      const auto& g = t.events[i];
+      if ((g.device >= 0 ? g.device : g.pid) != idx.main_device || !in_windows(g.start_ns)) continue;
+      size_t op = SIZE_MAX;
+      if (auto it = ext.find(g.external_id); g.external_id >= 0 && it != ext.end()) op = it->second;
+      if (op == SIZE_MAX && g.correlation >= 0 && runtime_of.count(g.correlation)) {
+        const auto& rt = t.events[runtime_of[g.correlation]];
+        for (size_t o : ops) {
+          const auto& e = t.events[o];
+          if (e.pid == rt.pid && e.tid == rt.tid && e.start_ns <= rt.start_ns && rt.start_ns < e.end_ns() &&
+              (op == SIZE_MAX || e.start_ns >= t.events[op].start_ns))
+            op = o;
+        }
+      }
+      if (op != SIZE_MAX) out[t.name(t.events[op])] += g.dur_ns;
+    }
+  }
+  return out;
+}
+
+void check_corpus_trace(const char* rel) {
+  const auto file = std::filesystem::path(PT_TRACES_DIR) / rel;
+  if (!std::filesystem::exists(file)) GTEST_SKIP() << "trace not found: " << file;
+  auto t = trace::load_trace(file);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  const TraceIndex idx = build_index(*t);
+  const StepInfo si = detect_steps(*t, idx);
+  const Intervals w = windows_of(si);
+  const OperatorAttribution a = attribute_operators(*t, idx, w, idx.main_device, busy_of(*t, idx));
+  TimeNs sum = 0;
+  for (const auto& r : a.operators) sum += r.gpu_ns;
+  EXPECT_EQ(sum, a.gpu_attributed_ns) << "per-operator GPU time must add up to the attributed time";
+  EXPECT_GT(a.gpu_attributed_ns, 0);
+  EXPECT_LE(a.gpu_attributed_ns, a.gpu_ns);
+  const auto expected = brute_force(*t, idx, w);
+  TimeNs expected_sum = 0;
+  for (const auto& [name, ns] : expected) expected_sum += ns;
+  EXPECT_EQ(expected_sum, a.gpu_attributed_ns);
+  // The top 5 operators by GPU time agree, name and time.
+  std::vector<std::pair<TimeNs, std::string>> mine, theirs;
+  for (const auto& r : a.operators) mine.push_back({r.gpu_ns, r.name});
+  for (const auto& [name, ns] : expected) theirs.push_back({ns, name});
+  auto desc = [](const auto& x, const auto& y) { return x.first != y.first ? x.first > y.first : x.second < y.second; };
+  std::sort(mine.begin(), mine.end(), desc);
+  std::sort(theirs.begin(), theirs.end(), desc);
+  ASSERT_GE(theirs.size(), 5u);
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(mine[i].second, theirs[i].second) << "rank " << i;
+    EXPECT_EQ(mine[i].first, theirs[i].first) << "rank " << i;
+  }
+}
+
+TEST(Operators, TbPluginResNet50MatchesAnIndependentJoin) {
+  check_corpus_trace("kineto_tb_plugin/resnet50_num_workers_4/worker0.1623212756351.pt.trace.json.gz");
+}
+
+TEST(Operators, HtaDdpTraceWithAnnotationsMatchesAnIndependentJoin) {
+  check_corpus_trace("hta/nccl_parser_config/nccl_data.json.gz");
+}
+
+TEST(Operators, NativeCaptureWithoutOperatorsHasNoAttributionButModules) {
+  // NVTX phase ranges (as the shim records) and kernels joined by correlation: modules, no operators.
+  const auto t = TraceBuilder()
+                     .device(0)
+                     .annotation("ProfilerStep#1", 0, 1000)
+                     .annotation("## forward ##", 0, 400)
+                     .runtime("cudaLaunchKernel", 10, 5, 1)
+                     .kernel("volta_sgemm_128x64_nn", 20, 300, 1)
+                     .build();
+  const auto r = build_report(t);
+  EXPECT_TRUE(r["operators"]["attributed_fraction"].is_null());
+  EXPECT_EQ(r["operators"]["modules"][0]["name"], "## forward ##");
+  EXPECT_NEAR(r["operators"]["in_module_fraction"].get<double>(), 1.0, 1e-9);
+}
+
+}  // namespace
+}  // namespace profile_train::analysis
