@@ -13,9 +13,11 @@
 #include <sstream>
 
 #include "commands.h"
+#include "job_summary.h"
 #include "pipeline.h"
 #include "profile_train/common/status.h"
 #include "profile_train/common/terminal.h"
+#include "profile_train/common/vocabulary.h"
 #include "profile_train/rules/engine.h"
 #include "profile_train/trace/importer.h"
 
@@ -33,10 +35,6 @@ struct AnalyzeArgs {
   std::vector<std::string> fail_on;
   bool quiet = false;
 };
-
-const std::set<std::string> kBottlenecks = {"input_pipeline", "host_to_device", "cpu_overhead",
-                                            "synchronization", "gpu_compute",    "gpu_memory",
-                                            "communication",   "cpu_only",       "unknown"};
 
 // "runs/worker0.123.pt.trace.json.gz" -> "worker0.123"; only [A-Za-z0-9._-], never empty.
 std::string safe_name(const std::filesystem::path& p) {
@@ -64,7 +62,7 @@ int run_analyze(const AnalyzeArgs& a) {
     }
   }
   for (const auto& b : a.fail_on) {
-    if (!kBottlenecks.count(b)) {
+    if (!is_bottleneck_name(b)) {
       std::cerr << "profile-train: --fail-on: unknown bottleneck '" << b << "'\n";
       return kExitBadInput;
     }
@@ -95,6 +93,7 @@ int run_analyze(const AnalyzeArgs& a) {
   std::set<std::string> used_names;
   struct Row { std::string file, verdict, folder; double confidence = 0, mean_ms = -1, util = -1; };
   std::vector<Row> rows;
+  std::vector<analysis::RankReport> rank_reports;  // for the job summary, when the traces are ranks of one job
   int worst = kExitOk;
   bool gate = false;
   const bool tty = ::isatty(2) == 1;
@@ -136,6 +135,7 @@ int run_analyze(const AnalyzeArgs& a) {
     if (report["gpu"]["utilization"].is_number()) row.util = report["gpu"]["utilization"].get<double>();
     if (std::find(a.fail_on.begin(), a.fail_on.end(), row.verdict) != a.fail_on.end()) gate = true;
     rows.push_back(row);
+    if (multi) rank_reports.push_back({file, std::move(report)});
     if (multi && !a.quiet) std::cout << "\n";
   }
   if (multi && !rows.empty() && !a.quiet) {
@@ -150,6 +150,11 @@ int run_analyze(const AnalyzeArgs& a) {
       std::cout << "  " << std::left << std::setw(40) << r.folder << std::setw(18) << r.verdict << std::setw(6) << cf.str()
                 << std::setw(12) << (r.mean_ms >= 0 ? ms.str() : "n/a") << (r.util >= 0 ? ut.str() : "n/a") << "\n";
     }
+  }
+  if (is_one_job(rank_reports)) {
+    const bool text = std::find(a.formats.begin(), a.formats.end(), "text") != a.formats.end();
+    const bool json = std::find(a.formats.begin(), a.formats.end(), "json") != a.formats.end();
+    worst = std::max(worst, report_job(rank_reports, base.out_dir, json, a.quiet || !text));
   }
   if (worst != kExitOk) return worst;
   if (gate) {

@@ -158,4 +158,27 @@ TEST_F(AnalyzeCli, RealTbTraceIsInputBound) {
   EXPECT_NEAR(report["breakdown"]["data_loading"].get<double>(), 0.3337, 0.005);
 }
 
+// Several rank files of one job: a report per rank and the job summary (terminal and job.json).
+TEST_F(AnalyzeCli, RanksOfOneJobGetAJobSummary) {
+  const fs::path dir = fs::path(PT_TRACES_DIR) / "hta";
+  const fs::path r0 = dir / "timeline_analysis/sampled_rank-0.json.gz", r1 = dir / "trace_filter/sampled_rank-1.json.gz";
+  if (!fs::exists(r0) || !fs::exists(r1)) GTEST_SKIP() << "HTA traces not found under " << dir;
+  const Result r = run("analyze '" + r0.string() + "' '" + r1.string() + "' --out '" + (dir_ / "job").string() + "'");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("Job (2 ranks): "), std::string::npos) << r.out;
+  const auto job = nlohmann::json::parse(slurp(dir_ / "job" / "job.json"));
+  ASSERT_EQ(job["ranks"].size(), 2u);
+  EXPECT_EQ(job["ranks"][0]["rank"], 0);
+  EXPECT_EQ(job["ranks"][1]["rank"], 1);
+  const auto rep0 = nlohmann::json::parse(slurp(dir_ / "job" / "sampled_rank-0" / "report.json"));
+  EXPECT_EQ(job["ranks"][0]["mean_step_ms"], rep0["steps"]["mean_ms"]);
+  EXPECT_TRUE(job["verdict"] == "balanced" || job["verdict"] == "straggler");
+  // Unrelated traces (no ranks of one job) get no job summary.
+  const Result u = run("analyze '" + data_bound_trace("a.json").string() + "' '" + data_bound_trace("b.json").string() +
+                       "' --out '" + (dir_ / "two").string() + "'");
+  ASSERT_EQ(u.rc, 0) << u.err;
+  EXPECT_EQ(u.out.find("Job ("), std::string::npos);
+  EXPECT_FALSE(fs::exists(dir_ / "two" / "job.json"));
+}
+
 }  // namespace
