@@ -154,7 +154,8 @@ int run_analyze(const AnalyzeArgs& a) {
   if (is_one_job(rank_reports)) {
     const bool text = std::find(a.formats.begin(), a.formats.end(), "text") != a.formats.end();
     const bool json = std::find(a.formats.begin(), a.formats.end(), "json") != a.formats.end();
-    worst = std::max(worst, report_job(rank_reports, base.out_dir, json, a.quiet || !text));
+    const bool html = std::find(a.formats.begin(), a.formats.end(), "html") != a.formats.end();
+    worst = std::max(worst, report_job(rank_reports, base.out_dir, json, html, a.quiet || !text));
   }
   if (worst != kExitOk) return worst;
   if (gate) {

@@ -8,6 +8,7 @@
 
 #include "profile_train/common/json_path.h"
 #include "profile_train/common/status.h"
+#include "profile_train/report/writers.h"
 
 namespace profile_train::cli {
 
@@ -27,7 +28,7 @@ bool is_one_job(const std::vector<analysis::RankReport>& reports) {
 }
 
 int report_job(const std::vector<analysis::RankReport>& reports, const std::filesystem::path& out_dir, bool write_json,
-               bool quiet) {
+               bool write_html, bool quiet) {
   const nlohmann::json job = analysis::summarize_job(reports);
   if (!quiet) {
     std::cout << "\nJob (" << reports.size() << " ranks): " << job.value("summary", std::string()) << "\n";
@@ -46,6 +47,14 @@ int report_job(const std::vector<analysis::RankReport>& reports, const std::file
       std::cout << line << (job["straggler"].is_object() && job["straggler"]["rank"] == r["rank"] ? "  <- straggler" : "")
                 << "\n";
     }
+  }
+  if (write_html) {
+    const auto html = out_dir / "summary.html";
+    if (Status s = report::write_job_html(job, html); !s.ok()) {
+      std::cerr << "profile-train: " << s.message() << "\n";
+      return s.exit_code();
+    }
+    if (!quiet) std::cout << "Wrote " << html.string() << "\n";
   }
   if (!write_json) return kExitOk;
   const auto path = out_dir / "job.json";

@@ -13,9 +13,9 @@ namespace profile_train::cli {
 // and the same world size.
 bool is_one_job(const std::vector<analysis::RankReport>& reports);
 
-// Prints the job summary (unless quiet) and writes out_dir/job.json when `write_json`. Returns 0, or the exit
-// code of a failed write (one line on stderr).
+// Prints the job summary (unless quiet) and writes out_dir/job.json and out_dir/summary.html when asked.
+// Returns 0, or the exit code of a failed write (one line on stderr).
 int report_job(const std::vector<analysis::RankReport>& reports, const std::filesystem::path& out_dir, bool write_json,
-               bool quiet);
+               bool write_html, bool quiet);
 
 }  // namespace profile_train::cli

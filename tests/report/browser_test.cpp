@@ -273,5 +273,25 @@ TEST(Browser, DiffPageRendersCleanly) {
   EXPECT_EQ(dom.find("data-dialog-called="), std::string::npos);
 }
 
+TEST(Browser, JobSummaryPageShowsTheStragglerAndEveryRank) {
+  SKIP_WITHOUT_CHROMIUM();
+  json job = {{"verdict", "straggler"}, {"summary", "Straggler: rank 2 <b>holds</b> the others back"},
+              {"straggler", {{"rank", 2}, {"phase", "input"}}}, {"ranks", json::array()}};
+  for (int r = 0; r < 4; ++r)
+    job["ranks"].push_back({{"rank", r}, {"file", "rank" + std::to_string(r) + ".json"}, {"verdict", "gpu_compute"},
+                            {"mean_step_ms", 100.0}, {"input_ms", r == 2 ? 40.0 : 5.0}, {"compute_ms", 50.0},
+                            {"communication_wait_ms", r == 2 ? 10.0 : 45.0}, {"work_ms", r == 2 ? 90.0 : 55.0}});
+  const auto dir = temp_dir("browser-job");
+  ASSERT_TRUE(write_job_html(job, dir / "summary.html").ok());
+  const std::string dom = dump_dom(dir / "summary.html");
+  const std::string body = body_tag(dom);
+  EXPECT_NE(body.find("data-render=\"ok\""), std::string::npos) << body;
+  EXPECT_NE(dom.find("data-verdict=\"straggler\""), std::string::npos);
+  EXPECT_EQ(count_of(dom, "<div class=\"opbar\" data-rank="), 3u);
+  EXPECT_EQ(count_of(dom, "<div class=\"opbar straggler\" data-rank=\"2\""), 1u);
+  EXPECT_NE(dom.find("&lt;b&gt;holds&lt;/b&gt;"), std::string::npos);  // escaped
+  EXPECT_EQ(count_of(dom, "<script"), 2u);
+}
+
 }  // namespace
 }  // namespace profile_train::report

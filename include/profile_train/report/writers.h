@@ -26,6 +26,10 @@ Status write_html(const nlohmann::json& report, const trace::Trace* trace, const
 // The same document as a string (write_html writes this). May throw only on allocation failure.
 std::string render_html(const nlohmann::json& report, const trace::Trace* trace);
 
+// summary.html of a multi-rank job (analysis::summarize_job's object): verdict, per-rank bars and table.
+Status write_job_html(const nlohmann::json& job, const std::filesystem::path& path);
+std::string render_job_html(const nlohmann::json& job);
+
 // Timeline as Chrome-trace JSON (Perfetto UI / chrome://tracing).
 Status write_perfetto(const trace::Trace& trace, const std::filesystem::path& path);
 
