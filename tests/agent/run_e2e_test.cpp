@@ -246,6 +246,35 @@ TEST(RunE2E, StepOpenAtExitIsDroppedNotStretchedOverTheTeardown) {
   EXPECT_LT(longest, 500'000'000) << "a step spans the teardown";
 }
 
+// PROFILE_TRAIN_MODULE_RANGES=1: a forward and a backward range per child of the model ("nn.Module: 0" ... for
+// the Sequential's five children, "nn.Module: 2.backward" for the middle Linear's backward).
+TEST(RunE2E, ModuleRangesOnRequestNameTheModulesInTheReport) {
+  REQUIRE_TORCH();
+  const fs::path out = fresh_dir("run_modules");
+  Proc p = start(run_args(out, {"/usr/bin/env", "PROFILE_TRAIN_MODULE_RANGES=1", kPython.string(),
+                                (kData / "train_slow_loader.py").string(), "--workers", "0", "--sample-ms", "0.2",
+                                "--steps", "8"}),
+                 out / "log.txt");
+  ASSERT_EQ(wait_exit(p), 0) << slurp(out / "log.txt");
+  auto t = native::load_captures(capture_files(out / "capture"));
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  const auto steps = ranges_named(*t, "ProfilerStep#");
+  ASSERT_GE(steps.size(), 6u);
+  size_t forward = 0, backward = 0;
+  for (const auto& e : t->events)
+    if (e.cat == Category::kUserAnnotation) {
+      forward += t->name(e) == "nn.Module: 2";
+      backward += t->name(e) == "nn.Module: 2.backward";
+    }
+  EXPECT_GE(forward, steps.size());  // once per step (at least: evaluation-free loop)
+  EXPECT_GE(backward, steps.size());
+  EXPECT_EQ(count_prefixes(*t)["nn.Module: 5"], 0) << "only the model's children exist";
+  const auto r = report_of(out);
+  ASSERT_TRUE(r.is_object());
+  // No GPU here, so no module carries GPU time; the facts say the ranges were on and for how many modules.
+  EXPECT_EQ(r["facts"]["capture"]["module_ranges"]["modules"], 5) << r["facts"].dump();
+}
+
 TEST(RunE2E, TwoWorkerProcessesAreNotInputBoundAndWriteTheirOwnFiles) {
   REQUIRE_TORCH();
   const auto [out, rc, log] = run_slow_loader("run_w2", {"--workers", "2", "--sample-ms", "1", "--steps", "24"});

@@ -101,6 +101,9 @@ class _Shim:
         self.out = os.environ.get("PROFILE_TRAIN_OUT", "")
         self.warmup = _env_int("PROFILE_TRAIN_WARMUP_STEPS")
         self.steps = _env_int("PROFILE_TRAIN_STEPS")
+        # Per-module forward/backward ranges ("nn.Module: <name>"), opt-in: PROFILE_TRAIN_MODULE_RANGES=DEPTH
+        # (1 = the model's direct children, 2 = one level further, ...; 0 = off). Deeper means more ranges.
+        self.module_depth = _env_int("PROFILE_TRAIN_MODULE_RANGES")
         try:
             self.overrides = json.loads(os.environ.get("PROFILE_TRAIN_OVERRIDES", "") or "{}")
             if not isinstance(self.overrides, dict):
@@ -225,6 +228,8 @@ class _Shim:
             if convs and convs[0].weight.dim() == 4:
                 cl = bool(convs[0].weight.is_contiguous(memory_format=torch.channels_last)
                           and not convs[0].weight.is_contiguous())
+            if self.module_depth:
+                self.install_module_ranges(module)
             self.facts["model"] = {
                 "class": type(module).__name__,
                 "has_conv": bool(convs),
@@ -234,6 +239,38 @@ class _Shim:
             }
         except Exception as e:
             self.note_error("model", e)
+
+    def install_module_ranges(self, model):
+        """Forward and backward ranges around each submodule down to self.module_depth, named by its qualified
+        name. Forward ranges come from forward pre/post hooks; backward ranges from full backward pre/post hooks
+        (they run on the autograd thread, whose NVTX stack is its own). Modules that work in place (ReLU(inplace=
+        True)) get no backward hooks: autograd refuses hooks on outputs modified in place. Failures are noted
+        and leave the model as it was."""
+        count = 0
+
+        def push(name):
+            def hook(*_):
+                if self.active and not self.is_worker:
+                    self.nvtx.push(name)
+            return hook
+
+        def pop(*_):
+            if self.active and not self.is_worker:
+                self.nvtx.pop()
+
+        try:
+            for qual, m in model.named_modules():
+                if not qual or qual.count(".") + 1 > self.module_depth:
+                    continue
+                m.register_forward_pre_hook(push("nn.Module: " + qual))
+                m.register_forward_hook(lambda *_: pop())
+                if not getattr(m, "inplace", False) and hasattr(m, "register_full_backward_pre_hook"):
+                    m.register_full_backward_pre_hook(push("nn.Module: " + qual + ".backward"))
+                    m.register_full_backward_hook(lambda *_: pop())
+                count += 1
+            self.facts.setdefault("capture", {})["module_ranges"] = {"depth": self.module_depth, "modules": count}
+        except Exception as e:
+            self.note_error("module_ranges", e)
 
     def note_autocast(self, device_type):
         torch = self.torch
