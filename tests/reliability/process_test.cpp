@@ -3,6 +3,7 @@
 // profile-train, and every exit code of the README table is what the binary returns.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <pty.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -315,6 +316,86 @@ TEST_F(Reliability, SigkilledProfileTrainDoesNotLeaveTheCommandRunning) {
   p.signal(SIGKILL);
   p.wait(std::chrono::seconds(5));
   EXPECT_TRUE(gone_within(command, std::chrono::milliseconds(2000))) << "the command kept running unobserved";
+}
+
+// profile-train on a terminal, as a user runs it: the command is in its own process group, so the terminal's
+// Ctrl-C reaches only profile-train, which must forward it (and a command that reads the terminal must get
+// it). Returns the exit code, -1 on a timeout; `feed` is typed on the terminal once `ready` exists.
+struct PtyRun {
+  int rc = -1;
+  std::string screen;
+};
+PtyRun run_on_terminal(const std::vector<std::string>& args, const fs::path& ready, const std::string& feed) {
+  PtyRun r;
+  int master = -1;
+  std::vector<std::string> argv = {kBinary};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> cargv;
+  for (auto& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  const pid_t pid = ::forkpty(&master, nullptr, nullptr, nullptr);
+  if (pid < 0) return r;
+  if (pid == 0) {
+    ::execv(cargv[0], cargv.data());
+    ::_exit(127);
+  }
+  ::fcntl(master, F_SETFL, O_NONBLOCK);
+  const auto until = clock_type::now() + std::chrono::seconds(20);
+  bool fed = false;
+  int status = 0;
+  char buf[4096];
+  for (;;) {
+    ssize_t n;
+    while ((n = ::read(master, buf, sizeof buf)) > 0) r.screen.append(buf, static_cast<size_t>(n));
+    if (!fed && fs::exists(ready)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the command reaches its read / sleep
+      [[maybe_unused]] ssize_t w = ::write(master, feed.data(), feed.size());
+      fed = true;
+    }
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      break;
+    }
+    if (clock_type::now() > until) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ::close(master);
+  return r;
+}
+
+TEST_F(Reliability, CtrlCOnTheTerminalStopsTheCommand) {
+  const fs::path ready = dir_ / "ready";
+  const auto r = run_on_terminal({"run", "--out", out(), "--", "sh", "-c", "touch '" + ready.string() + "'; sleep 300"},
+                                 ready, "\x03");
+  EXPECT_EQ(r.rc, 130) << r.screen;
+}
+
+TEST_F(Reliability, ACommandThatReadsTheTerminalGetsIt) {
+  const fs::path ready = dir_ / "ready", got = dir_ / "got.txt";
+  const auto r = run_on_terminal({"run", "--out", out(), "--", "sh", "-c",
+                                  "touch '" + ready.string() + "'; read line; echo \"$line\" > '" + got.string() + "'"},
+                                 ready, "hello\n");
+  EXPECT_NE(r.rc, -1) << "the command never got the terminal: " << r.screen;
+  EXPECT_EQ(slurp(got), "hello\n") << r.screen;
+}
+
+// tune stopped by SIGTERM stops its trial (and the trial's command) and says so with 143.
+TEST_F(Reliability, SigtermStopsTuneAndItsTrial) {
+  const fs::path pid_file = dir_ / "trial-command.pid";
+  Proc p({"tune", "--knob", "num_workers=0", "--out", out(), "--quiet", "--", "sh", "-c",
+          "echo $$ > '" + pid_file.string() + "'; exec sleep 300"},
+         dir_);
+  const pid_t command = wait_for_pid_file(pid_file);
+  ASSERT_GT(command, 0);
+  strays_.push_back(command);
+  p.signal(SIGTERM);
+  const Result r = p.wait(std::chrono::seconds(30));
+  EXPECT_EQ(r.rc, 143) << r.err;
+  EXPECT_TRUE(gone_within(command, std::chrono::milliseconds(2000))) << "the trial's command outlived tune";
 }
 
 // ---- item 14: the README's exit-code table is what the binary does -------------------------------------------
