@@ -305,6 +305,51 @@ TEST_F(Reliability, ProcessLeftInAnotherSessionIsStopped) {
   EXPECT_NE(r.err.find("left running"), std::string::npos) << r.err;
 }
 
+// Pids whose parent is `parent` (from /proc).
+std::vector<pid_t> children_of(pid_t parent) {
+  std::vector<pid_t> out;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(e.path() / "stat");
+    std::string s((std::istreambuf_iterator<char>(stat)), {});
+    const size_t paren = s.rfind(')');
+    if (paren == std::string::npos) continue;
+    std::istringstream rest(s.substr(paren + 1));
+    char state = 0;
+    long ppid = 0;
+    if (rest >> state >> ppid && ppid == parent) out.push_back(static_cast<pid_t>(std::stol(name)));
+  }
+  return out;
+}
+
+// The case with a real PyTorch DataLoader: its worker processes were still alive 4-8 s after
+// profile-train had exited on SIGTERM. They must stop with the training.
+TEST_F(Reliability, DataLoaderWorkersStopWithTheTrainingOnSigterm) {
+  const fs::path python = PT_PYTHON;
+  if (python.empty() || !fs::exists(python)) GTEST_SKIP() << "no Python with torch (PT_PYTHON)";
+  const fs::path script = fs::path(PT_SOURCE_DIR) / "tests" / "agent" / "data" / "train_slow_loader.py";
+  Proc p({"run", "--out", out(), "--", python.string(), script.string(), "--workers", "2", "--steps", "100000",
+          "--sample-ms", "1"},
+         dir_);
+  std::vector<pid_t> workers;
+  const auto until = clock_type::now() + std::chrono::seconds(60);
+  while (workers.size() < 2 && clock_type::now() < until) {
+    workers.clear();
+    for (pid_t trainer : children_of(p.pid()))
+      for (pid_t w : children_of(trainer)) workers.push_back(w);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_GE(workers.size(), 2u) << "the DataLoader workers never started";
+  for (pid_t w : workers) strays_.push_back(w);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // a few steps
+  p.signal(SIGTERM);
+  const Result r = p.wait(std::chrono::seconds(40));
+  EXPECT_EQ(r.rc, 143) << r.err;
+  for (pid_t w : workers) EXPECT_TRUE(gone_within(w, std::chrono::milliseconds(300))) << "worker " << w << " outlived run";
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "report.json")) << r.err;
+}
+
 // profile-train SIGKILLed (no chance to clean up): the kernel sends the command SIGTERM (PR_SET_PDEATHSIG).
 TEST_F(Reliability, SigkilledProfileTrainDoesNotLeaveTheCommandRunning) {
   const fs::path pid_file = dir_ / "command.pid";

@@ -27,7 +27,8 @@ struct SpawnOptions {
   int stdin_fd = -1;              // -1: inherited
   int stdout_fd = -1;
   int stderr_fd = -1;
-  int parent_death_signal = 0;    // e.g. SIGTERM; 0: none
+  int parent_death_signal = 0;    // e.g. SIGTERM; 0: none. Linux sends it when the *thread* that called
+                                  // spawn_process ends: call it from a thread that lives as long as the child
 };
 
 // fork + exec, never through a shell. The child gets its own process group (pgid = pid), SIGINT/SIGTERM back
