@@ -1,13 +1,14 @@
 // `profile-train run [options] -- CMD ARGS...`: launch CMD with the capture agent injected, wait, merge the
 // per-process capture files per rank, analyze and report.
 //
-// Exit codes: 0 ok; 2 bad usage, unwritable --out, command not found; 4 the wrapped command failed (non-zero
-// exit or killed by a signal; the report is still written from the partial capture); 130 interrupted by
-// SIGINT (the command was stopped, the report written); 1 internal error (e.g. the agent library is missing).
+// Exit codes: 0 ok; 2 bad usage, bad --rules, unwritable --out, command not found, nothing captured (the
+// command never used NVTX, CUDA or the Python shim); 4 the wrapped command failed (non-zero exit or killed by
+// a signal; the report is still written from the partial capture); 130 / 143 stopped by SIGINT / SIGTERM (the
+// command was stopped, the report written); 1 internal error (e.g. the agent library is missing).
+// Every option is checked before the command is launched.
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,7 +32,9 @@
 #include "commands.h"
 #include "pipeline.h"
 #include "profile_train/agent/native_reader.h"
+#include "profile_train/common/process.h"
 #include "profile_train/common/status.h"
+#include "profile_train/rules/engine.h"
 
 extern char** environ;
 
@@ -50,25 +53,27 @@ struct RunOptions {
   std::string perfetto;
   bool quiet = false;
   std::vector<std::string> command;
+  double kill_after_s = 10;    // grace between a stop signal (or the command's end) and SIGKILL of what is left
+  bool validate_only = false;  // check the options and the command, launch nothing (used by `tune`)
 };
 
-// ---- signals: forwarded to the child --------------------------------------------------------------------
-volatile sig_atomic_t g_child = 0;
+// ---- signals: forwarded to the child's process group ---------------------------------------------------
+// The command runs in its own process group, so a terminal's Ctrl-C reaches only us: every SIGINT / SIGTERM
+// we get is forwarded to the whole group (the command and the workers it started).
+volatile sig_atomic_t g_child_group = 0;
 volatile sig_atomic_t g_interrupted = 0;  // signal number that asked us to stop (SIGINT / SIGTERM)
 
-void on_stop_signal(int sig, siginfo_t* info, void*) {
+void on_stop_signal(int sig) {
   g_interrupted = sig;
-  // A terminal's Ctrl-C (SI_KERNEL) already reached the child: it is in our process group. Forward only
-  // signals sent to us alone (kill, a CI runner, a test), so the child does not get two.
-  if (g_child > 0 && (info == nullptr || info->si_code != SI_KERNEL)) ::kill(static_cast<pid_t>(g_child), sig);
+  if (g_child_group > 0) ::kill(-static_cast<pid_t>(g_child_group), sig);
 }
 
 struct SignalGuard {
   struct sigaction old_int {}, old_term {};
   SignalGuard() {
     struct sigaction sa {};
-    sa.sa_sigaction = on_stop_signal;
-    sa.sa_flags = SA_SIGINFO;  // no SA_RESTART: waitpid returns EINTR and we notice
+    sa.sa_handler = on_stop_signal;
+    sa.sa_flags = 0;  // no SA_RESTART: a blocking waitpid returns EINTR and we notice
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
@@ -164,52 +169,121 @@ struct ChildResult {
   bool started = false;
   int exit_code = -1;  // when exited
   int signal = 0;      // when killed
+  int leftovers = 0;   // processes of the command still running after it ended, stopped by us
 };
 
-// Spawns without a shell and waits. Returns a Status for launch failures (command not found: kNotFound).
-StatusOr<ChildResult> spawn_and_wait(const RunOptions& o, const std::vector<std::string>& env) {
-  std::vector<char*> argv, envp;
-  for (const auto& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
+// Reaps whatever child has ended; true if `leader` was among them (its status in *leader_status).
+bool reap_children(pid_t leader, int* leader_status) {
+  bool leader_done = false;
+  for (;;) {
+    int st = 0;
+    const pid_t w = ::waitpid(-1, &st, WNOHANG);
+    if (w <= 0) break;
+    if (w == leader) {
+      *leader_status = st;
+      leader_done = true;
+    }
+  }
+  return leader_done;
+}
 
+bool group_alive(pid_t pgid) { return ::kill(-pgid, 0) == 0 || errno == EPERM; }
+
+// Makes `pgid` the terminal's foreground group. SIGTTOU is blocked meanwhile: changing it from a background
+// group would stop us.
+bool set_terminal_group(pid_t pgid) {
+  sigset_t ttou, old;
+  sigemptyset(&ttou);
+  sigaddset(&ttou, SIGTTOU);
+  ::sigprocmask(SIG_BLOCK, &ttou, &old);
+  const bool ok = ::tcsetpgrp(STDIN_FILENO, pgid) == 0;
+  ::sigprocmask(SIG_SETMASK, &old, nullptr);
+  return ok;
+}
+
+// Spawns without a shell, in its own process group, and waits. Stop protocol (README "Stopping a run"):
+// SIGINT / SIGTERM are forwarded to the group; whatever is still running `kill_after_s` later is SIGKILLed.
+// When the command ends, the rest of its group gets SIGTERM, then SIGKILL after kill_after_s; processes it
+// left in other groups (re-parented to us, a subreaper) are SIGKILLed. Launch failures are a Status
+// (command not found: kNotFound), and then nothing ran.
+StatusOr<ChildResult> spawn_and_wait(const RunOptions& o, const std::vector<std::string>& env) {
+  using clock = std::chrono::steady_clock;
   SignalGuard guard;
   g_interrupted = 0;
-  pid_t pid = -1;
-  const int rc = ::posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), envp.data());
-  if (rc != 0) {
-    if (rc == ENOENT) return NotFound("command not found: " + o.command[0]);
-    return InvalidArgument("cannot run " + o.command[0] + ": " + std::strerror(rc));
-  }
-  g_child = pid;
+  become_subreaper();
+  SpawnOptions spawn;
+  spawn.argv = o.command;
+  spawn.env = env;
+  spawn.parent_death_signal = SIGTERM;  // a SIGKILLed profile-train does not leave the training running
+  auto spawned = spawn_process(spawn);
+  if (!spawned.ok()) return spawned.status();
+  const pid_t pid = *spawned;
+  g_child_group = pid;
+  if (g_interrupted) ::kill(-pid, g_interrupted);  // a signal that came while forking
   ChildResult r;
   r.started = true;
-  using clock = std::chrono::steady_clock;
+  const auto grace = std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(o.kill_after_s));
   std::optional<clock::time_point> stop_asked;
-  int escalation = 0;
+  bool killed = false;
+  bool gave_terminal = false;
+  bool told_stopped = false;
   int status = 0;
+  // Polled (20 ms) rather than blocking: a stop signal that lands just before a blocking wait could not
+  // start the --kill-after clock.
   for (;;) {
-    const pid_t w = ::waitpid(pid, &status, g_interrupted ? WNOHANG : 0);
-    if (w == pid) break;
+    int st = 0;
+    const pid_t w = ::waitpid(pid, &st, WUNTRACED | WNOHANG);
+    if (w == pid && WIFSTOPPED(st)) {
+      // Reading from (or configuring) the terminal from a background group stops the command: hand it the
+      // terminal, as a shell does (Ctrl-C then reaches its group directly), and let it go on.
+      const int sig = WSTOPSIG(st);
+      if ((sig == SIGTTIN || sig == SIGTTOU) && !gave_terminal) {
+        if (::isatty(STDIN_FILENO) && set_terminal_group(pid)) {
+          gave_terminal = true;
+          ::kill(-pid, SIGCONT);
+        } else if (!told_stopped) {
+          told_stopped = true;
+          std::cerr << "profile-train run: the command is stopped waiting for the terminal (run profile-train in "
+                       "the foreground)\n";
+        }
+      }
+      continue;
+    }
+    if (w == pid) {
+      status = st;
+      break;
+    }
     if (w < 0 && errno != EINTR) break;
     if (g_interrupted) {
       if (!stop_asked) stop_asked = clock::now();
-      const auto waited = clock::now() - *stop_asked;
-      // The command gets 20 s to stop after the forwarded signal, then SIGTERM, then SIGKILL 10 s later.
-      if (escalation == 0 && waited > std::chrono::seconds(20)) {
-        ::kill(pid, SIGTERM);
-        escalation = 1;
-      } else if (escalation == 1 && waited > std::chrono::seconds(30)) {
-        ::kill(pid, SIGKILL);
-        escalation = 2;
+      if (!killed && clock::now() - *stop_asked > grace) {
+        ::kill(-pid, SIGKILL);
+        killed = true;
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  g_child = 0;
+  g_child_group = 0;
+  if (gave_terminal) set_terminal_group(::getpgrp());
   if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
+
+  // What the command left running was re-parented to us (a subreaper).
+  int ignored = 0;
+  reap_children(pid, &ignored);
+  r.leftovers = static_cast<int>(child_pids().size());
+  // The rest of its group (DataLoader workers, a backgrounded helper) first: SIGTERM lets their agent flush.
+  if (group_alive(pid)) {
+    ::kill(-pid, SIGTERM);
+    // After a stop signal the group has had its grace already, counted from the signal.
+    const auto until = stop_asked ? std::max(clock::now(), *stop_asked + grace) : clock::now() + grace;
+    while (group_alive(pid) && clock::now() < until) {
+      reap_children(pid, &ignored);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (group_alive(pid)) ::kill(-pid, SIGKILL);
+  }
+  kill_descendants();  // those that left the group (setsid, their own group)
   return r;
 }
 
@@ -244,16 +318,36 @@ std::string summary_line(const std::string& who, const nlohmann::json& report) {
   return s.str();
 }
 
-int run_command(const RunOptions& o) {
-  if (o.command.empty()) {
-    std::cerr << "profile-train run: no command given (usage: profile-train run [options] -- CMD ARGS...)\n";
-    return kExitBadInput;
-  }
-  const fs::path out = fs::absolute(o.out_dir);
-  if (Status st = check_writable(out); !st.ok()) {
+// Everything that can be wrong with the options, checked before anything is launched: a typo must not cost
+// a training run. Prints one line and returns the exit code, or kExitOk.
+int validate_before_launch(const RunOptions& o, const fs::path& out, const fs::path& agent) {
+  auto fail = [](const Status& st, int rc) {
     std::cerr << "profile-train run: " << st.message() << " (nothing was launched)\n";
-    return kExitBadInput;
+    return rc;
+  };
+  if (o.command.empty())
+    return fail(InvalidArgument("no command given (usage: profile-train run [options] -- CMD ARGS...)"), kExitBadInput);
+  if (!(o.kill_after_s >= 0)) return fail(InvalidArgument("--kill-after must be >= 0 seconds"), kExitBadInput);
+  if (Status st = check_writable(out); !st.ok()) return fail(st, kExitBadInput);
+  std::vector<fs::path> rules_dirs(o.rules_dirs.begin(), o.rules_dirs.end());
+  if (auto rules = rules::load_rules(rules_dirs); !rules.ok()) return fail(rules.status(), rules.status().exit_code());
+  if (!o.perfetto.empty()) {
+    const fs::path parent = fs::absolute(o.perfetto).parent_path();
+    if (Status st = check_writable_dir(parent); !st.ok())
+      return fail(IoError("--perfetto " + o.perfetto + ": " + st.message()), kExitBadInput);
   }
+  std::error_code ec;
+  if (!fs::exists(agent, ec))
+    return fail(Internal("the capture agent " + agent.string() + " is missing (build the profile_train_agent target)"),
+                kExitFailure);
+  if (auto exe = find_executable(o.command[0]); !exe.ok()) return fail(exe.status(), kExitBadInput);
+  return kExitOk;
+}
+
+int run_command(const RunOptions& o) {
+  const fs::path out = fs::absolute(o.out_dir);
+  const fs::path agent = exe_dir() / "libprofile_train_agent.so";
+  if (int rc = validate_before_launch(o, out, agent); rc != kExitOk || o.validate_only) return rc;
   const fs::path capture = out / "capture";
   std::error_code ec;
   fs::create_directories(capture, ec);
@@ -262,12 +356,6 @@ int run_command(const RunOptions& o) {
     if ((n.rfind("pt-", 0) == 0 && entry.path().extension() == ".ptrace") ||
         (n.rfind("facts-", 0) == 0 && entry.path().extension() == ".json"))
       fs::remove(entry.path(), ec);
-  }
-  const fs::path agent = exe_dir() / "libprofile_train_agent.so";
-  if (!fs::exists(agent, ec)) {
-    std::cerr << "profile-train run: the capture agent " << agent.string()
-              << " is missing (build the profile_train_agent target)\n";
-    return kExitFailure;
   }
   const fs::path shim = o.no_python ? fs::path() : find_shim_dir();
   if (!o.no_python && shim.empty())
@@ -281,7 +369,11 @@ int run_command(const RunOptions& o) {
   }
   const ChildResult cr = *child;
   const bool interrupted = g_interrupted != 0;
+  const int stop_rc = exit_code_for_stop_signal(g_interrupted);
   const bool failed = cr.signal != 0 || cr.exit_code != 0;
+  if (cr.leftovers > 0)
+    std::cerr << "profile-train run: stopped " << cr.leftovers << " process" << (cr.leftovers == 1 ? "" : "es")
+              << " that the command left running\n";
   if (cr.signal)
     std::cerr << "profile-train run: the command was killed by " << signal_name(cr.signal)
               << (cr.signal == SIGSEGV || cr.signal == SIGBUS || cr.signal == SIGABRT ? " (crash)" : "")
@@ -306,7 +398,8 @@ int run_command(const RunOptions& o) {
     std::cerr << "profile-train run: the capture agent never attached: no capture file in " << capture.string()
               << ". NVTX was never used by the command (is it a PyTorch program? was --no-python given to a "
                  "program without NVTX ranges?)\n";
-    return interrupted ? kExitInterrupted : failed ? kExitChildFailed : kExitFailure;
+    // Nothing to analyze is the input's problem (not a PyTorch/NVTX/CUDA program), not an internal error.
+    return interrupted ? stop_rc : failed ? kExitChildFailed : kExitBadInput;
   }
   const std::string probe = driver_probe();
   nlohmann::json cmd = o.command;
@@ -343,7 +436,8 @@ int run_command(const RunOptions& o) {
     if (rc != kExitOk) report_rc = std::max(report_rc, rc);
     nlohmann::json extra = {{"command", cmd}, {"exit_code", cr.signal ? nlohmann::json() : nlohmann::json(cr.exit_code)},
                             {"signal", cr.signal ? nlohmann::json(signal_name(cr.signal)) : nlohmann::json()},
-                            {"interrupted", interrupted}, {"capture_files", files.size()}};
+                            {"interrupted", interrupted}, {"capture_files", files.size()},
+                            {"leftover_processes", cr.leftovers}};
     if (cr.signal == SIGSEGV || cr.signal == SIGBUS || cr.signal == SIGABRT || cr.signal == SIGILL ||
         cr.signal == SIGFPE)
       extra["crash"] = "the command crashed (" + signal_name(cr.signal) + "); the report covers the capture up "
@@ -356,14 +450,14 @@ int run_command(const RunOptions& o) {
               << " in " << out.string() << "\n";
     for (const auto& s : summaries) std::cout << "  " << s << "\n";
   }
-  if (interrupted) return kExitInterrupted;
+  if (interrupted) return stop_rc;
   if (failed) return kExitChildFailed;
   return report_rc;
 }
 
 }  // namespace
 
-Runner add_run(CLI::App& app) {
+Runner add_run(CLI::App& app, std::vector<std::string> command) {
   auto opts = std::make_shared<RunOptions>();
   auto* sub = app.add_subcommand("run", "Run a training command with the capture agent, then analyze and report");
   sub->add_option("--out", opts->out_dir, "Output directory (report.json, report.html, capture/)");
@@ -376,10 +470,27 @@ Runner add_run(CLI::App& app) {
   sub->add_option("--rules", opts->rules_dirs, "Extra rules directory (added / overriding rules)");
   sub->add_option("--perfetto", opts->perfetto, "Also write a Perfetto trace to this file");
   sub->add_flag("--quiet,-q", opts->quiet, "Print only the summary lines");
+  sub->add_option("--kill-after", opts->kill_after_s,
+                  "Seconds the command gets to stop after SIGINT/SIGTERM (forwarded to its process group) before "
+                  "what is left of it is SIGKILLed; also the grace for processes it leaves running (default 10)");
+  sub->add_flag("--validate-only", opts->validate_only, "Check the options and the command, launch nothing")
+      ->group("");  // for `tune`, which checks its --run-arg options this way before its first trial
   sub->add_option("command", opts->command, "The command to run (after --)")->expected(-1);
-  sub->footer("Exit codes: 0 ok, 2 bad usage / unwritable --out / command not found, 4 the command failed "
-              "(report still written), 130 interrupted (report written), 1 internal error.");
-  return [opts] { return run_command(*opts); };
+  auto after_dashes = std::make_shared<std::vector<std::string>>(std::move(command));
+  sub->footer("Exit codes: 0 ok, 2 bad usage / bad rules / unwritable --out / command not found / nothing captured, "
+              "4 the command failed (report still written), 130 / 143 stopped by SIGINT / SIGTERM (report written), "
+              "1 internal error.");
+  return [opts, after_dashes] {
+    if (!after_dashes->empty()) {
+      if (!opts->command.empty()) {
+        std::cerr << "profile-train run: unexpected argument '" << opts->command[0]
+                  << "' before --: the command goes after --\n";
+        return static_cast<int>(kExitBadInput);
+      }
+      opts->command = *after_dashes;
+    }
+    return run_command(*opts);
+  };
 }
 
 }  // namespace profile_train::cli

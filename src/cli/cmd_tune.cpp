@@ -13,6 +13,8 @@
 #include <thread>
 
 #include "commands.h"
+#include "pipeline.h"
+#include "profile_train/common/process.h"
 #include "profile_train/common/format.h"
 #include "profile_train/common/status.h"
 #include "profile_train/tuner/process_runner.h"
@@ -26,8 +28,12 @@ namespace fs = std::filesystem;
 namespace tn = profile_train::tuner;
 
 std::atomic<bool> g_interrupted{false};  // set by SIGINT / SIGTERM; the sweep stops after writing results
+std::atomic<int> g_stop_signal{0};       // which one (exit 130 / 143)
 
-void on_signal(int) { g_interrupted.store(true); }
+void on_signal(int sig) {
+  g_stop_signal.store(sig);
+  g_interrupted.store(true);
+}
 
 struct TuneArgs {
   std::string strategy = "guided";
@@ -90,8 +96,12 @@ StatusOr<std::vector<std::string>> workload_tail() {
     }
   }
   std::vector<std::string> tail;
+  bool dashes_seen = false;  // the first `--` only separates (main() split the command line there)
   for (; i < argv.size(); ++i) {
-    if (tail.empty() && argv[i] == "--") continue;
+    if (!dashes_seen && argv[i] == "--") {
+      dashes_seen = true;
+      continue;
+    }
     tail.push_back(argv[i]);
   }
   return tail;
@@ -218,6 +228,42 @@ StatusOr<TuneSetup> make_setup(const TuneArgs& a, const std::vector<std::string>
   return s;
 }
 
+// Everything a trial would trip over, checked before the first one (a typo must not cost a sweep): the output
+// folder, the command, and `run` with the --run-arg options on the baseline's command line (`run
+// --validate-only`: rules, --perfetto, its own options), which launches nothing.
+Status validate_before_trials(const TuneSetup& s) {
+  if (Status st = check_writable_dir(s.out); !st.ok()) return st;
+  const tn::TuneTarget& target = s.runner.target;
+  if (target.kind == tn::TuneTarget::Kind::kCommand && tn::placeholders_in({target.args[0]}).empty()) {
+    if (auto exe = find_executable(target.args[0]); !exe.ok()) return exe.status();
+  }
+  tn::ProcessTrialRunner runner(s.runner);
+  const fs::path dir = s.out / "trials" / "validate";
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  auto argv = runner.command_for(tn::baseline_config(s.space), dir, nullptr);
+  if (!argv.ok()) return argv.status();
+  argv->insert(argv->begin() + 2, "--validate-only");
+  const fs::path log = s.out / "trials" / "validate.log";
+  const tn::ChildResult r = tn::run_child(*argv, {}, log, 60, nullptr, 1);
+  std::string first;
+  std::istringstream lines(tn::read_tail(log, 1 << 16));
+  while (first.empty() && std::getline(lines, first)) {
+  }
+  fs::remove_all(dir, ec);
+  fs::remove(log, ec);
+  if (!r.started) return Internal("cannot check the trial command: " + r.start_error);
+  if (r.exit_code == kExitOk) return Status::Ok();
+  const std::string prefix = "profile-train run: ";
+  if (first.rfind(prefix, 0) == 0) first = first.substr(prefix.size());
+  const std::string suffix = " (nothing was launched)";
+  if (first.size() > suffix.size() && first.compare(first.size() - suffix.size(), suffix.size(), suffix) == 0)
+    first.resize(first.size() - suffix.size());
+  const std::string what = "the trial command (" + std::string(s.runner.run_args.empty() ? "" : "--run-arg options, ") +
+                           "rules, command): " + first;
+  return r.exit_code == kExitBadInput ? InvalidArgument(what) : Internal(what);
+}
+
 int run_tune(const TuneArgs& args, const std::vector<std::string>& workload_flags) {
   auto setup = make_setup(args, workload_flags);
   if (!setup.ok()) {
@@ -225,11 +271,9 @@ int run_tune(const TuneArgs& args, const std::vector<std::string>& workload_flag
     return setup.status().exit_code();
   }
   TuneSetup& s = *setup;
-  std::error_code ec;
-  fs::create_directories(s.out, ec);
-  if (ec) {
-    std::cerr << "profile-train tune: cannot create " << s.out << ": " << ec.message() << "\n";
-    return kExitBadInput;
+  if (Status st = validate_before_trials(s); !st.ok()) {
+    std::cerr << "profile-train tune: " << st.message() << " (no trial was run)\n";
+    return st.exit_code();
   }
   tn::TuneReportContext ctx;
   ctx.target = s.runner.target;
@@ -309,7 +353,7 @@ int run_tune(const TuneArgs& args, const std::vector<std::string>& workload_flag
       err << "; see " << (s.out / "trials").string();
     }
     err << "\n";
-    return g_interrupted.load() ? kExitInterrupted : kExitChildFailed;
+    return g_interrupted.load() ? exit_code_for_stop_signal(g_stop_signal.load()) : kExitChildFailed;
   }
   const tn::Trial& base = result.trials[result.baseline];
   const tn::Trial& best = result.trials[result.best];
@@ -332,13 +376,14 @@ int run_tune(const TuneArgs& args, const std::vector<std::string>& workload_flag
     err << "\n";
   }
   err << "  wrote " << (s.out / "tune.json").string() << " and " << (s.out / "tune.html").string() << "\n";
-  return g_interrupted.load() ? kExitInterrupted : kExitOk;
+  return g_interrupted.load() ? exit_code_for_stop_signal(g_stop_signal.load()) : kExitOk;
 }
 
 }  // namespace
 
-Runner add_tune(CLI::App& app) {
+Runner add_tune(CLI::App& app, std::vector<std::string> command) {
   auto args = std::make_shared<TuneArgs>();
+  auto after_dashes = std::make_shared<std::vector<std::string>>(std::move(command));
   auto* sub = app.add_subcommand(
       "tune",
       "Sweep batch size, DataLoader workers, pin_memory, AMP (...) re-measuring every trial through `run`.\n"
@@ -371,7 +416,7 @@ Runner add_tune(CLI::App& app) {
                   "the profile-train-workload executable (default: next to profile-train)");
   sub->add_option("command", args->command, "the command to tune, after --");
   sub->allow_extras();  // workload flags; their order is recovered from the raw command line
-  return [args, sub]() -> int {
+  return [args, sub, after_dashes]() -> int {
     std::vector<std::string> workload_flags;
     if (!args->workload.empty()) {
       auto tail = workload_tail();
@@ -381,7 +426,7 @@ Runner add_tune(CLI::App& app) {
       }
       // Every token CLI11 did not consume must be in the tail, and nothing else: a tune option written after
       // --workload would otherwise be silently taken by tune.
-      size_t unconsumed = sub->remaining().size() + args->command.size();
+      size_t unconsumed = sub->remaining().size() + args->command.size() + after_dashes->size();
       for (const auto& r : sub->remaining()) {
         if (r == "--") --unconsumed;
       }
@@ -391,6 +436,10 @@ Runner add_tune(CLI::App& app) {
         return kExitBadInput;
       }
       workload_flags = *tail;
+    } else if (!after_dashes->empty() && !args->command.empty()) {
+      std::cerr << "profile-train tune: unexpected argument '" << args->command[0]
+                << "' before --: the command goes after --\n";
+      return kExitBadInput;
     } else if (!sub->remaining().empty()) {
       std::string extra;
       for (const auto& r : sub->remaining()) extra += " " + r;
@@ -399,6 +448,7 @@ Runner add_tune(CLI::App& app) {
         return kExitBadInput;
       }
     }
+    if (args->workload.empty() && !after_dashes->empty()) args->command = *after_dashes;
     return run_tune(*args, workload_flags);
   };
 }

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <functional>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -12,8 +14,10 @@ using Runner = std::function<int()>;
 
 Runner add_analyze(CLI::App& app);  // cmd_analyze.cpp
 Runner add_rules(CLI::App& app);    // cmd_rules.cpp
-Runner add_run(CLI::App& app);      // cmd_run.cpp
 Runner add_diff(CLI::App& app);     // cmd_diff.cpp
-Runner add_tune(CLI::App& app);     // cmd_tune.cpp
+// `command`: the arguments after the first `--` of the command line (main() splits them off before parsing:
+// they belong to the wrapped command, never to our options).
+Runner add_run(CLI::App& app, std::vector<std::string> command);   // cmd_run.cpp
+Runner add_tune(CLI::App& app, std::vector<std::string> command);  // cmd_tune.cpp
 
 }  // namespace profile_train::cli

@@ -1,5 +1,7 @@
 #include "profile_train/tuner/process_runner.h"
 
+#include "profile_train/common/process.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -172,23 +174,17 @@ ChildResult run_child(const std::vector<std::string>& argv, const std::vector<st
     r.start_error = "empty command";
     return r;
   }
-  // Everything the child needs is prepared before fork(): only async-signal-safe calls happen after it.
-  std::vector<char*> cargv;
-  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-  cargv.push_back(nullptr);
-  std::vector<std::string> env_store;
+  SpawnOptions spawn;
+  spawn.argv = argv;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
     const std::string kv(*e);
     const std::string key = kv.substr(0, kv.find('='));
     const bool replaced = std::any_of(extra_env.begin(), extra_env.end(), [&](const std::string& x) {
       return x.substr(0, x.find('=')) == key;
     });
-    if (!replaced) env_store.push_back(kv);
+    if (!replaced) spawn.env.push_back(kv);
   }
-  for (const auto& kv : extra_env) env_store.push_back(kv);
-  std::vector<char*> cenv;
-  for (auto& kv : env_store) cenv.push_back(kv.data());
-  cenv.push_back(nullptr);
+  for (const auto& kv : extra_env) spawn.env.push_back(kv);
 
   const int log_fd = ::open(log_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (log_fd < 0) {
@@ -196,52 +192,22 @@ ChildResult run_child(const std::vector<std::string>& argv, const std::vector<st
     return r;
   }
   const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  // A pipe closed on exec tells the parent whether exec succeeded (errno travels through it otherwise).
-  int status_pipe[2];
-  if (::pipe2(status_pipe, O_CLOEXEC) != 0) {
-    ::close(log_fd);
-    if (null_fd >= 0) ::close(null_fd);
-    r.start_error = std::string("pipe: ") + std::strerror(errno);
-    return r;
-  }
+  spawn.stdin_fd = null_fd;
+  spawn.stdout_fd = log_fd;
+  spawn.stderr_fd = log_fd;
+  // Own process group: the timeout kills the whole tree, Ctrl-C reaches only the tuner. A tuner that dies
+  // (even by SIGKILL) sends SIGTERM to the trial's `run`, which then stops its command in turn.
+  spawn.parent_death_signal = SIGTERM;
   const double t0 = now_s();
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    r.start_error = std::string("fork: ") + std::strerror(errno);
-    ::close(log_fd);
-    if (null_fd >= 0) ::close(null_fd);
-    ::close(status_pipe[0]);
-    ::close(status_pipe[1]);
-    return r;
-  }
-  if (pid == 0) {
-    ::setpgid(0, 0);  // own process group: the timeout kills the whole tree, Ctrl-C reaches only the tuner
-    if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
-    ::dup2(log_fd, STDOUT_FILENO);
-    ::dup2(log_fd, STDERR_FILENO);
-    struct sigaction sa {};
-    sa.sa_handler = SIG_DFL;
-    ::sigaction(SIGINT, &sa, nullptr);
-    ::sigaction(SIGTERM, &sa, nullptr);
-    ::execve(cargv[0], cargv.data(), cenv.data());
-    const int err = errno;
-    [[maybe_unused]] ssize_t n = ::write(status_pipe[1], &err, sizeof(err));
-    ::_exit(127);
-  }
-  ::setpgid(pid, pid);  // also from the parent: no race with the first kill
+  auto spawned = spawn_process(spawn);
   ::close(log_fd);
   if (null_fd >= 0) ::close(null_fd);
-  ::close(status_pipe[1]);
-  int exec_errno = 0;
-  const ssize_t got = ::read(status_pipe[0], &exec_errno, sizeof(exec_errno));
-  ::close(status_pipe[0]);
-  if (got == static_cast<ssize_t>(sizeof(exec_errno))) {
-    int st = 0;
-    ::waitpid(pid, &st, 0);
-    r.start_error = "cannot execute " + argv[0] + ": " + std::strerror(exec_errno);
+  if (!spawned.ok()) {
+    r.start_error = spawned.status().message();
     r.duration_s = now_s() - t0;
     return r;
   }
+  const pid_t pid = *spawned;
   r.started = true;
 
   int status = 0;
@@ -277,7 +243,10 @@ ProcessTrialRunner::ProcessTrialRunner(ProcessRunnerOptions options) : options_(
 
 StatusOr<std::vector<std::string>> ProcessTrialRunner::command_for(const Config& config, const fs::path& dir,
                                                                    std::vector<std::string>* extra_env) const {
-  std::vector<std::string> argv = {options_.self_exe.string(), "run", "--out", dir.string()};
+  // `run` gets the same grace to stop its command as we give it (see run()).
+  std::ostringstream kill_after;
+  kill_after << "--kill-after=" << options_.term_grace_s;
+  std::vector<std::string> argv = {options_.self_exe.string(), "run", "--out", dir.string(), kill_after.str()};
   for (const auto& a : options_.run_args) argv.push_back(a);
   argv.push_back("--");
   const TuneTarget& target = options_.target;
@@ -319,7 +288,10 @@ Measurement ProcessTrialRunner::run(const Config& config, const RunContext& ctx)
     std::ofstream(dir / "command.json") << cmd.dump(2) << "\n";
   }
   const fs::path log = dir / "trial.log";
-  const ChildResult child = run_child(*argv, extra_env, log, ctx.timeout_s, options_.interrupted, options_.term_grace_s);
+  // `run` forwards our SIGTERM to its command, SIGKILLs it term_grace_s later, then writes the report: it gets
+  // that long and as long again before it is SIGKILLed itself (which leaves its command to PR_SET_PDEATHSIG).
+  const ChildResult child =
+      run_child(*argv, extra_env, log, ctx.timeout_s, options_.interrupted, 2 * options_.term_grace_s + 5);
   m.duration_s = child.duration_s;
   m.exit_code = child.exit_code;
   if (!child.started) {

@@ -7,8 +7,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <condition_variable>
+#include <mutex>
 #include <map>
 #include <set>
 #include <thread>
@@ -41,6 +45,23 @@ std::map<std::string, int> count_names(const Trace& t, Category cat) {
     if (e.cat == cat) ++m[t.name(e)];
   return m;
 }
+
+// Blocks each caller until `n` have arrived (libstdc++ 12's std::latch polls with sleeps: slow with 1000s of
+// waiters).
+class Rendezvous {
+ public:
+  explicit Rendezvous(int n) : left_(n) {}
+  void arrive_and_wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (--left_ == 0) cv_.notify_all();
+    cv_.wait(lock, [&] { return left_ == 0; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int left_;
+};
 
 Trace load_all(const fs::path& dir) {
   auto t = native::load_captures(capture_files(dir));
@@ -277,6 +298,121 @@ TEST(NvtxInjection, FillsTablesIdempotentlyAndRecordsEveryApiFamily) {
   bool named = false;
   for (const auto& [k, v] : t.meta.thread_names) named |= v == "trainer-main";
   EXPECT_TRUE(named);
+}
+
+// A handle the program made up (or one from another tool) passed back to a range or mark call: the agent must
+// neither dereference it nor crash the host program; it counts it and records the event without the name.
+TEST(NvtxInjection, FabricatedHandlesAreCountedNotDereferenced) {
+  const fs::path dir = fresh_dir("nvtx_bad_handles");
+  ASSERT_EQ(0, in_child([&] {
+    setenv("PROFILE_TRAIN_OUT", dir.c_str(), 1);
+    if (agent::nvtx_initialize(fake_export_table) != 1) return 2;
+    auto dom_create = reinterpret_cast<nvtxDomainHandle_t (*)(const char*)>(g_core2[NVTX_CBID_CORE2_DomainCreateA]);
+    auto dom_reg = reinterpret_cast<nvtxStringHandle_t (*)(nvtxDomainHandle_t, const char*)>(
+        g_core2[NVTX_CBID_CORE2_DomainRegisterStringA]);
+    auto dom_push = reinterpret_cast<int (*)(nvtxDomainHandle_t, const nvtxEventAttributes_t*)>(
+        g_core2[NVTX_CBID_CORE2_DomainRangePushEx]);
+    auto dom_pop = reinterpret_cast<int (*)(nvtxDomainHandle_t)>(g_core2[NVTX_CBID_CORE2_DomainRangePop]);
+    auto dom_mark = reinterpret_cast<void (*)(nvtxDomainHandle_t, const nvtxEventAttributes_t*)>(
+        g_core2[NVTX_CBID_CORE2_DomainMarkEx]);
+    nvtxDomainHandle_t d = dom_create("real-domain");
+    nvtxEventAttributes_t attr{};
+    attr.version = NVTX_VERSION;
+    attr.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+    attr.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+    attr.message.registered = dom_reg(d, "real-registered");
+    dom_push(d, &attr);
+    dom_pop(d);
+    // Unmapped addresses, and a mapped one that is not a handle of ours.
+    uint64_t not_a_handle[4] = {0xdeadbeefdeadbeefull, 1, 2, 3};
+    const nvtxStringHandle_t fakes[] = {reinterpret_cast<nvtxStringHandle_t>(uintptr_t{0x10}),
+                                        reinterpret_cast<nvtxStringHandle_t>(~uintptr_t{0} - 7),
+                                        reinterpret_cast<nvtxStringHandle_t>(&not_a_handle[1]),
+                                        reinterpret_cast<nvtxStringHandle_t>(reinterpret_cast<char*>(attr.message.registered) + 1)};
+    for (nvtxStringHandle_t f : fakes) {
+      attr.message.registered = f;
+      dom_push(d, &attr);
+      dom_pop(d);
+      dom_mark(d, &attr);
+    }
+    const auto fake_domain = reinterpret_cast<nvtxDomainHandle_t>(uintptr_t{0x20});
+    attr.message.registered = nullptr;  // NVTX's "no handle": not an error
+    dom_push(fake_domain, &attr);
+    dom_pop(fake_domain);
+    const auto s = agent::recorder_stats();
+    // 4 fake strings x (push + mark), the fake domain on push and pop.
+    return s.bad_handles == 4 * 2 + 2 ? 0 : 10 + static_cast<int>(s.bad_handles);
+  }));
+  Trace t = load_all(dir);
+  auto names = count_names(t, Category::kUserAnnotation);
+  EXPECT_EQ(names["real-registered"], 1);
+  bool noted = false;
+  for (const auto& n : t.quality.notes) noted |= n.find("handle the agent never returned") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
+// Millions of distinct range names (a name per step or per sample) must not grow the user's process without
+// bound: past the table's limit new names share hashed "other names" entries, counted; names interned before
+// keep their id, and step names still mark steps.
+TEST(Recorder, NameTableIsBoundedAndOverflowIsCounted) {
+  const fs::path dir = fresh_dir("names");
+  constexpr int kNames = 300000;
+  ASSERT_EQ(0, in_child([&] {
+    if (!agent::recorder_start(config(dir))) return 2;
+    const uint32_t early = agent::intern("early-name");
+    char name[64];
+    for (int i = 0; i < kNames; ++i) {
+      std::snprintf(name, sizeof name, "distinct-%d", i);
+      agent::range_push(agent::intern(name), 0);
+      agent::range_pop(0);
+    }
+    const auto s = agent::recorder_stats();
+    if (s.names >= static_cast<uint64_t>(kNames) / 2) return 3;         // bounded well below what was asked
+    if (s.names + s.names_bucketed < static_cast<uint64_t>(kNames)) return 4;  // every refused name counted
+    if (agent::intern("early-name") != early) return 5;
+    agent::range_push(agent::intern("ProfilerStep#999999"), 0);  // past the limit: still a step boundary
+    agent::range_pop(0);
+    return 0;
+  }));
+  Trace t = load_all(dir);
+  EXPECT_LT(t.strings.size(), static_cast<size_t>(kNames) / 2);
+  auto names = count_names(t, Category::kUserAnnotation);
+  int steps = 0, others = 0;
+  for (const auto& [n, c] : names) {
+    steps += n.rfind("ProfilerStep#", 0) == 0 ? c : 0;
+    others += n.rfind("[other names", 0) == 0 ? c : 0;
+  }
+  EXPECT_EQ(steps, 1);
+  EXPECT_GT(others, 0);
+  bool noted = false;
+  for (const auto& n : t.quality.notes) noted |= n.find("name table was full") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
+// A process with a thousand recording threads alive at once (thread pools, DataLoader threads) keeps every
+// record with the default buffer: a thread does not pin a full chunk before it has filled one.
+TEST(Recorder, AThousandThreadsRecordWithoutDrops) {
+  const fs::path dir = fresh_dir("many_threads");
+  constexpr int kThreads = 1000, kRanges = 20;
+  ASSERT_EQ(0, in_child([&] {
+    if (!agent::recorder_start(config(dir))) return 2;
+    const uint32_t n = agent::intern("pool-range");
+    Rendezvous all_recorded(kThreads);  // every thread stays alive (holding its buffer) until all have recorded
+    std::vector<std::thread> ts;
+    for (int i = 0; i < kThreads; ++i)
+      ts.emplace_back([&] {
+        for (int k = 0; k < kRanges; ++k) {
+          agent::range_push(n, 0);
+          agent::range_pop(0);
+        }
+        all_recorded.arrive_and_wait();
+      });
+    for (auto& t : ts) t.join();
+    return agent::recorder_stats().dropped == 0 ? 0 : 3;
+  }));
+  Trace t = load_all(dir);
+  EXPECT_EQ(count_names(t, Category::kUserAnnotation)["pool-range"], kThreads * kRanges);
+  EXPECT_EQ(t.quality.dropped_records, 0);
 }
 
 // ---- native format ----------------------------------------------------------------------------------------

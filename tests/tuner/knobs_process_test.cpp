@@ -180,7 +180,8 @@ TEST(ProcessRunner, RunsTrialsThroughRunAndReadsTheReport) {
   auto argv = runner.command_for(ok, out / "x", &env);
   ASSERT_TRUE(argv.ok());
   EXPECT_EQ((*argv)[1], "run");
-  EXPECT_EQ((*argv)[4], "--");
+  EXPECT_EQ((*argv)[4], "--kill-after=3");  // run's grace to stop the command = ours
+  EXPECT_EQ((*argv)[5], "--");
   EXPECT_EQ(argv->back(), "32");
   ASSERT_EQ(env.size(), 1u);
   EXPECT_EQ(env[0], R"(PROFILE_TRAIN_OVERRIDES={"amp.dtype":"bf16","dataloader.num_workers":2})");

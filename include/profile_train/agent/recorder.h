@@ -3,7 +3,8 @@
 // Threading: every function here may be called from any thread. Application threads write records into their
 // own preallocated chunk (no lock, no allocation, no I/O in the steady state); one writer thread streams full
 // and partly filled chunks to this process's file every `flush_interval_ms`. Memory is bounded by
-// `max_chunks` chunks of `chunk_records` records; when all are in use new records are dropped and counted.
+// `max_chunks` x `chunk_records` records (a thread's first chunk is a small one, so thousands of threads fit);
+// when all are in use new records are dropped and counted. The name table is bounded too (see intern()).
 // Fork: a pthread_atfork child handler gives the child its own file (pt-<pid>-<n>.ptrace) and writer thread.
 // Failure: nothing here throws or exits; a failure disables recording and is noted in the file's status.
 #pragma once
@@ -45,7 +46,9 @@ void recorder_flush();
 std::string recorder_file_path();
 
 // String interning: returns a stable id (> 0) for `s`; ids are process-wide. Cheap on a hit (per-thread cache),
-// allocates only for a string never seen before.
+// allocates only for a string never seen before. The table is bounded (2^17 names, 8 MiB): a new name past
+// that gets one of a few hashed "other names" ids (a "ProfilerStep#..." name still marks a step), counted as
+// names_bucketed in the status.
 uint32_t intern(std::string_view s);
 uint32_t intern_cstr(const char* s);  // same; s may be null (returns 0)
 
@@ -80,9 +83,15 @@ struct RecorderStats {
   uint64_t written = 0;        // reached the file
   uint64_t chunks_in_use = 0;
   uint64_t nvtx_init_calls = 0;
+  uint64_t names = 0;            // in the name table
+  uint64_t names_bucketed = 0;   // intern calls answered with an "other names" id (table full)
+  uint64_t bad_handles = 0;      // NVTX handles passed to us that we never handed out (ignored)
+  uint64_t handles_refused = 0;  // NVTX registrations past the handle limit (returned no handle)
 };
 RecorderStats recorder_stats();
 void note_nvtx_init_call();
 void add_dropped(uint64_t n);  // records lost upstream (e.g. CUPTI's own drops)
+void note_bad_nvtx_handle();   // a fabricated / foreign NVTX handle was ignored
+void note_nvtx_handle_limit(); // an NVTX registration got no handle (limit reached)
 
 }  // namespace profile_train::agent

@@ -18,7 +18,11 @@ enum ExitCode : int {
   kExitThreshold = 3,      // a --fail-on threshold (CI gate) was crossed
   kExitChildFailed = 4,    // `run`: the wrapped command failed (its own code is in the report)
   kExitInterrupted = 130,  // SIGINT: partial results were written
+  kExitTerminated = 143,   // SIGTERM (128 + 15, the shell's convention): partial results were written
 };
+
+// The exit code for a run stopped by `sig` (SIGINT or SIGTERM).
+inline int exit_code_for_stop_signal(int sig) { return sig == 15 ? kExitTerminated : kExitInterrupted; }
 
 enum class StatusCode {
   kOk = 0,

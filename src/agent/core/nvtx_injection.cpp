@@ -3,9 +3,12 @@
 #define NVTX_NO_IMPL
 #include <nvtx3/nvToolsExt.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <cwchar>
-#include <new>
 #include <string>
 
 #include "agent_internal.h"
@@ -13,16 +16,67 @@
 
 // NVTX leaves these handle structs opaque to applications; the tool defines them.
 struct nvtxDomainRegistration_st {
-  uint32_t name;  // interned domain name
+  uint32_t value;  // interned domain name
 };
 struct nvtxStringRegistration_st {
-  uint32_t id;  // interned string
+  uint32_t value;  // interned string
 };
 
 namespace profile_train::agent {
 namespace {
 
-uint32_t domain_id(nvtxDomainHandle_t d) { return d ? d->name : 0; }
+// Handles given to the application are slots of fixed arrays, never heap pointers: a handle is dereferenced
+// only when it is a slot we handed out. A fabricated, stale or foreign pointer passed back to a range or mark
+// call is counted (status "nvtx_bad_handles") and the call goes on without its name or domain: the host
+// program must not crash on it. Slots live as long as the process, as NVTX expects.
+constexpr uint32_t kMaxStringHandles = 1u << 16;  // 256 KiB of .bss, touched only as used
+constexpr uint32_t kMaxDomainHandles = 1u << 12;
+
+template <typename Slot, uint32_t N>
+class HandleSlots {
+ public:
+  // A fresh slot holding `value` (the existing one when `dedupe` finds it), or nullptr once all N are in use
+  // (counted: the caller gets no handle, its events go without that name or domain).
+  Slot* take(uint32_t value, bool dedupe = false) {
+    if (dedupe) {
+      const uint32_t used = std::min(next_.load(std::memory_order_acquire), N);
+      for (uint32_t i = 0; i < used; ++i)
+        if (slots_[i].value == value) return &slots_[i];
+    }
+    uint32_t i = next_.load(std::memory_order_relaxed);
+    do {
+      if (i >= N) {
+        note_nvtx_handle_limit();
+        return nullptr;
+      }
+    } while (!next_.compare_exchange_weak(i, i + 1, std::memory_order_acq_rel));
+    slots_[i].value = value;
+    return &slots_[i];
+  }
+  // The value behind `h` when it is one of our slots; 0 (and counted) otherwise. h == nullptr is NVTX's
+  // "none" and is not an error.
+  uint32_t value(const Slot* h) const {
+    if (h == nullptr) return 0;
+    const auto p = reinterpret_cast<uintptr_t>(h);
+    const auto base = reinterpret_cast<uintptr_t>(&slots_[0]);
+    const uint32_t used = std::min(next_.load(std::memory_order_acquire), N);
+    if (p < base || p >= base + uintptr_t{used} * sizeof(Slot) || (p - base) % sizeof(Slot) != 0) {
+      note_bad_nvtx_handle();
+      return 0;
+    }
+    return h->value;
+  }
+
+ private:
+  Slot slots_[N]{};
+  std::atomic<uint32_t> next_{0};
+};
+
+// constinit: usable by an NVTX call made while shared libraries are still being initialized.
+constinit HandleSlots<nvtxStringRegistration_st, kMaxStringHandles> g_strings;
+constinit HandleSlots<nvtxDomainRegistration_st, kMaxDomainHandles> g_domains;
+
+uint32_t domain_id(nvtxDomainHandle_t d) { return g_domains.value(d); }
 
 std::string utf8_from_wide(const wchar_t* w) {
   std::string out;
@@ -51,6 +105,8 @@ std::string utf8_from_wide(const wchar_t* w) {
 // Name id of an event's message (0 if none). `text` receives the ASCII text when there is one (for marks).
 uint32_t message_id(const nvtxEventAttributes_t* a, const char** text = nullptr) {
   if (!a) return 0;
+  // An attribute struct too small to hold a message (an older or broken caller) has none.
+  if (a->size < offsetof(nvtxEventAttributes_t, message) + sizeof(a->message)) return 0;
   switch (a->messageType) {
     case NVTX_MESSAGE_TYPE_ASCII:
       if (text) *text = a->message.ascii;
@@ -58,7 +114,7 @@ uint32_t message_id(const nvtxEventAttributes_t* a, const char** text = nullptr)
     case NVTX_MESSAGE_TYPE_UNICODE:
       return intern(utf8_from_wide(a->message.unicode));
     case NVTX_MESSAGE_TYPE_REGISTERED:
-      return a->message.registered ? a->message.registered->id : 0;
+      return g_strings.value(a->message.registered);
     default:
       return 0;
   }
@@ -103,26 +159,13 @@ nvtxResourceHandle_t DomainResourceCreate(nvtxDomainHandle_t, nvtxResourceAttrib
 void DomainResourceDestroy(nvtxResourceHandle_t) {}
 void DomainNameCategoryA(nvtxDomainHandle_t, uint32_t, const char*) {}
 void DomainNameCategoryW(nvtxDomainHandle_t, uint32_t, const wchar_t*) {}
-nvtxStringHandle_t DomainRegisterStringA(nvtxDomainHandle_t, const char* s) {
-  auto* h = new (std::nothrow) nvtxStringRegistration_st;  // lives as long as the process, as NVTX expects
-  if (h) h->id = intern_cstr(s);
-  return h;
-}
+nvtxStringHandle_t DomainRegisterStringA(nvtxDomainHandle_t, const char* s) { return g_strings.take(intern_cstr(s)); }
 nvtxStringHandle_t DomainRegisterStringW(nvtxDomainHandle_t, const wchar_t* s) {
-  auto* h = new (std::nothrow) nvtxStringRegistration_st;
-  if (h) h->id = intern(utf8_from_wide(s));
-  return h;
+  return g_strings.take(intern(utf8_from_wide(s)));
 }
-nvtxDomainHandle_t DomainCreateA(const char* name) {
-  auto* d = new (std::nothrow) nvtxDomainRegistration_st;
-  if (d) d->name = intern_cstr(name ? name : "");
-  return d;
-}
-nvtxDomainHandle_t DomainCreateW(const wchar_t* name) {
-  auto* d = new (std::nothrow) nvtxDomainRegistration_st;
-  if (d) d->name = intern(utf8_from_wide(name));
-  return d;
-}
+// A domain created again under the same name gets the same handle (some programs create one per call site).
+nvtxDomainHandle_t DomainCreateA(const char* name) { return g_domains.take(intern_cstr(name ? name : ""), true); }
+nvtxDomainHandle_t DomainCreateW(const wchar_t* name) { return g_domains.take(intern(utf8_from_wide(name)), true); }
 void DomainDestroy(nvtxDomainHandle_t) {}  // handles stay valid: records may still reference the name
 void Initialize(const void*) {}
 

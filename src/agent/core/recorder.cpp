@@ -45,14 +45,30 @@ namespace {
 using format::Record;
 using format::RecordKind;
 
+// Per-thread state is sized for thousands of threads (a DataLoader or a thread pool per process): about
+// 2.5 KiB each until a thread nests deeper than kInlineDepth, and no chunk until it records.
 constexpr int kMaxDepth = 128;       // range stack entries kept per thread (deeper levels are counted only)
-constexpr uint32_t kCacheSize = 256; // per-thread intern cache entries (direct-mapped)
+constexpr int kInlineDepth = 16;     // stored inline; the stack grows to kMaxDepth on the heap once, if needed
+constexpr uint32_t kCacheSize = 64;  // per-thread intern cache entries (direct-mapped)
+// Chunk sizes: 16 x 4^k records up to cfg.chunk_records. A thread's first chunk is the smallest and each next
+// one is 4x bigger, so a thread holds memory in proportion to how much it records; with many threads alive,
+// no thread gets a chunk bigger than a quarter of the budget shared among them (kClassShare).
+constexpr uint32_t kSmallestChunk = 16;
+constexpr int kClasses = 8;
+constexpr uint64_t kClassShare = 4;
 constexpr uint32_t kMaxFlaggedIds = 1u << 20;
 constexpr uint8_t kFlagStep = 1;     // "ProfilerStep#..." names: step boundaries for the capture window
+// Bound on the name table, which lives in the user's process as long as it runs: distinct names past it (a
+// name per step or per sample, an f-string in a loop) share kOtherBuckets hashed "other names" entries,
+// counted in the status ("names_bucketed"). 2^17 names of up to 8 MiB in all: about 20 MiB at most.
+constexpr uint32_t kMaxStrings = 1u << 17;
+constexpr size_t kMaxStringBytes = size_t{8} << 20;
+constexpr uint32_t kOtherBuckets = 64;
 
 struct Chunk {
   std::atomic<uint32_t> committed{0};
   uint32_t flushed = 0;  // guarded by g.io_mu
+  uint32_t capacity = 0;
   Record* recs = nullptr;
 };
 
@@ -75,9 +91,13 @@ struct ThreadState {
   uint64_t gen = 0;
   std::atomic<Chunk*> cur{nullptr};
   uint64_t appended = 0;  // records appended by this thread (read racily for statistics)
-  int depth = 0;  // may exceed kMaxDepth; entries above it are not stored
+  int depth = 0;  // may exceed stack_cap; entries above it are not stored
   bool discard_next_pop = false;
-  RangeEntry stack[kMaxDepth];
+  bool stack_grown = false;
+  int next_class = 0;  // size class of this thread's next chunk
+  int stack_cap = kInlineDepth;
+  RangeEntry* stack = inline_stack;  // inline_stack, or kMaxDepth entries on the heap (kept when recycled)
+  RangeEntry inline_stack[kInlineDepth];
   CacheEntry cache[kCacheSize];
 };
 
@@ -94,12 +114,21 @@ struct Global {
   int64_t fork_parent = -1;
 
   std::vector<ThreadState*> threads;
+  std::vector<ThreadState*> spare_threads;  // of exited threads, reused (never freed: see ThreadExit)
   std::vector<Chunk*> full;
-  std::vector<Chunk*> free_list;
+  std::vector<Chunk*> free_chunks[kClasses];  // by size class
+  int top_class = 0;                           // the class of cfg.chunk_records
   uint32_t chunks_total = 0;
+  uint64_t records_allocated = 0;  // bounded by cfg.max_chunks * cfg.chunk_records
 
   std::deque<std::string> strings;  // strings[i] has id i + 1
   std::unordered_map<std::string_view, uint32_t> string_index;
+  size_t string_bytes = 0;
+  // Set (release) once the table is full: from then on strings/string_index never change and are read
+  // without the lock.
+  std::atomic<bool> strings_full{false};
+  uint32_t other_ids[kOtherBuckets] = {};
+  uint32_t other_step_id = 0;       // over the limit, step names still mark steps
   size_t strings_written = 0;       // guarded by io_mu + mu
   uint8_t* flags = nullptr;         // kMaxFlaggedIds entries, zeroed
 
@@ -119,6 +148,7 @@ struct Global {
 
   std::atomic<uint64_t> n_records{0}, n_dropped{0}, n_filtered{0}, n_written{0}, n_open_at_exit{0};
   std::atomic<uint64_t> nvtx_init_calls{0};
+  std::atomic<uint64_t> n_bucketed{0}, n_bad_handles{0}, n_handles_refused{0};
   std::atomic<uint64_t> next_range_id{1};
 
   // Capture window (steps): recording flag for synchronous records, timestamps for asynchronous ones.
@@ -138,6 +168,7 @@ Global& g() {
 }
 
 thread_local ThreadState* t_state = nullptr;
+thread_local bool t_exited = false;  // records from later thread-exit code are dropped (counted)
 
 struct ThreadExit {
   ~ThreadExit();
@@ -146,31 +177,89 @@ thread_local ThreadExit t_exit;
 
 uint64_t sys_tid() { return static_cast<uint64_t>(syscall(SYS_gettid)); }
 
-Chunk* new_chunk_locked() {
+uint32_t class_capacity(int k) {
+  return static_cast<uint32_t>(std::min<uint64_t>(uint64_t{kSmallestChunk} << (2 * k), g().cfg.chunk_records));
+}
+
+int class_of(uint32_t capacity) {
+  int k = 0;
+  while (k < g().top_class && class_capacity(k) < capacity) ++k;
+  return k;
+}
+
+uint64_t free_records_locked() {
+  uint64_t n = 0;
+  for (const auto& pool : g().free_chunks)
+    for (const Chunk* c : pool) n += c->capacity;
+  return n;
+}
+
+// A chunk for a thread that wants size class `want`; memory stays within the budget whatever the mix (free
+// chunks of other sizes are released to make room). nullptr when the budget is in use.
+Chunk* new_chunk_locked(int want) {
   Global& G = g();
-  if (!G.free_list.empty()) {
-    Chunk* c = G.free_list.back();
-    G.free_list.pop_back();
+  const uint64_t budget = uint64_t{G.cfg.max_chunks} * G.cfg.chunk_records;
+  // Many threads alive: smaller chunks, so that their partly filled chunks cannot hold the whole budget.
+  const uint64_t threads = std::max<uint64_t>(1, G.threads.size());
+  int k = std::min(want, G.top_class);
+  while (k > 0 && class_capacity(k) * threads * kClassShare > budget) --k;
+  std::vector<Chunk*>& pool = G.free_chunks[k];
+  if (!pool.empty()) {
+    Chunk* c = pool.back();
+    pool.pop_back();
     return c;
   }
-  if (G.chunks_total >= G.cfg.max_chunks) return nullptr;
+  const uint32_t capacity = class_capacity(k);
+  for (int other = G.top_class; other >= 0 && G.records_allocated + capacity > budget; --other) {
+    auto& spare = G.free_chunks[other];
+    while (!spare.empty() && G.records_allocated + capacity > budget) {
+      Chunk* c = spare.back();
+      spare.pop_back();
+      G.records_allocated -= c->capacity;
+      --G.chunks_total;
+      delete[] c->recs;
+      delete c;
+    }
+  }
+  if (G.records_allocated + capacity > budget) return nullptr;
   auto* c = new (std::nothrow) Chunk;
   if (!c) return nullptr;
-  c->recs = new (std::nothrow) Record[G.cfg.chunk_records];
+  c->recs = new (std::nothrow) Record[capacity];
   if (!c->recs) {
     delete c;
     return nullptr;
   }
+  c->capacity = capacity;
   ++G.chunks_total;
+  G.records_allocated += capacity;
   return c;
+}
+
+void recycle_chunk_locked(Chunk* c) {
+  c->committed.store(0, std::memory_order_relaxed);
+  c->flushed = 0;
+  g().free_chunks[class_of(c->capacity)].push_back(c);
 }
 
 ThreadState* register_thread() {
   Global& G = g();
   ThreadState* t = t_state;
+  if (t_exited) return nullptr;
   if (!t) {
-    t = new (std::nothrow) ThreadState;
+    {
+      std::lock_guard<std::mutex> lock(G.mu);
+      if (!G.spare_threads.empty()) {
+        t = G.spare_threads.back();
+        G.spare_threads.pop_back();
+      }
+    }
+    if (!t) t = new (std::nothrow) ThreadState;
     if (!t) return nullptr;
+    t->depth = 0;
+    t->appended = 0;
+    t->next_class = 0;
+    t->discard_next_pop = false;
+    for (CacheEntry& e : t->cache) e = CacheEntry{};
     (void)&t_exit;  // registers the thread-exit hand-off
     t_state = t;
   } else {
@@ -178,13 +267,14 @@ ThreadState* register_thread() {
     t->cur.store(nullptr, std::memory_order_relaxed);
     t->depth = 0;
     t->appended = 0;
+    t->next_class = 0;
     t->discard_next_pop = false;
   }
   t->tid = sys_tid();
   std::lock_guard<std::mutex> lock(G.mu);
   t->gen = G.gen.load(std::memory_order_relaxed);
   G.threads.push_back(t);
-  t->cur.store(new_chunk_locked(), std::memory_order_release);
+  t->cur.store(nullptr, std::memory_order_release);  // a chunk comes with the first record
   return t;
 }
 
@@ -196,6 +286,8 @@ inline ThreadState* tls() {
 
 ThreadExit::~ThreadExit() {
   ThreadState* t = t_state;
+  t_exited = true;
+  t_state = nullptr;
   if (!t) return;
   Global& G = g();
   std::lock_guard<std::mutex> lock(G.mu);
@@ -209,18 +301,21 @@ ThreadExit::~ThreadExit() {
       G.threads.erase(it);
       break;
     }
-  // t itself is leaked on purpose: a flusher may still hold it in its snapshot.
+  // t is never freed: a flusher may still hold it in its snapshot. It is reused by the next new thread (a
+  // flusher that reads it then sees that thread's chunk, which is what it would read anyway).
   t->gen = 0;
+  G.spare_threads.push_back(t);
 }
 
 void append(ThreadState* t, const Record& r) {
   Global& G = g();
   Chunk* c = t->cur.load(std::memory_order_relaxed);
-  uint32_t n = c ? c->committed.load(std::memory_order_relaxed) : G.cfg.chunk_records;
-  if (n >= G.cfg.chunk_records) {
+  uint32_t n = c ? c->committed.load(std::memory_order_relaxed) : 0;
+  if (!c || n >= c->capacity) {
     std::lock_guard<std::mutex> lock(G.mu);
     if (c) G.full.push_back(c);
-    c = new_chunk_locked();
+    c = new_chunk_locked(t->next_class);
+    if (c) t->next_class = std::min(class_of(c->capacity) + 1, G.top_class);
     t->cur.store(c, std::memory_order_release);
     if (!c) {
       G.n_dropped.fetch_add(1, std::memory_order_relaxed);
@@ -392,6 +487,9 @@ nlohmann::json status_json(bool final_status) {
   s["nvtx_init_calls"] = G.nvtx_init_calls.load();
   s["steps_seen"] = G.steps_seen.load();
   s["open_ranges_at_exit"] = G.n_open_at_exit.load();
+  s["names_bucketed"] = G.n_bucketed.load();
+  s["nvtx_bad_handles"] = G.n_bad_handles.load();
+  s["nvtx_handles_refused"] = G.n_handles_refused.load();
   s["complete"] = final_status;
   return s;
 }
@@ -457,11 +555,7 @@ void flush_locked(bool final_status) {
   }
   if (!full.empty()) {
     std::lock_guard<std::mutex> lock(G.mu);
-    for (Chunk* c : full) {
-      c->committed.store(0, std::memory_order_relaxed);
-      c->flushed = 0;
-      G.free_list.push_back(c);
-    }
+    for (Chunk* c : full) recycle_chunk_locked(c);
   }
   if (G.fd >= 0 && (status_dirty || final_status)) write_status(final_status);
   G.flush_seq.fetch_add(1, std::memory_order_release);
@@ -568,7 +662,10 @@ void fork_child() {
   G.gen.fetch_add(1);
   G.threads.clear();
   G.full.clear();  // the parent writes these
-  G.chunks_total = static_cast<uint32_t>(G.free_list.size());
+  // Chunks held by the parent's other threads are forgotten here (the parent writes them).
+  G.records_allocated = free_records_locked();
+  G.chunks_total = 0;
+  for (const auto& pool : G.free_chunks) G.chunks_total += static_cast<uint32_t>(pool.size());
   G.strings_written = 0;
   G.side_chunks.clear();
   G.status_dirty = true;
@@ -611,23 +708,61 @@ void on_step_boundary() {
   if (G.cfg.steps > 0 && n == G.cfg.warmup_steps + G.cfg.steps) set_recording(false);
 }
 
+// Caller holds mu. Adds `s` to the table (no bound check).
+uint32_t insert_string_locked(std::string_view s) {
+  Global& G = g();
+  G.strings.emplace_back(s);
+  const auto id = static_cast<uint32_t>(G.strings.size());
+  const std::string& ref = G.strings.back();
+  G.string_index.emplace(std::string_view(ref), id);
+  G.string_bytes += s.size();
+  if (G.flags && id < kMaxFlaggedIds && ref.rfind("ProfilerStep#", 0) == 0) G.flags[id] = kFlagStep;
+  return id;
+}
+
+// Caller holds mu. Adds the "other names" entries and freezes the table.
+void freeze_strings_locked() {
+  Global& G = g();
+  for (uint32_t b = 0; b < kOtherBuckets; ++b) {
+    char name[64];
+    std::snprintf(name, sizeof name, "[other names %02u/%u: the agent's name table was full]", b, kOtherBuckets);
+    G.other_ids[b] = insert_string_locked(name);
+  }
+  G.other_step_id = insert_string_locked("ProfilerStep#[name table full]");
+  G.strings_full.store(true, std::memory_order_release);
+}
+
+// The id of a name that is not in the full table.
+uint32_t other_name_id(std::string_view s, uint64_t h) {
+  Global& G = g();
+  G.n_bucketed.fetch_add(1, std::memory_order_relaxed);
+  if (s.rfind("ProfilerStep#", 0) == 0) return G.other_step_id;
+  return G.other_ids[h % kOtherBuckets];
+}
+
 uint32_t intern_slow(const char* s, size_t n, uint64_t h, ThreadState* t) {
   Global& G = g();
+  const std::string_view sv(s, n);
   uint32_t id;
   const char* stored;
-  {
+  if (G.strings_full.load(std::memory_order_acquire)) {
+    auto it = G.string_index.find(sv);
+    if (it == G.string_index.end()) return other_name_id(sv, h);  // not cached: the name is not stored
+    id = it->second;
+    stored = G.strings[id - 1].data();
+  } else {
     std::lock_guard<std::mutex> lock(G.mu);
-    auto it = G.string_index.find(std::string_view(s, n));
+    auto it = G.string_index.find(sv);
     if (it != G.string_index.end()) {
       id = it->second;
       stored = G.strings[id - 1].data();
+    } else if (G.strings_full.load(std::memory_order_relaxed) || G.strings.size() + 1 >= kMaxStrings ||
+               G.string_bytes + n > kMaxStringBytes) {
+      if (!G.strings_full.load(std::memory_order_relaxed)) freeze_strings_locked();
+      return other_name_id(sv, h);
     } else {
-      G.strings.emplace_back(s, n);
-      id = static_cast<uint32_t>(G.strings.size());
-      const std::string& ref = G.strings.back();
-      G.string_index.emplace(std::string_view(ref), id);
-      stored = ref.data();
-      if (G.flags && id < kMaxFlaggedIds && ref.rfind("ProfilerStep#", 0) == 0) G.flags[id] = kFlagStep;
+      id = insert_string_locked(sv);
+      stored = G.strings[id - 1].data();
     }
   }
   if (t) t->cache[h % kCacheSize] = CacheEntry{h, stored, static_cast<uint32_t>(n), id};
@@ -684,6 +819,7 @@ bool recorder_start(const RecorderConfig& config) {
       G.cfg = config;
       if (G.cfg.chunk_records < 16) G.cfg.chunk_records = 16;
       if (G.cfg.max_chunks < 2) G.cfg.max_chunks = 2;
+      while (G.top_class + 1 < kClasses && class_capacity(G.top_class) < G.cfg.chunk_records) ++G.top_class;
       if (G.cfg.flush_interval_ms == 0) G.cfg.flush_interval_ms = 50;
       G.pid = getpid();
       G.flags = static_cast<uint8_t*>(std::calloc(kMaxFlaggedIds, 1));
@@ -695,7 +831,7 @@ bool recorder_start(const RecorderConfig& config) {
         std::lock_guard<std::mutex> io(G.io_mu);
         std::lock_guard<std::mutex> lock(G.mu);
         for (int i = 0; i < 4; ++i)
-          if (Chunk* c = new_chunk_locked()) G.free_list.push_back(c);
+          if (Chunk* c = new_chunk_locked(G.top_class)) recycle_chunk_locked(c);
       }
       {
         std::lock_guard<std::mutex> io(G.io_mu);
@@ -824,7 +960,16 @@ int range_push(uint32_t name, uint32_t domain) {
   if (!t) return -1;
   if (is_step_name(name)) on_step_boundary();
   const int level = t->depth++;
-  if (level < kMaxDepth) {
+  if (level >= t->stack_cap && !t->stack_grown) {  // once per thread, at most: deep nesting is rare
+    auto* big = new (std::nothrow) RangeEntry[kMaxDepth];
+    if (big) {
+      std::copy(t->stack, t->stack + t->stack_cap, big);
+      t->stack = big;
+      t->stack_cap = kMaxDepth;
+    }
+    t->stack_grown = true;  // no further attempt either way: the cap only grows once
+  }
+  if (level < t->stack_cap) {
     const bool rec = G.recording.load(std::memory_order_relaxed);
     if (!rec) G.n_filtered.fetch_add(1, std::memory_order_relaxed);
     t->stack[level] = RangeEntry{now_ns(), name, domain, rec};
@@ -839,7 +984,7 @@ int range_pop(uint32_t domain) {
   if (!t || t->depth <= 0) return -1;
   const int64_t end = now_ns();
   const int level = --t->depth;
-  if (level >= kMaxDepth) return level;
+  if (level >= t->stack_cap) return level;
   // NVTX keeps one stack per domain: pop the innermost range of this domain.
   int at = level;
   while (at >= 0 && t->stack[at].domain != domain) --at;
@@ -981,12 +1126,22 @@ RecorderStats recorder_stats() {
   s.written = G.n_written.load();
   s.nvtx_init_calls = G.nvtx_init_calls.load();
   std::lock_guard<std::mutex> lock(G.mu);
-  s.chunks_in_use = G.chunks_total - G.free_list.size();
+  uint64_t free_chunks = 0;
+  for (const auto& pool : G.free_chunks) free_chunks += pool.size();
+  s.chunks_in_use = G.chunks_total - free_chunks;
+  s.names = G.strings.size();
+  s.names_bucketed = G.n_bucketed.load();
+  s.bad_handles = G.n_bad_handles.load();
+  s.handles_refused = G.n_handles_refused.load();
   return s;
 }
 
 void note_nvtx_init_call() { g().nvtx_init_calls.fetch_add(1); }
 
 void add_dropped(uint64_t n) { g().n_dropped.fetch_add(n); }
+
+void note_bad_nvtx_handle() { g().n_bad_handles.fetch_add(1, std::memory_order_relaxed); }
+
+void note_nvtx_handle_limit() { g().n_handles_refused.fetch_add(1, std::memory_order_relaxed); }
 
 }  // namespace profile_train::agent

@@ -320,6 +320,17 @@ void add_file(Trace& t, const ParsedFile& f, int64_t& step_ranges) {
   if (open_at_exit > 0)
     q.notes.push_back("pid " + std::to_string(pid) + ": " + std::to_string(open_at_exit) +
                       " NVTX ranges were still open at exit and are not in the trace");
+  // The agent's bounds on hostile NVTX use (src/agent/core): its name table and the handles it validates.
+  if (const int64_t n = jint(f.status, "names_bucketed", 0); n > 0)
+    q.notes.push_back("pid " + std::to_string(pid) + ": the agent's name table was full (too many distinct range "
+                      "names); " + std::to_string(n) + " events carry a shared \"[other names ...]\" name");
+  if (const int64_t n = jint(f.status, "nvtx_bad_handles", 0); n > 0)
+    q.notes.push_back("pid " + std::to_string(pid) + ": " + std::to_string(n) +
+                      " NVTX calls passed a string or domain handle the agent never returned; they were recorded "
+                      "without that name or domain");
+  if (const int64_t n = jint(f.status, "nvtx_handles_refused", 0); n > 0)
+    q.notes.push_back("pid " + std::to_string(pid) + ": " + std::to_string(n) +
+                      " NVTX string or domain registrations were past the agent's limit and got no handle");
   for (const auto& d : f.devices) {
     DeviceInfo di;
     di.id = static_cast<int32_t>(jint(d, "id", -1));

@@ -1,0 +1,165 @@
+#include "profile_train/common/process.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+namespace profile_train {
+
+StatusOr<std::string> find_executable(const std::string& name) {
+  if (name.empty()) return InvalidArgument("empty command");
+  auto check = [](const std::string& path) -> int {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return ENOENT;
+    if (S_ISDIR(st.st_mode)) return EISDIR;
+    return ::access(path.c_str(), X_OK) == 0 ? 0 : EACCES;
+  };
+  if (name.find('/') != std::string::npos) {
+    const int err = check(name);
+    if (err == ENOENT) return NotFound("command not found: " + name);
+    if (err != 0) return InvalidArgument("cannot run " + name + ": " + std::strerror(err));
+    return name;
+  }
+  const char* env_path = std::getenv("PATH");
+  const std::string path = env_path != nullptr ? env_path : "/usr/local/bin:/usr/bin:/bin";
+  int first_error = ENOENT;
+  size_t begin = 0;
+  while (begin <= path.size()) {
+    size_t end = path.find(':', begin);
+    if (end == std::string::npos) end = path.size();
+    // An empty PATH entry is the current folder, as for execvp.
+    const std::string dir = end > begin ? path.substr(begin, end - begin) : std::string(".");
+    const std::string candidate = dir + "/" + name;
+    const int err = check(candidate);
+    if (err == 0) return candidate;
+    if (err != ENOENT && first_error == ENOENT) first_error = err;
+    begin = end + 1;
+  }
+  if (first_error == ENOENT) return NotFound("command not found: " + name);
+  return InvalidArgument("cannot run " + name + ": " + std::strerror(first_error));
+}
+
+StatusOr<pid_t> spawn_process(const SpawnOptions& o) {
+  if (o.argv.empty()) return InvalidArgument("empty command");
+  auto exe = find_executable(o.argv[0]);
+  if (!exe.ok()) return exe.status();
+  // Everything the child needs is prepared before fork(): only async-signal-safe calls happen after it.
+  std::vector<char*> argv, envp;
+  for (const auto& a : o.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (const auto& e : o.env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  // A pipe closed on exec tells the parent whether exec succeeded (errno travels through it otherwise).
+  int status_pipe[2];
+  if (::pipe2(status_pipe, O_CLOEXEC) != 0) return Internal(std::string("pipe: ") + std::strerror(errno));
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    const int err = errno;
+    ::close(status_pipe[0]);
+    ::close(status_pipe[1]);
+    return Internal(std::string("fork: ") + std::strerror(err));
+  }
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    if (o.parent_death_signal != 0) {
+      ::prctl(PR_SET_PDEATHSIG, o.parent_death_signal);
+      if (::getppid() != parent) ::_exit(127);  // the launcher died before prctl took effect
+    }
+    if (o.stdin_fd >= 0) ::dup2(o.stdin_fd, STDIN_FILENO);
+    if (o.stdout_fd >= 0) ::dup2(o.stdout_fd, STDOUT_FILENO);
+    if (o.stderr_fd >= 0) ::dup2(o.stderr_fd, STDERR_FILENO);
+    struct sigaction sa {};
+    sa.sa_handler = SIG_DFL;
+    ::sigaction(SIGINT, &sa, nullptr);
+    ::sigaction(SIGTERM, &sa, nullptr);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::execve(exe->c_str(), argv.data(), envp.data());
+    const int err = errno;
+    [[maybe_unused]] ssize_t n = ::write(status_pipe[1], &err, sizeof(err));
+    ::_exit(127);
+  }
+  ::setpgid(pid, pid);  // also from the parent: no race with a first kill(-pid, ...)
+  ::close(status_pipe[1]);
+  int exec_errno = 0;
+  ssize_t got;
+  do {
+    got = ::read(status_pipe[0], &exec_errno, sizeof(exec_errno));
+  } while (got < 0 && errno == EINTR);
+  ::close(status_pipe[0]);
+  if (got == static_cast<ssize_t>(sizeof(exec_errno))) {
+    int st = 0;
+    while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    if (exec_errno == ENOENT) return NotFound("command not found: " + o.argv[0]);
+    return InvalidArgument("cannot run " + o.argv[0] + ": " + std::strerror(exec_errno));
+  }
+  return pid;
+}
+
+bool become_subreaper() { return ::prctl(PR_SET_CHILD_SUBREAPER, 1) == 0; }
+
+std::vector<pid_t> child_pids(pid_t except) {
+  std::vector<pid_t> out;
+  const pid_t self = ::getpid();
+  DIR* d = ::opendir("/proc");
+  if (d == nullptr) return out;
+  while (dirent* e = ::readdir(d)) {
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name, &end, 10);
+    if (pid <= 0 || *end != '\0' || pid == except) continue;
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    char buf[512];
+    const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+    ::close(fd);
+    if (n <= 0) continue;
+    buf[n] = '\0';
+    // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so parse after the last ')'.
+    const char* close_paren = std::strrchr(buf, ')');
+    if (close_paren == nullptr) continue;
+    char state = 0;
+    long ppid = 0;
+    if (std::sscanf(close_paren + 1, " %c %ld", &state, &ppid) == 2 && ppid == self) out.push_back(static_cast<pid_t>(pid));
+  }
+  ::closedir(d);
+  return out;
+}
+
+int kill_descendants(pid_t except) {
+  int killed = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  // A killed process's own children are re-parented to us (subreaper) a moment later: repeat until none.
+  for (;;) {
+    const std::vector<pid_t> kids = child_pids(except);
+    if (kids.empty() || std::chrono::steady_clock::now() > deadline) break;
+    for (const pid_t p : kids) {
+      int st = 0;
+      if (::waitpid(p, &st, WNOHANG) == p) continue;  // had already ended
+      if (::kill(p, SIGKILL) == 0) ++killed;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    for (const pid_t p : kids) {
+      int st = 0;
+      ::waitpid(p, &st, WNOHANG);
+    }
+  }
+  return killed;
+}
+
+}  // namespace profile_train
