@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Cost of the shim's per-module ranges (PROFILE_TRAIN_MODULE_RANGES): the same CPU training loop under
+# Cost of the shim's per-module forward ranges (PROFILE_TRAIN_MODULE_RANGES): the same CPU training loop under
 # `profile-train run` without and with module ranges, REPEATS times each, interleaved (ABAB: machines here are
 # noisy). Prints the median ms/step of each, the ratio, and the cost per range.
 # Usage: bench/agent/module_ranges_bench.sh [BUILD_DIR] [REPEATS]   (default build, 5)
@@ -27,7 +27,7 @@ steps = int(sys.argv[1])
 off = [float(x) for x in sys.argv[2].split()]
 on = [float(x) for x in sys.argv[3].split()]
 mo, mn = statistics.median(off), statistics.median(on)
-ranges = 10  # 5 children of the model, one forward and one backward range each per step
+ranges = 5  # 5 children of the model, one forward range each per step
 print(f"module ranges off: median {mo:.3f} ms/step  {off}")
 print(f"module ranges on : median {mn:.3f} ms/step  {on}")
 print(f"ratio on/off: {mn / mo:.3f}x; cost per range: {1000 * (mn - mo) / ranges:.1f} us ({ranges} ranges per step)")
