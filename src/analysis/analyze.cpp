@@ -390,10 +390,39 @@ json breakdown_json(const StepBreakdown& b, double denom, bool as_ms) {
   return o;
 }
 
+// Indices (ascending) of the first, the last and the slowest kPerStepKept steps; every index when there are
+// no more than 3 x kPerStepKept steps.
+std::vector<size_t> bounded_step_selection(const std::vector<double>& dur_ms) {
+  const size_t n = dur_ms.size(), k = kPerStepKept;
+  std::vector<size_t> all(n);
+  std::iota(all.begin(), all.end(), size_t{0});
+  if (n <= 3 * k) return all;
+  std::vector<size_t> slow = all;
+  // Slowest first; equal durations keep the earlier step (deterministic output).
+  std::partial_sort(slow.begin(), slow.begin() + static_cast<std::ptrdiff_t>(k), slow.end(), [&](size_t a, size_t b) {
+    return dur_ms[a] != dur_ms[b] ? dur_ms[a] > dur_ms[b] : a < b;
+  });
+  std::set<size_t> pick;
+  for (size_t i = 0; i < k; ++i) pick.insert({i, n - 1 - i, slow[i]});
+  return {pick.begin(), pick.end()};
+}
+
+// Step durations in kStepHistogramBins equal bins from min_ms to max_ms (the last bin includes max_ms).
+json step_histogram(const std::vector<double>& dur_ms) {
+  if (dur_ms.empty()) return nullptr;
+  const auto [lo, hi] = std::minmax_element(dur_ms.begin(), dur_ms.end());
+  const double width = (*hi - *lo) / static_cast<double>(kStepHistogramBins);
+  std::vector<int64_t> counts(kStepHistogramBins, 0);
+  for (double d : dur_ms) {
+    size_t bin = width > 0 ? static_cast<size_t>((d - *lo) / width) : 0;
+    counts[std::min(bin, kStepHistogramBins - 1)]++;
+  }
+  return {{"min_ms", r6(*lo)}, {"max_ms", r6(*hi)}, {"bin_width_ms", r6(width)}, {"counts", counts}};
+}
+
 }  // namespace
 
 nlohmann::json build_report(const trace::Trace& t, const AnalysisOptions& options) {
-  (void)options;
   const TraceIndex idx = build_index(t);
   const StepInfo si = detect_steps(t, idx);
   const RoleRanges roles = build_role_ranges(t, idx);
@@ -414,8 +443,8 @@ nlohmann::json build_report(const trace::Trace& t, const AnalysisOptions& option
 
   // ---- steps + breakdown
   StepBreakdown sum;
-  json per_step = json::array();
   std::vector<double> dur_ms;
+  dur_ms.reserve(si.steps.size());
   Intervals kern_main;
   for (size_t i : idx.kernels)
     if (device_of(t.events[i]) == idx.main_device) kern_main.push_back({t.events[i].start_ns, t.events[i].end_ns()});
@@ -425,13 +454,27 @@ nlohmann::json build_report(const trace::Trace& t, const AnalysisOptions& option
     for (int i = 0; i < kNumRoles; ++i) sum.role_ns[i] += b.role_ns[i];
     sum.total_ns += b.total_ns;
     dur_ms.push_back(ms(s.duration()));
-    per_step.push_back({{"name", s.name},
-                        {"start_ns", s.start},
-                        {"duration_ms", r6(ms(s.duration()))},
-                        {"breakdown", breakdown_json(b, double(b.total_ns), false)},
-                        {"gpu_utilization", idx.has_gpu_activity && b.total_ns > 0
-                                                ? json(r6(double(total_length(clip_intervals(kern_main, s.start, s.end))) / double(b.total_ns)))
-                                                : json(nullptr)}});
+  }
+  // Per-step rows only for the steps kept (carved a second time: cheap for a bounded number of steps).
+  const std::vector<size_t> kept = options.all_steps ? std::vector<size_t>() : bounded_step_selection(dur_ms);
+  auto step_row = [&](size_t i) {
+    const Step& s = si.steps[i];
+    const StepBreakdown b = carve_step(roles, s.start, s.end);
+    return json{{"index", i},
+                {"name", s.name},
+                {"start_ns", s.start},
+                {"duration_ms", r6(ms(s.duration()))},
+                {"breakdown", breakdown_json(b, double(b.total_ns), false)},
+                {"gpu_utilization", idx.has_gpu_activity && b.total_ns > 0
+                                        ? json(r6(double(total_length(clip_intervals(kern_main, s.start, s.end))) / double(b.total_ns)))
+                                        : json(nullptr)}};
+  };
+  const bool complete = kept.empty() || kept.size() == si.steps.size();
+  json per_step = json::array();
+  if (complete) {
+    for (size_t i = 0; i < si.steps.size(); ++i) per_step.push_back(step_row(i));
+  } else {
+    for (size_t i : kept) per_step.push_back(step_row(i));
   }
   json steps;
   steps["count"] = si.steps.size();
@@ -447,8 +490,10 @@ nlohmann::json build_report(const trace::Trace& t, const AnalysisOptions& option
   } else {
     for (const char* k : {"mean_ms", "median_ms", "min_ms", "max_ms", "stddev_ms"}) steps[k] = nullptr;
   }
-  steps["per_step"] = per_step;
-  r["steps"] = steps;
+  steps["per_step"] = std::move(per_step);
+  steps["per_step_complete"] = complete;
+  steps["histogram"] = step_histogram(dur_ms);
+  r["steps"] = std::move(steps);
   if (sum.total_ns > 0) {
     r["breakdown"] = breakdown_json(sum, double(sum.total_ns), false);
     r["breakdown_ms"] = breakdown_json(sum, c.nsteps, true);
