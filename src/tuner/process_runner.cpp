@@ -14,6 +14,8 @@
 #include <sstream>
 #include <thread>
 
+#include "profile_train/common/atomic_file.h"
+
 extern char** environ;
 
 namespace profile_train::tuner {
@@ -314,9 +316,10 @@ Measurement ProcessTrialRunner::run(const Config& config, const RunContext& ctx)
     return m;
   }
   {
-    // The exact command, for reproducing one trial by hand.
+    // The exact command, for reproducing one trial by hand (arguments need not be UTF-8: replaced). A failed
+    // write only loses this convenience file.
     nlohmann::json cmd = {{"argv", *argv}, {"env", extra_env}};
-    std::ofstream(dir / "command.json") << cmd.dump(2) << "\n";
+    (void)write_file_atomic(dir / "command.json", cmd.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   }
   const fs::path log = dir / "trial.log";
   const ChildResult child = run_child(*argv, extra_env, log, ctx.timeout_s, options_.interrupted, options_.term_grace_s);
