@@ -390,36 +390,6 @@ json breakdown_json(const StepBreakdown& b, double denom, bool as_ms) {
   return o;
 }
 
-// Indices (ascending) of the first, the last and the slowest kPerStepKept steps; every index when there are
-// no more than 3 x kPerStepKept steps.
-std::vector<size_t> bounded_step_selection(const std::vector<double>& dur_ms) {
-  const size_t n = dur_ms.size(), k = kPerStepKept;
-  std::vector<size_t> all(n);
-  std::iota(all.begin(), all.end(), size_t{0});
-  if (n <= 3 * k) return all;
-  std::vector<size_t> slow = all;
-  // Slowest first; equal durations keep the earlier step (deterministic output).
-  std::partial_sort(slow.begin(), slow.begin() + static_cast<std::ptrdiff_t>(k), slow.end(), [&](size_t a, size_t b) {
-    return dur_ms[a] != dur_ms[b] ? dur_ms[a] > dur_ms[b] : a < b;
-  });
-  std::set<size_t> pick;
-  for (size_t i = 0; i < k; ++i) pick.insert({i, n - 1 - i, slow[i]});
-  return {pick.begin(), pick.end()};
-}
-
-// Step durations in kStepHistogramBins equal bins from min_ms to max_ms (the last bin includes max_ms).
-json step_histogram(const std::vector<double>& dur_ms) {
-  if (dur_ms.empty()) return nullptr;
-  const auto [lo, hi] = std::minmax_element(dur_ms.begin(), dur_ms.end());
-  const double width = (*hi - *lo) / static_cast<double>(kStepHistogramBins);
-  std::vector<int64_t> counts(kStepHistogramBins, 0);
-  for (double d : dur_ms) {
-    size_t bin = width > 0 ? static_cast<size_t>((d - *lo) / width) : 0;
-    counts[std::min(bin, kStepHistogramBins - 1)]++;
-  }
-  return {{"min_ms", r6(*lo)}, {"max_ms", r6(*hi)}, {"bin_width_ms", r6(width)}, {"counts", counts}};
-}
-
 }  // namespace
 
 nlohmann::json build_report(const trace::Trace& t, const AnalysisOptions& options) {
@@ -456,7 +426,7 @@ nlohmann::json build_report(const trace::Trace& t, const AnalysisOptions& option
     dur_ms.push_back(ms(s.duration()));
   }
   // Per-step rows only for the steps kept (carved a second time: cheap for a bounded number of steps).
-  const std::vector<size_t> kept = options.all_steps ? std::vector<size_t>() : bounded_step_selection(dur_ms);
+  const std::vector<size_t> kept = options.all_steps ? std::vector<size_t>() : bounded_step_selection(dur_ms, kPerStepKept);
   auto step_row = [&](size_t i) {
     const Step& s = si.steps[i];
     const StepBreakdown b = carve_step(roles, s.start, s.end);
@@ -492,7 +462,7 @@ nlohmann::json build_report(const trace::Trace& t, const AnalysisOptions& option
   }
   steps["per_step"] = std::move(per_step);
   steps["per_step_complete"] = complete;
-  steps["histogram"] = step_histogram(dur_ms);
+  steps["histogram"] = step_histogram(dur_ms, kStepHistogramBins);
   r["steps"] = std::move(steps);
   if (sum.total_ns > 0) {
     r["breakdown"] = breakdown_json(sum, double(sum.total_ns), false);
