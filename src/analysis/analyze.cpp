@@ -513,7 +513,6 @@ json breakdown_json(const StepBreakdown& b, double denom, bool as_ms) {
 }  // namespace
 
 nlohmann::json build_report(const trace::Trace& t, const AnalysisOptions& options) {
-  (void)options;
   const TraceIndex idx = build_index(t);
   const StepInfo si = detect_steps(t, idx);
   const RoleRanges roles = build_role_ranges(t, idx);
@@ -534,8 +533,8 @@ nlohmann::json build_report(const trace::Trace& t, const AnalysisOptions& option
 
   // ---- steps + breakdown
   StepBreakdown sum;
-  json per_step = json::array();
   std::vector<double> dur_ms;
+  dur_ms.reserve(si.steps.size());
   Intervals kern_main;
   for (size_t i : idx.kernels)
     if (device_of(t.events[i]) == idx.main_device) kern_main.push_back({t.events[i].start_ns, t.events[i].end_ns()});
@@ -548,13 +547,27 @@ nlohmann::json build_report(const trace::Trace& t, const AnalysisOptions& option
     for (int i = 0; i < kNumRoles; ++i) sum.role_ns[i] += b.role_ns[i];
     sum.total_ns += b.total_ns;
     dur_ms.push_back(ms(s.duration()));
-    per_step.push_back({{"name", s.name},
-                        {"start_ns", s.start},
-                        {"duration_ms", r6(ms(s.duration()))},
-                        {"breakdown", breakdown_json(b, double(b.total_ns), false)},
-                        {"gpu_utilization", idx.has_gpu_activity && b.total_ns > 0
-                                                ? json(r6(double(total_length(clip_intervals(kern_main, s.start, s.end))) / double(b.total_ns)))
-                                                : json(nullptr)}});
+  }
+  // Per-step rows only for the steps kept (carved a second time: cheap for a bounded number of steps).
+  const std::vector<size_t> kept = options.all_steps ? std::vector<size_t>() : bounded_step_selection(dur_ms, kPerStepKept);
+  auto step_row = [&](size_t i) {
+    const Step& s = si.steps[i];
+    const StepBreakdown b = carve_step(roles, s.start, s.end);
+    return json{{"index", i},
+                {"name", s.name},
+                {"start_ns", s.start},
+                {"duration_ms", r6(ms(s.duration()))},
+                {"breakdown", breakdown_json(b, double(b.total_ns), false)},
+                {"gpu_utilization", idx.has_gpu_activity && b.total_ns > 0
+                                        ? json(r6(double(total_length(clip_intervals(kern_main, s.start, s.end))) / double(b.total_ns)))
+                                        : json(nullptr)}};
+  };
+  const bool complete = kept.empty() || kept.size() == si.steps.size();
+  json per_step = json::array();
+  if (complete) {
+    for (size_t i = 0; i < si.steps.size(); ++i) per_step.push_back(step_row(i));
+  } else {
+    for (size_t i : kept) per_step.push_back(step_row(i));
   }
   json steps;
   steps["count"] = si.steps.size();
@@ -570,14 +583,16 @@ nlohmann::json build_report(const trace::Trace& t, const AnalysisOptions& option
   } else {
     for (const char* k : {"mean_ms", "median_ms", "min_ms", "max_ms", "stddev_ms"}) steps[k] = nullptr;
   }
-  steps["per_step"] = per_step;
+  steps["per_step"] = std::move(per_step);
+  steps["per_step_complete"] = complete;
+  steps["histogram"] = step_histogram(dur_ms, kStepHistogramBins);
   // The data wait that even the best step has, as a share of the mean step: a loader slower than the GPU
   // every step (a throughput deficit) has a high floor; a bursty one (slow batches, epoch start-up) has a low
   // floor. Deeper prefetching can only absorb the part above the floor.
   steps["data_wait_floor"] = si.steps.empty() || sum.total_ns <= 0
                                  ? json(nullptr)
                                  : json(r6(double(data_wait_min) * c.nsteps / double(sum.total_ns)));
-  r["steps"] = steps;
+  r["steps"] = std::move(steps);
   if (sum.total_ns > 0) {
     r["breakdown"] = breakdown_json(sum, double(sum.total_ns), false);
     r["breakdown_ms"] = breakdown_json(sum, c.nsteps, true);

@@ -1,7 +1,10 @@
 // Trace index and step detection.
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
+#include <numeric>
+#include <set>
 #include <unordered_set>
 
 #include "profile_train/analysis/analyzers.h"
@@ -239,6 +242,34 @@ StepInfo detect_steps(const trace::Trace& t, const TraceIndex& idx) {
   }
   adjust_to_device(t, idx, info);
   return info;
+}
+
+std::vector<size_t> bounded_step_selection(const std::vector<double>& dur_ms, size_t keep) {
+  const size_t n = dur_ms.size();
+  std::vector<size_t> all(n);
+  std::iota(all.begin(), all.end(), size_t{0});
+  if (n <= 3 * keep) return all;
+  std::vector<size_t> slow = all;
+  std::partial_sort(slow.begin(), slow.begin() + static_cast<std::ptrdiff_t>(keep), slow.end(), [&](size_t a, size_t b) {
+    return dur_ms[a] != dur_ms[b] ? dur_ms[a] > dur_ms[b] : a < b;
+  });
+  std::set<size_t> pick;
+  for (size_t i = 0; i < keep; ++i) pick.insert({i, n - 1 - i, slow[i]});
+  return {pick.begin(), pick.end()};
+}
+
+nlohmann::json step_histogram(const std::vector<double>& dur_ms, size_t bins) {
+  if (dur_ms.empty() || bins == 0) return nullptr;
+  const auto [lo, hi] = std::minmax_element(dur_ms.begin(), dur_ms.end());
+  const double width = (*hi - *lo) / static_cast<double>(bins);
+  std::vector<int64_t> counts(bins, 0);
+  for (double d : dur_ms) {
+    const size_t bin = width > 0 ? static_cast<size_t>((d - *lo) / width) : 0;
+    counts[std::min(bin, bins - 1)]++;
+  }
+  // Same 1e-6 rounding as the rest of the report.
+  auto r6 = [](double x) { return std::isfinite(x) ? std::round(x * 1e6) / 1e6 : 0.0; };
+  return {{"min_ms", r6(*lo)}, {"max_ms", r6(*hi)}, {"bin_width_ms", r6(width)}, {"counts", counts}};
 }
 
 }  // namespace profile_train::analysis

@@ -2,7 +2,8 @@
 //
 // Decision logic (also in reports/REPORT_FORMAT.md, "verdict"). All shares are of the mean step time and come
 // from the tb_plugin-compatible carving, so a stall only counts when the GPU was not busy at that moment.
-//  1. No step window or no events            -> unknown.
+//  1. No step window or no events            -> unknown (the summary says so when every event was malformed;
+//                                               the rules engine recommends nothing on such a report).
 //  2. No GPU activity in the trace:
 //       data_loading >= 0.30 and >= cpu       -> input_pipeline (the run mostly waits on data)
 //       the job used the GPU (facts.gpu.used: CUDA API calls, nccl:* / cuDNN / record_stream operators,
@@ -82,7 +83,15 @@ json decide_verdict(const json& r) {
   if (total > 0 && bad / total > 0.01) penalty += 0.1;
 
   if (steps <= 0 || mean_ms <= 0) {
-    v["summary"] = "Cannot tell: the trace has no events to form a step window.";
+    const double imported = val(r, {"data_quality", "events_imported"});
+    const double malformed = val(r, {"data_quality", "malformed_events"});
+    if (imported <= 0 && malformed > 0) {
+      v["summary"] = "Cannot tell: every event of the trace is malformed (" + fmt(malformed, "%.0f") +
+                     " malformed, none imported); nothing can be diagnosed from it.";
+      ev.push_back("malformed events: " + fmt(malformed, "%.0f") + " of " + fmt(std::max(total, malformed), "%.0f"));
+    } else {
+      v["summary"] = "Cannot tell: the trace has no events to form a step window.";
+    }
     ev.push_back("step windows: 0");
     return v;
   }

@@ -15,6 +15,7 @@
 #include "commands.h"
 #include "job_summary.h"
 #include "pipeline.h"
+#include "profile_train/common/folder_lock.h"
 #include "profile_train/common/status.h"
 #include "profile_train/common/terminal.h"
 #include "profile_train/common/vocabulary.h"
@@ -33,6 +34,7 @@ struct AnalyzeArgs {
   std::vector<std::string> rules_dirs;
   std::string explain;
   std::vector<std::string> fail_on;
+  bool all_steps = false;
   bool quiet = false;
 };
 
@@ -50,20 +52,20 @@ std::string safe_name(const std::filesystem::path& p) {
 // One line naming the file and the problem; the importer's message usually starts with the path already.
 void print_load_error(const std::string& file, const Status& s) {
   const std::string& m = s.message();
-  if (m.rfind(file, 0) == 0) std::cerr << "profile-train: " << m << "\n";
-  else std::cerr << "profile-train: " << file << ": " << m << "\n";
+  if (m.rfind(file, 0) == 0) std::cerr << "profile-train: " << terminal_safe(m) << "\n";
+  else std::cerr << "profile-train: " << terminal_safe(file) << ": " << terminal_safe(m) << "\n";
 }
 
 int run_analyze(const AnalyzeArgs& a) {
   for (const auto& f : a.formats) {
     if (f != "text" && f != "json" && f != "html") {
-      std::cerr << "profile-train: --format: unknown format '" << f << "' (use text, json, html)\n";
+      std::cerr << "profile-train: --format: unknown format '" << terminal_safe(f) << "' (use text, json, html)\n";
       return kExitBadInput;
     }
   }
   for (const auto& b : a.fail_on) {
     if (!is_bottleneck_name(b)) {
-      std::cerr << "profile-train: --fail-on: unknown bottleneck '" << b << "'\n";
+      std::cerr << "profile-train: --fail-on: unknown bottleneck '" << terminal_safe(b) << "'\n";
       return kExitBadInput;
     }
   }
@@ -71,21 +73,35 @@ int run_analyze(const AnalyzeArgs& a) {
   base.out_dir = a.out;
   base.formats = a.formats;
   base.quiet = a.quiet;
+  base.all_steps = a.all_steps;
   for (const auto& d : a.rules_dirs) base.rules_dirs.emplace_back(d);
   if (!a.perfetto.empty()) base.perfetto = std::filesystem::path(a.perfetto);
 
-  // Fail fast, before any work: output folder, rules.
+  // Fail fast, before any work: output paths, output folder (locked for this command), rules. With several
+  // traces the timeline goes into each trace's sub-folder; report_trace() checks it there.
+  const std::vector<std::filesystem::path> inputs(a.traces.begin(), a.traces.end());
+  if (Status s = a.traces.size() > 1 ? Status::Ok() : check_perfetto_path(base, inputs); !s.ok()) {
+    std::cerr << "profile-train: " << terminal_safe(s.message()) << "\n";
+    return s.exit_code();
+  }
   const bool writes = std::find(a.formats.begin(), a.formats.end(), "json") != a.formats.end() ||
                       std::find(a.formats.begin(), a.formats.end(), "html") != a.formats.end() || base.perfetto;
+  FolderLock lock;
   if (writes) {
     if (Status s = check_writable_dir(base.out_dir); !s.ok()) {
-      std::cerr << "profile-train: " << s.message() << "\n";
+      std::cerr << "profile-train: " << terminal_safe(s.message()) << "\n";
       return kExitBadInput;
     }
+    auto locked = lock_output_folder(base.out_dir, "analyze");
+    if (!locked.ok()) {
+      std::cerr << "profile-train: " << terminal_safe(locked.status().message()) << "\n";
+      return locked.status().exit_code();
+    }
+    lock = std::move(*locked);
   }
   auto rules = rules::load_rules(base.rules_dirs);
   if (!rules.ok()) {
-    std::cerr << "profile-train: " << rules.status().message() << "\n";
+    std::cerr << "profile-train: " << terminal_safe(rules.status().message()) << "\n";
     return rules.status().exit_code();
   }
 
@@ -99,7 +115,7 @@ int run_analyze(const AnalyzeArgs& a) {
   const bool tty = ::isatty(2) == 1;
   for (const auto& file : a.traces) {
     trace::LoadOptions lo;
-    auto progress = std::make_shared<Progress>(std::cerr, "loading " + std::filesystem::path(file).filename().string(), tty);
+    auto progress = std::make_shared<Progress>(std::cerr, "loading " + terminal_safe(std::filesystem::path(file).filename().string()), tty);
     lo.progress = [progress](uint64_t done, uint64_t total) { progress->update(done, total, "B"); };
     auto loaded = trace::load_trace(file, lo);
     progress->finish();
@@ -117,7 +133,7 @@ int run_analyze(const AnalyzeArgs& a) {
       o.out_dir = base.out_dir / folder;
       if (o.perfetto) o.perfetto = o.out_dir / base.perfetto->filename();
       if (!a.quiet && std::find(a.formats.begin(), a.formats.end(), "text") != a.formats.end())
-        std::cout << "== " << file << " ==\n";
+        std::cout << "== " << terminal_safe(file) << " ==\n";
     }
     nlohmann::json report;
     const int rc = report_trace(*loaded, o, &report);
@@ -125,7 +141,7 @@ int run_analyze(const AnalyzeArgs& a) {
       worst = std::max(worst, rc);
       continue;
     }
-    if (!a.explain.empty()) std::cout << rules::explain_rule(**rules, a.explain, report) << "\n";
+    if (!a.explain.empty()) std::cout << terminal_safe(rules::explain_rule(**rules, a.explain, report), true) << "\n";
     Row row;
     row.file = file;
     row.folder = folder;
@@ -139,7 +155,7 @@ int run_analyze(const AnalyzeArgs& a) {
     if (multi && !a.quiet) std::cout << "\n";
   }
   if (multi && !rows.empty() && !a.quiet) {
-    std::cout << "Summary (" << rows.size() << " trace(s), reports under " << base.out_dir.string() << "/<name>/)\n";
+    std::cout << "Summary (" << rows.size() << " trace(s), reports under " << terminal_safe(base.out_dir.string()) << "/<name>/)\n";
     std::cout << "  " << std::left << std::setw(40) << "trace" << std::setw(18) << "verdict" << std::setw(6) << "conf"
               << std::setw(12) << "step ms" << "GPU util\n";
     for (const auto& r : rows) {
@@ -147,7 +163,7 @@ int run_analyze(const AnalyzeArgs& a) {
       ms << std::fixed << std::setprecision(2) << r.mean_ms;
       ut << std::fixed << std::setprecision(1) << 100.0 * r.util << "%";
       cf << std::fixed << std::setprecision(2) << r.confidence;
-      std::cout << "  " << std::left << std::setw(40) << r.folder << std::setw(18) << r.verdict << std::setw(6) << cf.str()
+      std::cout << "  " << std::left << std::setw(40) << r.folder << std::setw(18) << terminal_safe(r.verdict) << std::setw(6) << cf.str()
                 << std::setw(12) << (r.mean_ms >= 0 ? ms.str() : "n/a") << (r.util >= 0 ? ut.str() : "n/a") << "\n";
     }
   }
@@ -160,7 +176,7 @@ int run_analyze(const AnalyzeArgs& a) {
   if (worst != kExitOk) return worst;
   if (gate) {
     std::cerr << "profile-train: --fail-on: verdict in {";
-    for (size_t i = 0; i < a.fail_on.size(); ++i) std::cerr << (i ? "," : "") << a.fail_on[i];
+    for (size_t i = 0; i < a.fail_on.size(); ++i) std::cerr << (i ? "," : "") << terminal_safe(a.fail_on[i]);
     std::cerr << "}\n";
     return kExitThreshold;
   }
@@ -180,6 +196,8 @@ Runner add_analyze(CLI::App& app) {
   sub->add_option("--explain", args->explain, "Explain why rule RULE_ID did or did not fire");
   sub->add_option("--fail-on", args->fail_on, "Exit 3 when the verdict is one of these bottlenecks (CI gate)")
       ->delimiter(',');
+  sub->add_flag("--all-steps", args->all_steps,
+                "List every step in report.json steps.per_step (default: the first, last and slowest 50)");
   sub->add_flag("--quiet,-q", args->quiet, "No terminal summary");
   return [args] { return run_analyze(*args); };
 }

@@ -1,7 +1,6 @@
 // `profile-train diff A B [--out DIR] [--format text,json,html]`: compares two reports (files or run output
 // folders containing report.json). Text goes to stdout; json/html are written as DIR/diff.json, DIR/diff.html.
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <set>
 #include <string>
@@ -10,6 +9,8 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "profile_train/common/atomic_file.h"
+#include "profile_train/common/folder_lock.h"
 #include "profile_train/common/status.h"
 #include "profile_train/common/terminal.h"
 #include "profile_train/report/diff.h"
@@ -25,7 +26,7 @@ struct DiffArgs {
 };
 
 int fail(const Status& s) {
-  std::cerr << "profile-train diff: " << s.message() << "\n";
+  std::cerr << "profile-train diff: " << terminal_safe(s.message()) << "\n";
   return s.exit_code();
 }
 
@@ -50,28 +51,31 @@ int run_diff(const DiffArgs& args) {
   options.top = args.top;
   const nlohmann::json diff = report::diff_reports(*a, *b, args.a, args.b, options);
 
-  if (!args.out_dir.empty()) {
+  // Files first (the first failure stops the writing), then the text, printed whatever happened to them.
+  Status failed;
+  FolderLock lock;
+  if (!args.out_dir.empty() && (formats.count("json") || formats.count("html"))) {
     std::error_code ec;
     std::filesystem::create_directories(args.out_dir, ec);
     if (ec) return fail(IoError(args.out_dir + ": cannot create folder (" + ec.message() + ")"));
+    auto locked = lock_output_folder(args.out_dir, "diff");
+    if (!locked.ok()) return fail(locked.status());
+    lock = std::move(*locked);
     const std::filesystem::path dir(args.out_dir);
-    if (formats.count("json")) {
-      std::ofstream out(dir / "diff.json", std::ios::binary | std::ios::trunc);
-      out << diff.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-      if (!out) return fail(IoError((dir / "diff.json").string() + ": write failed"));
-    }
-    if (formats.count("html")) {
-      if (Status s = report::write_diff_html(diff, dir / "diff.html"); !s.ok()) return fail(s);
-    }
+    // Labels are the paths given: not necessarily UTF-8, replaced (U+FFFD) rather than throwing.
+    if (formats.count("json"))
+      failed = write_file_atomic(dir / "diff.json", diff.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+    if (failed.ok() && formats.count("html")) failed = report::write_diff_html(diff, dir / "diff.html");
   }
   if (formats.count("text")) {
     report::TextOptions text;
     text.color = use_color(STDOUT_FILENO);
     report::write_diff_text(diff, std::cout, text);
-    if (!args.out_dir.empty() && (formats.count("json") || formats.count("html")))
-      std::cout << "\nwritten to " << args.out_dir << "/"
+    if (failed.ok() && !args.out_dir.empty() && (formats.count("json") || formats.count("html")))
+      std::cout << "\nwritten to " << terminal_safe(args.out_dir) << "/"
                 << (formats.count("json") ? " diff.json" : "") << (formats.count("html") ? " diff.html" : "") << "\n";
   }
+  if (!failed.ok()) return fail(failed);
   return kExitOk;
 }
 

@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "profile_train/common/status.h"
+#include "profile_train/common/terminal.h"
 #include "profile_train/rules/engine.h"
 
 namespace profile_train::cli {
@@ -23,7 +24,7 @@ struct RulesArgs {
 };
 
 int fail(const Status& s) {
-  std::cerr << "profile-train rules: " << s.message() << "\n";
+  std::cerr << "profile-train rules: " << terminal_safe(s.message()) << "\n";
   return s.exit_code();
 }
 
@@ -46,8 +47,8 @@ int run_list(const RulesArgs& a) {
   }
   std::cout << "tier  id                             title\n";
   for (const auto& r : all) {
-    std::cout << "  " << r.tier << "   " << std::left << std::setw(30) << r.id << " " << r.title;
-    if (!r.builtin) std::cout << "   [" << r.file << "]";
+    std::cout << "  " << r.tier << "   " << std::left << std::setw(30) << terminal_safe(r.id) << " " << terminal_safe(r.title);
+    if (!r.builtin) std::cout << "   [" << terminal_safe(r.file) << "]";
     std::cout << "\n";
   }
   std::cout << all.size() << " rules (tier 1 = cheapest, lowest risk; `profile-train rules show ID` for details)\n";
@@ -65,7 +66,7 @@ int run_show(const RulesArgs& a) {
   }
   auto text = rules::describe_rule(**set, a.id);
   if (!text.ok()) return fail(text.status());
-  std::cout << *text;
+  std::cout << terminal_safe(*text, true);
   return kExitOk;
 }
 
@@ -78,10 +79,10 @@ int run_check(const RulesArgs& a) {
   std::vector<std::string> builtin_ids;
   if (auto builtins = rules::load_rules({}); builtins.ok())
     for (const auto& r : rules::list_rules(**builtins)) builtin_ids.push_back(r.id);
-  std::cout << "OK: " << found->size() << " rule(s) in " << a.path << "\n";
+  std::cout << "OK: " << found->size() << " rule(s) in " << terminal_safe(a.path) << "\n";
   for (const auto& r : *found) {
     const bool replaces = std::find(builtin_ids.begin(), builtin_ids.end(), r.id) != builtin_ids.end();
-    std::cout << "  " << r.id << " (tier " << r.tier << ")" << (replaces ? " replaces the built-in rule" : "") << "\n";
+    std::cout << "  " << terminal_safe(r.id) << " (tier " << r.tier << ")" << (replaces ? " replaces the built-in rule" : "") << "\n";
   }
   return kExitOk;
 }
@@ -97,7 +98,8 @@ int run_explain(const RulesArgs& a) {
   } catch (const std::exception& e) {
     return fail(BadInput(a.report + ": not a JSON report: " + e.what()));
   }
-  std::cout << rules::explain_rule(**set, a.id, report);
+  // The explanation quotes the report's values and the rule's text: both may carry escape sequences.
+  std::cout << terminal_safe(rules::explain_rule(**set, a.id, report), true);
   return kExitOk;
 }
 

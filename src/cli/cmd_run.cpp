@@ -32,8 +32,10 @@
 #include "commands.h"
 #include "pipeline.h"
 #include "profile_train/agent/native_reader.h"
+#include "profile_train/common/folder_lock.h"
 #include "profile_train/common/process.h"
 #include "profile_train/common/status.h"
+#include "profile_train/common/terminal.h"
 #include "profile_train/rules/engine.h"
 
 extern char** environ;
@@ -51,6 +53,7 @@ struct RunOptions {
   bool no_cupti = false;
   std::vector<std::string> rules_dirs;
   std::string perfetto;
+  bool all_steps = false;
   bool quiet = false;
   std::vector<std::string> command;
   double kill_after_s = 10;    // grace between a stop signal (or the command's end) and SIGKILL of what is left
@@ -288,19 +291,20 @@ StatusOr<ChildResult> spawn_and_wait(const RunOptions& o, const std::vector<std:
 }
 
 // Adds run-specific keys to a written report.json (additive keys of REPORT_FORMAT.md `source`).
-void annotate_report(const fs::path& report_path, const nlohmann::json& extra, nlohmann::json* report) {
+Status annotate_report(const fs::path& report_path, const nlohmann::json& extra, nlohmann::json* report) {
   std::ifstream in(report_path);
-  if (!in) return;
+  if (!in) return Status::Ok();
   std::stringstream ss;
   ss << in.rdbuf();
   auto j = nlohmann::json::parse(ss.str(), nullptr, false);
-  if (!j.is_object()) return;
+  if (!j.is_object()) return Status::Ok();
   auto& src = j["source"];
   if (!src.is_object()) src = nlohmann::json::object();
   for (auto it = extra.begin(); it != extra.end(); ++it) src[it.key()] = it.value();
-  std::ofstream out(report_path, std::ios::trunc);
-  out << j.dump(2) << "\n";
+  // The command's arguments need not be UTF-8; the previous report.json stays intact if this write fails.
+  Status written = write_report_json(report_path, j);
   if (report) *report = std::move(j);
+  return written;
 }
 
 std::string summary_line(const std::string& who, const nlohmann::json& report) {
@@ -322,7 +326,7 @@ std::string summary_line(const std::string& who, const nlohmann::json& report) {
 // a training run. Prints one line and returns the exit code, or kExitOk.
 int validate_before_launch(const RunOptions& o, const fs::path& out, const fs::path& agent) {
   auto fail = [](const Status& st, int rc) {
-    std::cerr << "profile-train run: " << st.message() << " (nothing was launched)\n";
+    std::cerr << "profile-train run: " << terminal_safe(st.message()) << " (nothing was launched)\n";
     return rc;
   };
   if (o.command.empty())
@@ -336,6 +340,12 @@ int validate_before_launch(const RunOptions& o, const fs::path& out, const fs::p
     if (Status st = check_writable_dir(parent); !st.ok())
       return fail(IoError("--perfetto " + o.perfetto + ": " + st.message()), kExitBadInput);
   }
+  {
+    OutputOptions paths;
+    paths.out_dir = out;
+    if (!o.perfetto.empty()) paths.perfetto = fs::path(o.perfetto);
+    if (Status st = check_perfetto_path(paths, {}); !st.ok()) return fail(st, st.exit_code());
+  }
   std::error_code ec;
   if (!fs::exists(agent, ec))
     return fail(Internal("the capture agent " + agent.string() + " is missing (build the profile_train_agent target)"),
@@ -348,6 +358,12 @@ int run_command(const RunOptions& o) {
   const fs::path out = fs::absolute(o.out_dir);
   const fs::path agent = exe_dir() / "libprofile_train_agent.so";
   if (int rc = validate_before_launch(o, out, agent); rc != kExitOk || o.validate_only) return rc;
+  // Held until the report is written: a second run into the same --out would share capture/.
+  auto lock = lock_output_folder(out, "run");
+  if (!lock.ok()) {
+    std::cerr << "profile-train run: " << terminal_safe(lock.status().message()) << " (nothing was launched)\n";
+    return lock.status().exit_code();
+  }
   const fs::path capture = out / "capture";
   std::error_code ec;
   fs::create_directories(capture, ec);
@@ -430,6 +446,7 @@ int run_command(const RunOptions& o) {
       opts.perfetto = pf;
     }
     opts.quiet = o.quiet;
+    opts.all_steps = o.all_steps;
     if (!t.meta.gpu_capture_attempted) std::cout << who << ": " << t.meta.gpu_capture_status << "\n";
     nlohmann::json report;
     const int rc = report_trace(t, opts, &report);
@@ -442,7 +459,10 @@ int run_command(const RunOptions& o) {
         cr.signal == SIGFPE)
       extra["crash"] = "the command crashed (" + signal_name(cr.signal) + "); the report covers the capture up "
                        "to the crash";
-    annotate_report(opts.out_dir / "report.json", extra, &report);
+    if (Status st = annotate_report(opts.out_dir / "report.json", extra, &report); !st.ok()) {
+      std::cerr << "profile-train run: " << terminal_safe(st.message()) << "\n";
+      report_rc = std::max(report_rc, st.exit_code());
+    }
     if (!report.is_null()) summaries.push_back(summary_line(who, report));
   }
   if (by_rank.size() > 1 || !summaries.empty()) {
@@ -469,6 +489,8 @@ Runner add_run(CLI::App& app, std::vector<std::string> command) {
                 "Nsight or another CUPTI client themselves");
   sub->add_option("--rules", opts->rules_dirs, "Extra rules directory (added / overriding rules)");
   sub->add_option("--perfetto", opts->perfetto, "Also write a Perfetto trace to this file");
+  sub->add_flag("--all-steps", opts->all_steps,
+                "List every step in report.json steps.per_step (default: the first, last and slowest 50)");
   sub->add_flag("--quiet,-q", opts->quiet, "Print only the summary lines");
   sub->add_option("--kill-after", opts->kill_after_s,
                   "Seconds the command gets to stop after SIGINT/SIGTERM (forwarded to its process group) before "

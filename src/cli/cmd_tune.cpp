@@ -15,8 +15,11 @@
 #include "commands.h"
 #include "pipeline.h"
 #include "profile_train/common/process.h"
+#include "profile_train/common/atomic_file.h"
+#include "profile_train/common/folder_lock.h"
 #include "profile_train/common/format.h"
 #include "profile_train/common/status.h"
+#include "profile_train/common/terminal.h"
 #include "profile_train/tuner/process_runner.h"
 #include "profile_train/tuner/tune_report.h"
 #include "profile_train/tuner/tuner.h"
@@ -267,13 +270,18 @@ Status validate_before_trials(const TuneSetup& s) {
 int run_tune(const TuneArgs& args, const std::vector<std::string>& workload_flags) {
   auto setup = make_setup(args, workload_flags);
   if (!setup.ok()) {
-    std::cerr << "profile-train tune: " << setup.status().message() << "\n";
+    std::cerr << "profile-train tune: " << terminal_safe(setup.status().message()) << "\n";
     return setup.status().exit_code();
   }
   TuneSetup& s = *setup;
   if (Status st = validate_before_trials(s); !st.ok()) {
-    std::cerr << "profile-train tune: " << st.message() << " (no trial was run)\n";
+    std::cerr << "profile-train tune: " << terminal_safe(st.message()) << " (no trial was run)\n";
     return st.exit_code();
+  }
+  auto lock = lock_output_folder(s.out, "tune");
+  if (!lock.ok()) {
+    std::cerr << "profile-train tune: " << terminal_safe(lock.status().message()) << "\n";
+    return lock.status().exit_code();
   }
   tn::TuneReportContext ctx;
   ctx.target = s.runner.target;
@@ -288,18 +296,19 @@ int run_tune(const TuneArgs& args, const std::vector<std::string>& workload_flag
     size_t grid = 1;
     for (const auto& r : space) {
       err << " " << r.def->name << "{";
-      for (size_t i = 0; i < r.values.size(); ++i) err << (i ? "," : "") << r.values[i];
+      for (size_t i = 0; i < r.values.size(); ++i) err << (i ? "," : "") << terminal_safe(r.values[i]);
       err << "}";
       grid *= r.values.size();
     }
-    err << " (" << grid << " combinations); results in " << s.out.string() << "\n";
+    err << " (" << grid << " combinations); results in " << terminal_safe(s.out.string()) << "\n";
   }
   auto write_outputs = [&](const tn::TuneResult& r) {
     const nlohmann::json doc = tn::tune_json(r, space, ctx);
-    Status a = tn::write_file_atomic(s.out / "tune.json", doc.dump(2) + "\n");
-    Status b = tn::write_file_atomic(s.out / "tune.html", tn::tune_html(doc));
-    if (!a.ok()) err << "profile-train tune: " << a.message() << "\n";
-    if (!b.ok()) err << "profile-train tune: " << b.message() << "\n";
+    // Command arguments are not necessarily UTF-8: replaced (U+FFFD) rather than throwing.
+    Status a = write_file_atomic(s.out / "tune.json", doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+    Status b = write_file_atomic(s.out / "tune.html", tn::tune_html(doc));
+    if (!a.ok()) err << "profile-train tune: " << terminal_safe(a.message()) << "\n";
+    if (!b.ok()) err << "profile-train tune: " << terminal_safe(b.message()) << "\n";
   };
   s.options.on_update = [&](const tn::Tuner& t) {
     tn::TuneResult partial = t.result();
@@ -312,7 +321,7 @@ int run_tune(const TuneArgs& args, const std::vector<std::string>& workload_flag
   };
   s.options.on_trial = [&](const tn::Trial& trial, const tn::Tuner& t) {
     if (s.quiet) return;
-    err << "tune [" << trial.index << "] " << tn::describe_config(trial.config, space) << ": ";
+    err << "tune [" << trial.index << "] " << terminal_safe(tn::describe_config(trial.config, space)) << ": ";
     if (trial.ok()) {
       err << format_fixed(trial.mean) << (trial.per_sample ? " samples/s" : " steps/s");
       if (trial.values.size() > 1 && trial.mean > 0) err << " ±" << format_fixed(100.0 * trial.stddev / trial.mean) << "%";
@@ -321,11 +330,11 @@ int run_tune(const TuneArgs& args, const std::vector<std::string>& workload_flag
       }
       if (trial.early_stopped) err << " [early stop: clearly slower]";
     } else {
-      err << tn::to_string(trial.status) << (trial.message.empty() ? "" : " (" + trial.message + ")");
+      err << tn::to_string(trial.status) << (trial.message.empty() ? "" : " (" + terminal_safe(trial.message) + ")");
     }
     err << " [" << trial.measurements << " run" << (trial.measurements == 1 ? "" : "s") << ", "
         << format_fixed(trial.duration_s) << " s]";
-    if (!trial.reason.empty()) err << " <- " << trial.reason;
+    if (!trial.reason.empty()) err << " <- " << terminal_safe(trial.reason);
     err << "\n";
   };
 
@@ -343,14 +352,14 @@ int run_tune(const TuneArgs& args, const std::vector<std::string>& workload_flag
 
   // Final summary.
   const nlohmann::json doc = tn::tune_json(result, space, ctx);
-  err << "profile-train tune: " << result.trials.size() << " trials, " << result.stop_reason;
+  err << "profile-train tune: " << result.trials.size() << " trials, " << terminal_safe(result.stop_reason);
   if (result.noise_samples > 0) err << "; measured noise ±" << format_fixed(100.0 * result.pooled_relative_sd) << "%";
   err << "\n";
   if (result.baseline < 0 || result.best < 0) {
     err << "profile-train tune: the baseline could not be measured";
     if (!result.trials.empty()) {
-      err << " (" << tn::to_string(result.trials.front().status) << ": " << result.trials.front().message << ")";
-      err << "; see " << (s.out / "trials").string();
+      err << " (" << tn::to_string(result.trials.front().status) << ": " << terminal_safe(result.trials.front().message) << ")";
+      err << "; see " << terminal_safe((s.out / "trials").string());
     }
     err << "\n";
     return g_interrupted.load() ? exit_code_for_stop_signal(g_stop_signal.load()) : kExitChildFailed;
@@ -358,24 +367,24 @@ int run_tune(const TuneArgs& args, const std::vector<std::string>& workload_flag
   const tn::Trial& base = result.trials[result.baseline];
   const tn::Trial& best = result.trials[result.best];
   const std::string unit = best.per_sample ? " samples/s" : " steps/s";
-  err << "  baseline #" << base.index << "  " << tn::describe_config(base.config, space) << ": " << format_fixed(base.mean)
+  err << "  baseline #" << base.index << "  " << terminal_safe(tn::describe_config(base.config, space)) << ": " << format_fixed(base.mean)
       << unit << "\n";
-  err << "  best     #" << best.index << "  " << tn::describe_config(best.config, space) << ": " << format_fixed(best.mean)
+  err << "  best     #" << best.index << "  " << terminal_safe(tn::describe_config(best.config, space)) << ": " << format_fixed(best.mean)
       << unit << "  (x" << format_fixed(doc["speedup"]["value"].get<double>(), 2) << " ± "
       << (doc["speedup"]["sigma"].is_number() ? format_fixed(doc["speedup"]["sigma"].get<double>(), 2)
                                               : std::string("? (noise not measured)"))
       << ")\n";
   const nlohmann::json& change = doc["change"];
-  err << "  change: " << change.value("summary", std::string()) << "\n";
+  err << "  change: " << terminal_safe(change.value("summary", std::string())) << "\n";
   if (s.runner.target.kind == tn::TuneTarget::Kind::kCommand && change.contains("python")) {
-    for (const auto& e : change["python"]) err << "    " << e.value("code", std::string()) << "\n";
+    for (const auto& e : change["python"]) err << "    " << terminal_safe(e.value("code", std::string()), true) << "\n";
   }
   if (change.contains("command")) {
     err << "  command:";
-    for (const auto& a : change["command"]) err << " " << a.get<std::string>();
+    for (const auto& a : change["command"]) err << " " << terminal_safe(a.is_string() ? a.get<std::string>() : a.dump());
     err << "\n";
   }
-  err << "  wrote " << (s.out / "tune.json").string() << " and " << (s.out / "tune.html").string() << "\n";
+  err << "  wrote " << terminal_safe((s.out / "tune.json").string()) << " and " << terminal_safe((s.out / "tune.html").string()) << "\n";
   return g_interrupted.load() ? exit_code_for_stop_signal(g_stop_signal.load()) : kExitOk;
 }
 
@@ -444,7 +453,7 @@ Runner add_tune(CLI::App& app, std::vector<std::string> command) {
       std::string extra;
       for (const auto& r : sub->remaining()) extra += " " + r;
       if (extra != " --") {
-        std::cerr << "profile-train tune: unknown option(s):" << extra << " (the command goes after --)\n";
+        std::cerr << "profile-train tune: unknown option(s):" << terminal_safe(extra) << " (the command goes after --)\n";
         return kExitBadInput;
       }
     }

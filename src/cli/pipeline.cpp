@@ -1,18 +1,26 @@
 // The shared back half of `analyze`, `run` and `tune`: trace -> report -> rules -> writers -> summary.
 #include "pipeline.h"
 
-#include <fstream>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <iostream>
 #include <system_error>
 #include <vector>
 
 #include "profile_train/analysis/analyze.h"
+#include "profile_train/common/atomic_file.h"
 #include "profile_train/common/status.h"
 #include "profile_train/common/terminal.h"
+#include "profile_train/common/utf8.h"
 #include "profile_train/report/writers.h"
 #include "profile_train/rules/engine.h"
 
 namespace profile_train::cli {
+
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -22,77 +30,128 @@ bool wants(const OutputOptions& o, const char* fmt) {
   return false;
 }
 
+void print_error(const Status& s) { std::cerr << "profile-train: " << terminal_safe(s.message()) << "\n"; }
+
 // A writer that is not built yet (Unsupported) only earns a one-line note; other failures are errors.
-int handle_writer(const Status& s, const char* what) {
-  if (s.ok()) return kExitOk;
+Status writer_status(const Status& s, const char* what) {
   if (s.code() == StatusCode::kUnsupported) {
-    std::cerr << "profile-train: note: " << what << " skipped (" << s.message() << ")\n";
-    return kExitOk;
+    std::cerr << "profile-train: note: " << what << " skipped (" << terminal_safe(s.message()) << ")\n";
+    return Status::Ok();
   }
-  std::cerr << "profile-train: " << s.message() << "\n";
-  return s.exit_code();
+  return s;
+}
+
+// `p` with symlinks and `..` resolved as far as it exists (the rest kept lexically).
+fs::path resolved(const fs::path& p) {
+  std::error_code ec;
+  fs::path r = fs::weakly_canonical(fs::absolute(p, ec), ec);
+  return ec ? fs::absolute(p, ec).lexically_normal() : r;
+}
+
+bool same_file(const fs::path& a, const fs::path& b) {
+  std::error_code ec;
+  if (fs::exists(a, ec) && fs::exists(b, ec)) {
+    const bool eq = fs::equivalent(a, b, ec);  // also catches hard links
+    if (!ec) return eq;
+  }
+  return resolved(a) == resolved(b);
 }
 
 }  // namespace
 
-Status check_writable_dir(const std::filesystem::path& dir) {
+Status check_writable_dir(const fs::path& dir) {
   std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
+  fs::create_directories(dir, ec);
   if (ec) return IoError(dir.string() + ": cannot create output folder: " + ec.message());
-  if (!std::filesystem::is_directory(dir, ec)) return IoError(dir.string() + ": not a folder");
-  const auto probe = dir / ".profile-train-write-test";
-  {
-    std::ofstream out(probe);
-    if (!out || !(out << "x") || !out.flush()) return IoError(dir.string() + ": output folder is not writable");
+  if (!fs::is_directory(dir, ec)) return IoError(dir.string() + ": not a folder");
+  const fs::path probe = dir / ".profile-train-write-test";
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return IoError(dir.string() + ": output folder is not writable: " + std::strerror(errno));
+  const bool wrote = ::write(fd, "x", 1) == 1;
+  const int err = wrote ? 0 : errno;
+  ::close(fd);
+  fs::remove(probe, ec);
+  if (!wrote) return IoError(dir.string() + ": cannot write in the output folder: " + std::strerror(err));
+  return Status::Ok();
+}
+
+Status write_report_json(const fs::path& path, nlohmann::json& report) {
+  if (const size_t repaired = repair_utf8(report); repaired > 0 && report.is_object()) {
+    auto& notes = report["data_quality"]["notes"];
+    if (!notes.is_array()) notes = nlohmann::json::array();
+    notes.push_back(std::to_string(repaired) + " string(s) (file names, command arguments or trace names) were not "
+                    "valid UTF-8; the invalid bytes were replaced with U+FFFD");
   }
-  std::filesystem::remove(probe, ec);
+  return write_file_atomic(path, report.dump(2) + "\n");
+}
+
+Status check_perfetto_path(const OutputOptions& options, const std::vector<fs::path>& inputs) {
+  if (!options.perfetto) return Status::Ok();
+  const fs::path& pf = *options.perfetto;
+  for (const auto& in : inputs)
+    if (same_file(pf, in))
+      return InvalidArgument("--perfetto " + pf.string() + ": is the input trace " + in.string() +
+                             " (it would be overwritten); choose another file");
+  for (const char* name : {"report.json", "report.html"})
+    if (same_file(pf, options.out_dir / name))
+      return InvalidArgument("--perfetto " + pf.string() + ": is the report " + (options.out_dir / name).string() +
+                             " (it would be overwritten); choose another file");
   return Status::Ok();
 }
 
 int report_trace(const trace::Trace& trace, const OutputOptions& options, nlohmann::json* report_out) {
-  nlohmann::json report = analysis::build_report(trace);
+  analysis::AnalysisOptions analysis_options;
+  analysis_options.all_steps = options.all_steps;
+  nlohmann::json report = analysis::build_report(trace, analysis_options);
 
   auto rules = rules::load_rules(options.rules_dirs);
   if (!rules.ok()) {
-    std::cerr << "profile-train: " << rules.status().message() << "\n";
+    print_error(rules.status());
     return rules.status().exit_code();
   }
   rules::apply_rules(**rules, report);
 
-  if (wants(options, "json") || wants(options, "html") || options.perfetto) {
-    if (Status s = check_writable_dir(options.out_dir); !s.ok()) {
-      std::cerr << "profile-train: " << s.message() << "\n";
-      return s.exit_code();
-    }
+  std::vector<fs::path> inputs(trace.meta.source_files.begin(), trace.meta.source_files.end());
+  if (Status s = check_perfetto_path(options, inputs); !s.ok()) {
+    print_error(s);
+    return s.exit_code();
   }
-  std::vector<std::filesystem::path> written;  // listed after the summary, so the user knows where to look
-  if (wants(options, "json")) {
-    const auto path = options.out_dir / "report.json";
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << report.dump(2) << "\n";
-    if (!out.flush()) {
-      std::cerr << "profile-train: " << path.string() << ": cannot write\n";
-      return kExitBadInput;
-    }
-    written.push_back(path);
+
+  // Files first, then the summary, which is printed whatever happened to the files: on a full disk the
+  // analysis still reaches the user. The first failure stops the writing and is the one error line.
+  Status failed;
+  std::vector<fs::path> written;  // listed after the summary, so the user knows where to look
+  if (wants(options, "json") || wants(options, "html") || options.perfetto) failed = check_writable_dir(options.out_dir);
+  if (failed.ok() && wants(options, "json")) {
+    const fs::path path = options.out_dir / "report.json";
+    failed = write_report_json(path, report);
+    if (failed.ok()) written.push_back(path);
+  } else {
+    repair_utf8(report);  // the HTML and the summary get valid text either way
   }
-  if (wants(options, "html")) {
-    const auto path = options.out_dir / "report.html";
-    if (int rc = handle_writer(report::write_html(report, &trace, path), "HTML report"); rc != 0) return rc;
-    if (std::filesystem::exists(path)) written.push_back(path);
+  if (failed.ok() && wants(options, "html")) {
+    const fs::path path = options.out_dir / "report.html";
+    failed = writer_status(report::write_html(report, &trace, path), "HTML report");
+    std::error_code ec;
+    if (failed.ok() && fs::exists(path, ec)) written.push_back(path);
   }
-  if (options.perfetto) {
-    if (int rc = handle_writer(report::write_perfetto(trace, *options.perfetto), "Perfetto trace"); rc != 0) return rc;
-    if (std::filesystem::exists(*options.perfetto)) written.push_back(*options.perfetto);
+  if (failed.ok() && options.perfetto) {
+    failed = writer_status(report::write_perfetto(trace, *options.perfetto), "Perfetto trace");
+    std::error_code ec;
+    if (failed.ok() && fs::exists(*options.perfetto, ec)) written.push_back(*options.perfetto);
   }
   if (wants(options, "text") && !options.quiet) {
     report::TextOptions text;
     text.color = use_color(1);
     report::write_text_summary(report, std::cout, text);
-    for (const auto& p : written) std::cout << "Wrote " << p.string() << "\n";
+    for (const auto& p : written) std::cout << "Wrote " << terminal_safe(p.string()) << "\n";
     std::cout.flush();
   }
   if (report_out != nullptr) *report_out = std::move(report);
+  if (!failed.ok()) {
+    print_error(failed);
+    return failed.exit_code();
+  }
   return kExitOk;
 }
 

@@ -18,16 +18,28 @@ struct OutputOptions {
   std::vector<std::string> formats = {"text", "json", "html"};  // text = terminal summary
   std::optional<std::filesystem::path> perfetto;               // --perfetto FILE
   std::vector<std::filesystem::path> rules_dirs;                // --rules DIR (added / overriding rules)
+  bool all_steps = false;                                       // --all-steps: every step in steps.per_step
   bool quiet = false;
 };
 
 // Analyzes one loaded trace, applies the rules (built-in + rules_dirs), writes report.json / report.html /
 // the Perfetto timeline into out_dir, prints the terminal summary on stdout (formats has "text", not quiet).
-// Errors are printed as one line on stderr; the return value is the process exit code (0 on success). A
-// writer that is not available (Unsupported) only prints a one-line note. `report_out` receives the report.
+// The summary is printed even when a file cannot be written (full disk): the analysis is not lost. Errors
+// are printed as one line on stderr; the return value is the process exit code (0 on success). A writer
+// that is not available (Unsupported) only prints a one-line note. `report_out` receives the report.
 int report_trace(const trace::Trace& trace, const OutputOptions& options, nlohmann::json* report_out = nullptr);
 
-// Creates `dir` if needed and checks that a file can be written there (IoError naming the folder if not).
+// Creates `dir` if needed and checks that a file can be written there (IoError naming the folder and the
+// reason, e.g. "No space left on device", if not).
 Status check_writable_dir(const std::filesystem::path& dir);
+
+// Writes `report` as report.json at `path` (temporary file + rename). Strings that are not valid UTF-8
+// (file names, command arguments, trace names) are repaired first, in `report` too, with U+FFFD, and
+// data_quality.notes says how many were.
+Status write_report_json(const std::filesystem::path& path, nlohmann::json& report);
+
+// Refuses (InvalidArgument, exit 2) a --perfetto file that would overwrite one of `inputs` or the
+// report.json / report.html of out_dir. Paths are compared after resolving symlinks and `..`.
+Status check_perfetto_path(const OutputOptions& options, const std::vector<std::filesystem::path>& inputs);
 
 }  // namespace profile_train::cli

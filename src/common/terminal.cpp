@@ -6,7 +6,39 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "profile_train/common/utf8.h"
+
 namespace profile_train {
+
+std::string terminal_safe(std::string_view s, bool keep_newlines) {
+  std::string out;
+  out.reserve(s.size());
+  char buf[16];
+  for (size_t i = 0; i < s.size();) {
+    uint32_t cp = 0;
+    const size_t len = utf8_sequence(s, i, &cp);
+    if (len == 0) {
+      out += kReplacementChar;
+      ++i;
+      continue;
+    }
+    const bool c0 = cp < 0x20 || cp == 0x7F;
+    const bool c1 = cp >= 0x80 && cp <= 0x9F;
+    // Bidirectional embeddings/overrides/isolates reorder what the user sees ("Trojan source").
+    const bool bidi = (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0x200E || cp == 0x200F;
+    if (cp == '\t' || (cp == '\n' && keep_newlines) || !(c0 || c1 || bidi)) {
+      out.append(s.data() + i, len);
+    } else if (c0) {
+      std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned>(cp));
+      out += buf;
+    } else {
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(cp));
+      out += buf;
+    }
+    i += len;
+  }
+  return out;
+}
 
 bool use_color(int fd) {
   if (std::getenv("NO_COLOR") != nullptr) return false;

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "assets.h"
+#include "profile_train/common/atomic_file.h"
+#include "profile_train/common/terminal.h"
 #include "profile_train/report/escape.h"
 #include "html_common.h"
 
@@ -103,8 +105,11 @@ json diff_reports(const json& a, const json& b, const std::string& label_a, cons
   json st = {{"a_ms", opt(ma)}, {"b_ms", opt(mb)}, {"delta_ms", nullptr}, {"ratio", nullptr}, {"speedup", nullptr}};
   if (ma && mb) {
     st["delta_ms"] = *mb - *ma;
-    if (*ma > 0) st["ratio"] = *mb / *ma;
-    if (*mb > 0) st["speedup"] = *ma / *mb;
+    // A 0 ms mean step (a trace without a step window) has no meaningful ratio: both stay null.
+    if (*ma > 0 && *mb > 0) {
+      st["ratio"] = *mb / *ma;
+      st["speedup"] = *ma / *mb;
+    }
   }
   d["step_time"] = st;
   d["gpu_utilization"] = pair_entry(number_path(a, {"gpu", "utilization"}), number_path(b, {"gpu", "utilization"}));
@@ -226,6 +231,11 @@ const json& at(const json& j, const char* key) {
   auto it = j.find(key);
   return it == j.end() ? kNull : *it;
 }
+// A string member made inert for the terminal (`dflt` when missing or not a string).
+std::string safe(const json& j, const char* key, const char* dflt = "") {
+  const json& v = at(j, key);
+  return terminal_safe(v.is_string() ? v.get<std::string>() : std::string(dflt));
+}
 std::string num_or_dash(const json& v, std::string (*f)(std::optional<double>)) {
   return f(v.is_number() ? std::optional<double>(v.get<double>()) : std::nullopt);
 }
@@ -251,18 +261,26 @@ void write_diff_text(const json& d, std::ostream& out, const TextOptions& option
   const char* bold = color ? "\x1b[1m" : "";
   const char* reset = color ? "\x1b[0m" : "";
   const json& st = d.value("step_time", json::object());
-  out << bold << "profile-train diff" << reset << "  A: " << at(d, "a").value("label", "") << "  B: "
-      << at(d, "b").value("label", "") << "\n";
+  // Every string of the document comes from the reports (labels are paths, kernel names come from traces):
+  // terminal_safe() keeps their escape sequences from reaching the terminal.
+  out << bold << "profile-train diff" << reset << "  A: " << safe(at(d, "a"), "label") << "  B: "
+      << safe(at(d, "b"), "label") << "\n";
   out << bold << "Step time   " << reset << num_or_dash(st.value("a_ms", json()), fmt_ms) << " -> "
       << num_or_dash(st.value("b_ms", json()), fmt_ms);
-  if (st.value("speedup", json()).is_number()) {
-    const double s = at(st, "speedup").get<double>();
-    out << "  (" << delta_text(at(st, "delta_ms"), color) << ", B/A = " << format_fixed(at(st, "ratio").get<double>(), 3) << ", "
-        << (s >= 1 ? format_fixed(s, 2) + "x faster" : format_fixed(1 / s, 2) + "x slower") << ")";
+  const json& ratio = at(st, "ratio");
+  const json& speedup = at(st, "speedup");
+  if (at(st, "delta_ms").is_number()) {
+    out << "  (" << delta_text(at(st, "delta_ms"), color) << ", B/A = "
+        << (ratio.is_number() ? format_fixed(ratio.get<double>(), 3) : std::string("n/a"));
+    if (speedup.is_number() && speedup.get<double>() > 0) {
+      const double s = speedup.get<double>();
+      out << ", " << (s >= 1 ? format_fixed(s, 2) + "x faster" : format_fixed(1 / s, 2) + "x slower");
+    }
+    out << ")";
   }
   out << "\n";
   const json& v = d.value("verdict", json::object());
-  out << bold << "Verdict     " << reset << v.value("a", "?") << " -> " << v.value("b", "?")
+  out << bold << "Verdict     " << reset << safe(v, "a", "?") << " -> " << safe(v, "b", "?")
       << (v.value("changed", false) ? "  (changed)" : "  (unchanged)") << "\n";
   const json& gu = d.value("gpu_utilization", json::object());
   out << bold << "GPU util    " << reset << num_or_dash(gu.value("a", json()), fmt_pct) << " -> "
@@ -270,7 +288,7 @@ void write_diff_text(const json& d, std::ostream& out, const TextOptions& option
   out << bold << pad("Breakdown (per step)", 24) << pad("A", 12, true) << pad("B", 12, true) << pad("change", 14, true)
       << reset << "\n";
   for (const auto& c : d.value("breakdown", json::array())) {
-    std::string label = c.value("category", "");
+    std::string label = safe(c, "category");
     for (const auto& k : detail::kCategories)
       if (label == k.key) label = k.label;
     out << pad(label, 24) << pad(num_or_dash(at(c, "a_ms"), fmt_ms), 12, true) << pad(num_or_dash(at(c, "b_ms"), fmt_ms), 12, true)
@@ -283,7 +301,7 @@ void write_diff_text(const json& d, std::ostream& out, const TextOptions& option
       out << "  " << pad(num_or_dash(at(k, "a_ms_per_step"), fmt_ms), 10, true) << " -> "
           << pad(num_or_dash(at(k, "b_ms_per_step"), fmt_ms), 10, true) << "  "
           << pad(delta_text(at(k, "delta_ms_per_step"), color), 11) << " "
-          << detail::truncate_utf8(k.value("name", ""), 90);
+          << detail::truncate_utf8(safe(k, "name"), 90);
       const std::string s = k.value("status", "");
       if (s == "only_in_a_top") out << "  [not in B's top kernels]";
       if (s == "only_in_b_top") out << "  [not in A's top kernels]";
@@ -294,7 +312,7 @@ void write_diff_text(const json& d, std::ostream& out, const TextOptions& option
   if (!cs.empty()) {
     out << "\n" << bold << "Copies (per step)" << reset << "\n";
     for (const auto& c : cs) {
-      out << "  " << pad(c.value("direction", ""), 4) << " " << pad(num_or_dash(at(c, "a_ms_per_step"), fmt_ms), 10, true)
+      out << "  " << pad(safe(c, "direction"), 4) << " " << pad(num_or_dash(at(c, "a_ms_per_step"), fmt_ms), 10, true)
           << " -> " << pad(num_or_dash(at(c, "b_ms_per_step"), fmt_ms), 10, true) << "  "
           << pad(delta_text(at(c, "delta_ms_per_step"), color), 11) << " bandwidth "
           << num_or_dash(at(c, "a_bandwidth_gbps"), fmt_gbps) << " -> " << num_or_dash(at(c, "b_bandwidth_gbps"), fmt_gbps)
@@ -305,7 +323,7 @@ void write_diff_text(const json& d, std::ostream& out, const TextOptions& option
   const json& recs = d.value("recommendations", json::object());
   auto join = [](const json& arr) {
     std::string s;
-    for (const auto& x : arr) s += (s.empty() ? "" : ", ") + x.get<std::string>();
+    for (const auto& x : arr) s += (s.empty() ? "" : ", ") + terminal_safe(x.is_string() ? x.get<std::string>() : x.dump());
     return s.empty() ? std::string("none") : s;
   };
   out << "\n" << bold << "Recommendations" << reset << "  resolved: " << join(recs.value("resolved", json::array()))
@@ -428,7 +446,7 @@ std::string render_diff_html(const json& d) {
   const json& recs = d.value("recommendations", json::object());
   auto list = [&](const char* label, const char* key) {
     std::string s;
-    for (const auto& x : recs.value(key, json::array())) s += (s.empty() ? "" : ", ") + x.get<std::string>();
+    for (const auto& x : recs.value(key, json::array())) s += (s.empty() ? "" : ", ") + (x.is_string() ? x.get<std::string>() : x.dump());
     h.raw("<tr><th>").raw(label).raw("</th><td>").text(s.empty() ? std::string(detail::kDash) : s).raw("</td></tr>");
   };
   list("Resolved (in A, not in B)", "resolved");
@@ -448,12 +466,7 @@ Status write_diff_html(const json& diff, const std::filesystem::path& path) {
   } catch (const std::exception& e) {
     return Internal(path.string() + ": cannot render the diff: " + e.what());
   }
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return IoError(path.string() + ": cannot open for writing");
-  out << html;
-  out.close();
-  if (!out) return IoError(path.string() + ": write failed");
-  return Status::Ok();
+  return write_file_atomic(path, html);
 }
 
 }  // namespace profile_train::report

@@ -3,34 +3,10 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "profile_train/common/utf8.h"
+
 namespace profile_train::report::detail {
 namespace {
-
-// Length of the valid UTF-8 sequence starting at s[i], or 0 if the bytes there are not valid UTF-8
-// (overlongs, surrogates and code points above U+10FFFF are invalid). *cp receives the code point.
-size_t utf8_sequence(std::string_view s, size_t i, uint32_t* cp) {
-  const auto b0 = static_cast<unsigned char>(s[i]);
-  if (b0 < 0x80) {
-    *cp = b0;
-    return 1;
-  }
-  size_t len;
-  uint32_t min;
-  uint32_t c;
-  if ((b0 & 0xE0) == 0xC0) { len = 2; c = b0 & 0x1F; min = 0x80; }
-  else if ((b0 & 0xF0) == 0xE0) { len = 3; c = b0 & 0x0F; min = 0x800; }
-  else if ((b0 & 0xF8) == 0xF0) { len = 4; c = b0 & 0x07; min = 0x10000; }
-  else return 0;
-  if (i + len > s.size()) return 0;
-  for (size_t k = 1; k < len; ++k) {
-    const auto b = static_cast<unsigned char>(s[i + k]);
-    if ((b & 0xC0) != 0x80) return 0;
-    c = (c << 6) | (b & 0x3F);
-  }
-  if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return 0;
-  *cp = c;
-  return len;
-}
 
 void append_u_escape(std::string& out, uint32_t cp) {
   char buf[8];

@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "assets.h"
+#include "profile_train/common/atomic_file.h"
 #include "profile_train/report/escape.h"
 #include "html_common.h"
 #include "profile_train/report/writers.h"
@@ -485,12 +485,7 @@ Status write_html(const json& report, const trace::Trace* trace, const std::file
   } catch (const std::exception& e) {
     return Internal(path.string() + ": cannot render the HTML report: " + e.what());
   }
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return IoError(path.string() + ": cannot open for writing");
-  out.write(html.data(), static_cast<std::streamsize>(html.size()));
-  out.close();
-  if (!out) return IoError(path.string() + ": write failed");
-  return Status::Ok();
+  return write_file_atomic(path, html);
 }
 
 }  // namespace profile_train::report

@@ -7,12 +7,12 @@
 // epoch-based clocks keep full precision in a double; the offset is in otherData.base_time_ns.
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <set>
 #include <string>
 #include <unordered_map>
 
+#include "profile_train/common/atomic_file.h"
 #include "profile_train/report/escape.h"
 #include "profile_train/report/writers.h"
 
@@ -27,13 +27,13 @@ constexpr int64_t kAnnotationTidBase = 1000000000; // GPU annotation thread = th
 
 class Sink {
  public:
-  explicit Sink(std::ofstream& out) : out_(out) { buf_.reserve(1 << 20); }
+  explicit Sink(AtomicFile& out) : out_(out) { buf_.reserve(1 << 20); }
   std::string& buf() { return buf_; }
   void maybe_flush() {
     if (buf_.size() >= (1 << 20)) flush();
   }
   void flush() {
-    out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
+    out_.write(buf_);
     buf_.clear();
   }
   // Starts a new element of the traceEvents array.
@@ -43,7 +43,7 @@ class Sink {
   }
 
  private:
-  std::ofstream& out_;
+  AtomicFile& out_;
   std::string buf_;
   bool first_ = true;
 };
@@ -94,8 +94,9 @@ std::string json_str(const std::string& s) {
 }  // namespace
 
 Status write_perfetto(const trace::Trace& trace, const std::filesystem::path& path) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return IoError(path.string() + ": cannot open for writing");
+  auto file = AtomicFile::create(path);
+  if (!file.ok()) return file.status();
+  AtomicFile& out = *file;
   Sink sink(out);
 
   int64_t base = 0;
@@ -258,9 +259,7 @@ Status write_perfetto(const trace::Trace& trace, const std::filesystem::path& pa
   }
   b += "\n]}\n";
   sink.flush();
-  out.close();
-  if (!out) return IoError(path.string() + ": write failed");
-  return Status::Ok();
+  return out.commit();
 }
 
 }  // namespace profile_train::report

@@ -6,6 +6,7 @@
 
 #include "profile_train/report/writers.h"
 #include "profile_train/common/json_path.h"
+#include "profile_train/common/terminal.h"
 
 namespace profile_train::report {
 
@@ -16,9 +17,12 @@ namespace {
 const json* at(const json& j, std::initializer_list<std::string_view> path) { return find_path(j, path); }
 bool has_num(const json& j, std::initializer_list<std::string_view> path) { return number_path(j, path).has_value(); }
 double num(const json& j, std::initializer_list<std::string_view> path) { return number_path(j, path).value_or(0.0); }
+// Strings come from the trace (kernel and range names, device names) or from rule files: made inert for the
+// terminal here, so no escape sequence of theirs reaches it.
 std::string str(const json& j, std::initializer_list<std::string_view> path, const std::string& dflt = "") {
-  return string_path(j, path).value_or(dflt);
+  return terminal_safe(string_path(j, path).value_or(dflt));
 }
+std::string text(const json& s) { return terminal_safe(s.get<std::string>()); }
 
 std::string fmt(const char* f, double v) {
   char buf[64];
@@ -66,7 +70,7 @@ void write_plan(const json& r, std::ostream& out, const Style& st) {
                     fmt("%.2fx", num(s, {"cumulative_speedup_max"})))
           << "\n";
   }
-  if (auto why = string_path(*plan, {"no_fix_reason"})) out << (any ? "  " : "") << st.c("33", "No fix for the bottleneck") << ": " << *why << "\n";
+  if (auto why = string_path(*plan, {"no_fix_reason"})) out << (any ? "  " : "") << st.c("33", "No fix for the bottleneck") << ": " << terminal_safe(*why) << "\n";
   if (any || string_path(*plan, {"no_fix_reason"})) out << "\n";
 }
 
@@ -98,7 +102,7 @@ void write_text_summary(const json& r, std::ostream& out, const TextOptions& opt
   if (!summary.empty()) out << "  " << summary << "\n";
   if (const json* ev = at(r, {"verdict", "evidence"}); ev != nullptr && ev->is_array())
     for (const auto& e : *ev)
-      if (e.is_string()) out << "  - " << e.get<std::string>() << "\n";
+      if (e.is_string()) out << "  - " << text(e) << "\n";
   out << "\n";
   write_plan(r, out, st);
 
@@ -200,7 +204,7 @@ void write_text_summary(const json& r, std::ostream& out, const TextOptions& opt
       if (str(rec, {"evidence_level"}) == "check") out << "  " << st.c("33", "CHECK");
       out << "\n";
       if (const json* ev = at(rec, {"evidence"}); ev != nullptr && ev->is_array() && !ev->empty() && (*ev)[0].is_string())
-        out << "     " << st.dim((*ev)[0].get<std::string>()) << "\n";
+        out << "     " << st.dim(text((*ev)[0])) << "\n";
       if (str(rec, {"evidence_level"}) == "check") out << "     " << st.dim("check: " + str(rec, {"check_note"})) << "\n";
       if (group == "secondary") out << "     " << st.dim("does not address the bottleneck; listed for its bound") << "\n";
     }
@@ -225,14 +229,14 @@ void write_text_summary(const json& r, std::ostream& out, const TextOptions& opt
   std::string missing;
   if (const json* m = at(r, {"source", "missing"}); m != nullptr && m->is_array())
     for (const auto& s : *m)
-      if (s.is_string()) missing += (missing.empty() ? "" : ", ") + s.get<std::string>();
+      if (s.is_string()) missing += (missing.empty() ? "" : ", ") + text(s);
   if (!dq.empty() || !missing.empty()) out << "\n";
   if (!dq.empty()) out << st.c("33", "Data quality") << ": " << dq << "\n";
   if (!missing.empty()) out << st.c("33", "Missing") << ": " << missing << "\n";
   if (options.verbose)
     if (const json* n = at(r, {"data_quality", "notes"}); n != nullptr && n->is_array())
       for (const auto& s : *n)
-        if (s.is_string()) out << "  note: " << s.get<std::string>() << "\n";
+        if (s.is_string()) out << "  note: " << text(s) << "\n";
 }
 
 }  // namespace profile_train::report

@@ -83,8 +83,11 @@ std::optional<Window> choose_window(const json& report, const trace::Trace& trac
         const auto detection = report.contains("source") && report["source"].is_object()
                                    ? report["source"].value("step_detection", std::string()) : std::string();
         if (detection == "whole_trace") w.label = "whole trace (no steps found)";
-        else if (per_step->size() == 1) w.label = name + " (the only step)";
-        else w.label = name + " (median step of " + std::to_string(per_step->size()) + ")";
+        // per_step may list only some of the steps (first, last, slowest): steps.count is the total.
+        const auto count = number_at(report["steps"], "count");
+        const size_t n = count && *count >= 1 ? static_cast<size_t>(*count) : per_step->size();
+        if (n == 1) w.label = name + " (the only step)";
+        else w.label = name + " (median step of " + std::to_string(n) + ")";
         if (w.end > w.start) return w;
       }
     }

@@ -239,6 +239,16 @@ nlohmann::json to_json(const Fired& f, int rank) {
   return rec;
 }
 
+// A report with zero steps had no usable event (an empty trace, or one whose every event was malformed):
+// nothing in it can support a recommendation, whatever facts (a GPU present, ...) it carries. A report that
+// does not say how many steps it has (hand-made) is evaluated as usual.
+bool has_no_steps(const nlohmann::json& report) {
+  auto steps = report.find("steps");
+  if (steps == report.end() || !steps->is_object()) return false;
+  auto count = steps->find("count");
+  return count != steps->end() && count->is_number() && count->get<double>() <= 0;
+}
+
 bool supported_report(const nlohmann::json& report) {
   auto it = report.find("schema_version");
   if (it == report.end() || !it->is_string()) return true;  // be lenient with hand-made reports
@@ -248,7 +258,7 @@ bool supported_report(const nlohmann::json& report) {
 
 std::vector<Fired> rank_rules(const RuleSet& rules, const nlohmann::json& report) {
   std::vector<Fired> fired;
-  if (!report.is_object() || !supported_report(report)) return fired;
+  if (!report.is_object() || !supported_report(report) || has_no_steps(report)) return fired;
   const std::string bottleneck = verdict_of(report);
   for (const auto& r : rules.rules) {
     try {
@@ -384,6 +394,8 @@ std::string explain_rule(const RuleSet& rules, const std::string& id, const nloh
       os << "  does not fire: the condition is unknown (a metric it needs is missing or null in this report)\n";
     }
     if (!supported_report(report)) os << "  note: the report's schema_version is not 1.x; rules are not applied to it\n";
+    if (has_no_steps(report))
+      os << "  note: the report has no step (no usable event in the trace); no rule is applied to it\n";
     os << "  when: " << r->when.text() << "\n";
     os << r->when.Explain(report, {}, 4);
     os << "  gain: removable share = " << r->removable_share.text() << " = " << o.removable.describe();

@@ -16,6 +16,8 @@
 #include <sstream>
 #include <thread>
 
+#include "profile_train/common/atomic_file.h"
+
 extern char** environ;
 
 namespace profile_train::tuner {
@@ -283,9 +285,10 @@ Measurement ProcessTrialRunner::run(const Config& config, const RunContext& ctx)
     return m;
   }
   {
-    // The exact command, for reproducing one trial by hand.
+    // The exact command, for reproducing one trial by hand (arguments need not be UTF-8: replaced). A failed
+    // write only loses this convenience file.
     nlohmann::json cmd = {{"argv", *argv}, {"env", extra_env}};
-    std::ofstream(dir / "command.json") << cmd.dump(2) << "\n";
+    (void)write_file_atomic(dir / "command.json", cmd.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   }
   const fs::path log = dir / "trial.log";
   // `run` forwards our SIGTERM to its command, SIGKILLs it term_grace_s later, then writes the report: it gets

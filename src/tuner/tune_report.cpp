@@ -302,7 +302,7 @@ std::string tune_html(const json& tune) {
     const json& v = j[key];
     if (v.is_string()) return v.get<std::string>();
     if (v.is_null()) return "";
-    return v.dump();
+    return v.dump(-1, ' ', false, json::error_handler_t::replace);
   };
   auto num = [](const json& v, int prec = 1) -> std::string {
     return v.is_number() ? format_fixed(v.get<double>(), prec) : std::string("–");
@@ -327,7 +327,7 @@ std::string tune_html(const json& tune) {
   const json& argv = target.contains("argv") ? target["argv"] : (target.contains("args") ? target["args"] : json());
   if (target.contains("model")) cmd = "--workload " + s(target, "model") + " ";
   if (argv.is_array()) {
-    for (const auto& a : argv) cmd += (a.is_string() ? a.get<std::string>() : a.dump()) + " ";
+    for (const auto& a : argv) cmd += (a.is_string() ? a.get<std::string>() : a.dump(-1, ' ', false, json::error_handler_t::replace)) + " ";
   }
   h << "<p>target: <code>" << html_escape(cmd) << "</code> (knobs applied through "
     << html_escape(s(target, "applied_through")) << ")</p>\n";
@@ -345,7 +345,7 @@ std::string tune_html(const json& tune) {
       std::string out;
       if (c.is_object()) {
         for (auto it = c.begin(); it != c.end(); ++it) {
-          out += it.key() + "=" + (it.value().is_string() ? it.value().get<std::string>() : it.value().dump()) + " ";
+          out += it.key() + "=" + (it.value().is_string() ? it.value().get<std::string>() : it.value().dump(-1, ' ', false, json::error_handler_t::replace)) + " ";
         }
       }
       return out;
@@ -369,12 +369,12 @@ std::string tune_html(const json& tune) {
     }
     if (change.contains("command") && change["command"].is_array()) {
       std::string c;
-      for (const auto& a : change["command"]) c += (a.is_string() ? a.get<std::string>() : a.dump()) + " ";
+      for (const auto& a : change["command"]) c += (a.is_string() ? a.get<std::string>() : a.dump(-1, ' ', false, json::error_handler_t::replace)) + " ";
       h << "<p>command:</p><pre>" << html_escape(c) << "</pre>\n";
     }
     if (change.contains("shim_overrides")) {
       h << "<p>or, without editing the script:</p><pre>PROFILE_TRAIN_OVERRIDES='"
-        << html_escape(change["shim_overrides"].dump()) << "' profile-train run -- ...</pre>\n";
+        << html_escape(change["shim_overrides"].dump(-1, ' ', false, json::error_handler_t::replace)) << "' profile-train run -- ...</pre>\n";
     }
   } else {
     h << "<p>–</p>\n";
@@ -425,7 +425,7 @@ std::string tune_html(const json& tune) {
       std::string cfg;
       if (t.contains("config") && t["config"].is_object()) {
         for (auto it = t["config"].begin(); it != t["config"].end(); ++it) {
-          cfg += it.key() + "=" + (it.value().is_string() ? it.value().get<std::string>() : it.value().dump()) + " ";
+          cfg += it.key() + "=" + (it.value().is_string() ? it.value().get<std::string>() : it.value().dump(-1, ' ', false, json::error_handler_t::replace)) + " ";
         }
       }
       const bool ok = s(t, "status") == "ok";
@@ -456,25 +456,11 @@ std::string tune_html(const json& tune) {
        "gain exceeds both the minimum gain and the noise.</p>\n";
   if (tune.contains("log") && tune["log"].is_array()) {
     h << "<h2>Search log</h2>\n<ol>\n";
-    for (const auto& l : tune["log"]) h << "<li>" << html_escape(l.is_string() ? l.get<std::string>() : l.dump()) << "</li>\n";
+    for (const auto& l : tune["log"]) h << "<li>" << html_escape(l.is_string() ? l.get<std::string>() : l.dump(-1, ' ', false, json::error_handler_t::replace)) << "</li>\n";
     h << "</ol>\n";
   }
   h << "</body></html>\n";
   return h.str();
-}
-
-Status write_file_atomic(const fs::path& path, const std::string& content) {
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return IoError("cannot write " + tmp.string());
-    out << content;
-    if (!out) return IoError("cannot write " + tmp.string());
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) return IoError("cannot rename " + tmp.string() + " to " + path.string() + ": " + ec.message());
-  return Status::Ok();
 }
 
 }  // namespace profile_train::tuner

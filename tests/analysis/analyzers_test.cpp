@@ -355,5 +355,21 @@ TEST(Report, CpuOnlyAndEmptySayWhatIsMissing) {
   EXPECT_TRUE(e["breakdown"]["kernel"].is_null());
 }
 
+TEST(Steps, BoundedSelectionKeepsFirstLastAndSlowest) {
+  std::vector<double> d(1000);
+  for (size_t i = 0; i < d.size(); ++i) d[i] = 1.0 + 0.001 * double(i % 10);
+  d[500] = 9.0;
+  d[700] = 8.0;
+  const auto kept = bounded_step_selection(d, 2);
+  EXPECT_EQ(kept, (std::vector<size_t>{0, 1, 500, 700, 998, 999}));
+  EXPECT_EQ(bounded_step_selection(std::vector<double>(6, 1.0), 2).size(), 6u);  // <= 3 x keep: every step
+  const auto h = step_histogram(d, 4);
+  EXPECT_EQ(h["counts"], nlohmann::json({998, 0, 0, 2}));
+  EXPECT_DOUBLE_EQ(h["min_ms"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(h["max_ms"].get<double>(), 9.0);
+  EXPECT_EQ(step_histogram(std::vector<double>(3, 2.0), 4)["counts"], nlohmann::json({3, 0, 0, 0}));
+  EXPECT_TRUE(step_histogram({}, 4).is_null());
+}
+
 }  // namespace
 }  // namespace profile_train::analysis

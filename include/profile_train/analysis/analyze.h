@@ -10,8 +10,15 @@ namespace profile_train::analysis {
 
 inline constexpr const char* kReportSchemaVersion = "1.1";
 
+// steps.per_step keeps the first, the last and the slowest kPerStepKept steps each (at most 3x that many
+// entries) unless all_steps: the report stays bounded for any number of steps (a million steps would give
+// a report of hundreds of MB). The summary figures and steps.histogram always cover every step.
+inline constexpr size_t kPerStepKept = 50;
+inline constexpr size_t kStepHistogramBins = 32;
+
 struct AnalysisOptions {
   int top_kernels = 15;
+  bool all_steps = false;  // every step in steps.per_step (`--all-steps`)
 };
 
 // Builds the report for one trace. `recommendations` is left an empty array (the rules engine fills it).

@@ -94,6 +94,15 @@ TraceIndex build_index(const trace::Trace& t);
 // and start where the previous one ended, as the TensorBoard plugin did (tb_plugin event_parser.py).
 StepInfo detect_steps(const trace::Trace& t, const TraceIndex& idx);
 
+// Indices (ascending) of the steps that steps.per_step keeps: the first, the last and the slowest `keep`
+// steps (durations `dur_ms`, in step order; equal durations favour the earlier step); every index when there
+// are no more than 3 x keep steps.
+std::vector<size_t> bounded_step_selection(const std::vector<double>& dur_ms, size_t keep);
+
+// steps.histogram: {min_ms, max_ms, bin_width_ms, counts[bins]} of `dur_ms` in equal bins from min to max
+// (the last bin includes max; everything in bin 0 when all durations are equal); null when empty.
+nlohmann::json step_histogram(const std::vector<double>& dur_ms, size_t bins);
+
 // ---- Breakdown (TensorBoard-plugin priority carving) ------------------------------------------------------
 // Role order: kernel, memcpy, memset, communication, runtime, data_loading, cpu, other.
 inline constexpr int kNumRoles = 8;

@@ -6,8 +6,15 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <string_view>
 
 namespace profile_train {
+
+// `s` made inert for a terminal: C0 controls (ESC, BEL, CR, NUL, ...), DEL, C1 controls and bidirectional
+// overrides become visible escapes (\x1b, \u009b, \u202e), invalid UTF-8 becomes U+FFFD. Tabs stay;
+// newlines stay only with keep_newlines (multi-line text such as a rule explanation). Every string that a
+// trace, report, rule file or command line supplies goes through this before reaching stdout/stderr.
+std::string terminal_safe(std::string_view s, bool keep_newlines = false);
 
 // True when `fd` is a TTY, NO_COLOR is unset and TERM is not "dumb".
 bool use_color(int fd);

@@ -58,7 +58,4 @@ nlohmann::json tune_json(const TuneResult& result, const KnobSpace& space, const
 // A self-contained HTML page for a tune.json document; every string from the document is escaped.
 std::string tune_html(const nlohmann::json& tune);
 
-// Writes `content` to `path` atomically (temp file + rename), so a reader never sees half a file.
-Status write_file_atomic(const std::filesystem::path& path, const std::string& content);
-
 }  // namespace profile_train::tuner
