@@ -1,12 +1,14 @@
 #include "job_summary.h"
 
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <optional>
 #include <set>
 
+#include "profile_train/common/atomic_file.h"
 #include "profile_train/common/json_path.h"
+#include "profile_train/common/terminal.h"
+#include "profile_train/common/utf8.h"
 #include "profile_train/common/status.h"
 #include "profile_train/report/writers.h"
 
@@ -31,7 +33,7 @@ int report_job(const std::vector<analysis::RankReport>& reports, const std::file
                bool write_html, bool quiet) {
   const nlohmann::json job = analysis::summarize_job(reports);
   if (!quiet) {
-    std::cout << "\nJob (" << reports.size() << " ranks): " << job.value("summary", std::string()) << "\n";
+    std::cout << "\nJob (" << reports.size() << " ranks): " << terminal_safe(job.value("summary", std::string())) << "\n";
     std::cout << "  rank   step ms   input ms  compute ms  comm wait ms  verdict\n";
     for (const auto& r : job["ranks"]) {
       auto num = [&](const char* k) {
@@ -51,20 +53,20 @@ int report_job(const std::vector<analysis::RankReport>& reports, const std::file
   if (write_html) {
     const auto html = out_dir / "summary.html";
     if (Status s = report::write_job_html(job, html); !s.ok()) {
-      std::cerr << "profile-train: " << s.message() << "\n";
+      std::cerr << "profile-train: " << terminal_safe(s.message()) << "\n";
       return s.exit_code();
     }
-    if (!quiet) std::cout << "Wrote " << html.string() << "\n";
+    if (!quiet) std::cout << "Wrote " << terminal_safe(html.string()) << "\n";
   }
   if (!write_json) return kExitOk;
   const auto path = out_dir / "job.json";
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << job.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-  if (!out.flush()) {
-    std::cerr << "profile-train: " << path.string() << ": cannot write the job summary\n";
-    return kExitBadInput;
+  nlohmann::json doc = job;
+  repair_utf8(doc);  // file names need not be UTF-8
+  if (Status s = write_file_atomic(path, doc.dump(2) + "\n"); !s.ok()) {
+    std::cerr << "profile-train: " << terminal_safe(s.message()) << "\n";
+    return s.exit_code();
   }
-  if (!quiet) std::cout << "Wrote " << path.string() << "\n";
+  if (!quiet) std::cout << "Wrote " << terminal_safe(path.string()) << "\n";
   return kExitOk;
 }
 

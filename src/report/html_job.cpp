@@ -2,11 +2,11 @@
 // stacked bar per rank (input, compute, communication wait, in ms per step) and the per-rank table. One
 // self-contained page like report.html; every program-supplied string is escaped.
 #include <algorithm>
-#include <fstream>
 #include <string>
 
 #include "assets.h"
 #include "html_common.h"
+#include "profile_train/common/atomic_file.h"
 #include "profile_train/report/writers.h"
 
 namespace profile_train::report {
@@ -81,12 +81,7 @@ Status write_job_html(const json& job, const std::filesystem::path& path) {
   } catch (const std::exception& e) {
     return Internal(path.string() + ": cannot render the job summary: " + e.what());
   }
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return IoError(path.string() + ": cannot open for writing");
-  out.write(html.data(), static_cast<std::streamsize>(html.size()));
-  out.close();
-  if (!out) return IoError(path.string() + ": write failed");
-  return Status::Ok();
+  return write_file_atomic(path, html);
 }
 
 }  // namespace profile_train::report
