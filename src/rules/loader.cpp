@@ -136,6 +136,9 @@ Status parse_template(const std::string& source, const std::string& pointer, con
 }  // namespace
 
 StatusOr<Rule> parse_rule(std::string_view text, const std::string& file) {
+  if (const size_t at = json_depth_exceeded_at(text, kMaxRuleJsonDepth); at != std::string_view::npos)
+    return BadInput(file + ":" + std::to_string(line_column(text, at).first) + ": JSON nesting deeper than " +
+                    std::to_string(kMaxRuleJsonDepth) + " levels (limit)");
   json j;
   try {
     j = json::parse(text.begin(), text.end());

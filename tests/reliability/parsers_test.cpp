@@ -1,0 +1,180 @@
+// Hostile input to the parsers we own, end to end through the built binary (issue 16): rule files and
+// expressions, gzip bombs, damaged native captures, extreme native values. Each case must end with the
+// documented exit code and one clear line on stderr (never a crash, never a hang).
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <limits>
+#include <vector>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "profile_train/agent/native_format.h"
+
+namespace reliability {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int rc = -1;  // exit code of the shell running the binary (128 + N when signal N killed it)
+  std::string out, err;
+};
+
+inline std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Error lines ("profile-train...: ...") in `s`; progress lines of long loads are not errors.
+inline int count_error_lines(const std::string& s) {
+  int n = 0;
+  std::istringstream in(s);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("profile-train", 0) == 0) ++n;
+  return n;
+}
+
+class BinaryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() /
+           ("pt_rel_" + std::to_string(::getpid()) + "_" + info->test_suite_name() + "_" + info->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Runs `profile-train ARGS` (ARGS already quoted for sh); `prefix` goes before it (e.g. a ulimit).
+  Result run(const std::string& args, const std::string& prefix = "") {
+    const fs::path out = dir_ / "stdout.txt", err = dir_ / "stderr.txt";
+    const std::string cmd = prefix + " NO_COLOR=1 '" + std::string(PT_BINARY_DIR) + "/profile-train' " + args +
+                            " >'" + out.string() + "' 2>'" + err.string() + "'";
+    const int status = std::system(cmd.c_str());
+    Result r;
+    if (WIFEXITED(status)) r.rc = WEXITSTATUS(status);
+    r.out = slurp(out);
+    r.err = slurp(err);
+    return r;
+  }
+
+  fs::path write(const std::string& name, const std::string& content) {
+    const fs::path p = dir_ / name;
+    fs::create_directories(p.parent_path());
+    std::ofstream(p, std::ios::binary) << content;
+    return p;
+  }
+
+  fs::path dir_;
+};
+
+}  // namespace reliability
+
+namespace {
+
+namespace fs = std::filesystem;
+using reliability::Result;
+
+class Parsers : public reliability::BinaryTest {};
+
+// A valid rule file whose `when` is `when` (everything else as in a real rule).
+std::string rule_with_when(const std::string& when) {
+  nlohmann::json r = {{"format_version", "1.0"},
+                      {"id", "hostile"},
+                      {"title", "Hostile"},
+                      {"tier", 1},
+                      {"when", when},
+                      {"evidence", {"x"}},
+                      {"gain", {{"removable_share", "0"}, {"rationale", "none"}}},
+                      {"fix", {{"python", "pass"}, {"cpp", "//"}}},
+                      {"caveats", {"none"}},
+                      {"references", {"https://example.com"}}};
+  return r.dump(2);
+}
+
+// 1-based line of the first occurrence of `needle` in `text`.
+int line_of(const std::string& text, const std::string& needle) {
+  const size_t at = text.find(needle);
+  return at == std::string::npos ? -1 : 1 + static_cast<int>(std::count(text.begin(), text.begin() + at, '\n'));
+}
+const int kWhenLine = line_of(rule_with_when("x"), "\"when\"");
+
+// One line on stderr naming FILE:LINE and saying `what`.
+void expect_rule_error(const Result& r, const fs::path& file, int line, const std::string& what) {
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_EQ(reliability::count_error_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find(file.string() + ":" + std::to_string(line) + ":"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(what), std::string::npos) << r.err;
+}
+
+TEST_F(Parsers, DeeplyNestedParenthesesAreABadRuleNotACrash) {
+  const std::string when = std::string(5000, '(') + "true" + std::string(5000, ')');
+  const auto file = write("rules/deep.json", rule_with_when(when));
+  const auto r = run("rules check '" + (dir_ / "rules").string() + "'");
+  expect_rule_error(r, file, kWhenLine, "(limit");
+  // Short enough for the token limit, too deep for the nesting limit.
+  const auto shallow = write("b/deep.json", rule_with_when(std::string(100, '(') + "true" + std::string(100, ')')));
+  expect_rule_error(run("rules check '" + (dir_ / "b").string() + "'"), shallow, kWhenLine,
+                    "nests deeper than 64 levels");
+}
+
+TEST_F(Parsers, LongChainsOfNotAndUnaryMinusAreBadRules) {
+  std::string nots;
+  for (int i = 0; i < 100000; ++i) nots += "not ";
+  const auto a = write("a/nots.json", rule_with_when(nots + "true"));
+  expect_rule_error(run("rules check '" + (dir_ / "a").string() + "'"), a, kWhenLine, "(limit");
+  const auto b = write("b/neg.json", rule_with_when(std::string(100000, '-') + "1 > 0"));
+  expect_rule_error(run("rules check '" + (dir_ / "b").string() + "'"), b, kWhenLine, "(limit");
+  const auto c = write("c/nots.json", rule_with_when(nots.substr(0, 4 * 200) + "true"));
+  expect_rule_error(run("rules check '" + (dir_ / "c").string() + "'"), c, kWhenLine, "nests deeper than 64 levels");
+  const auto d = write("d/neg.json", rule_with_when(std::string(200, '-') + "1 > 0"));
+  expect_rule_error(run("rules check '" + (dir_ / "d").string() + "'"), d, kWhenLine, "nests deeper than 64 levels");
+}
+
+TEST_F(Parsers, AFlatHugeSumIsABadRuleAndAnalyzeRefusesItBeforeLoading) {
+  std::string sum = "0";
+  for (int i = 0; i < 500000; ++i) sum += " + 1";
+  const auto file = write("rules/sum.json", rule_with_when(sum + " > 0"));
+  expect_rule_error(run("rules check '" + (dir_ / "rules").string() + "'"), file, kWhenLine, "tokens");
+  // analyze --rules reports the same error (exit 2, one line) instead of a crash.
+  const auto trace = write("t.json", R"({"traceEvents": []})");
+  expect_rule_error(run("analyze '" + trace.string() + "' --rules '" + (dir_ / "rules").string() + "' --out '" +
+                        (dir_ / "out").string() + "'"),
+                    file, kWhenLine, "tokens");
+}
+
+TEST_F(Parsers, ASumJustUnderTheLimitStillLoads) {
+  std::string sum = "0";
+  for (int i = 0; i < 1000; ++i) sum += " + 1";
+  write("rules/ok.json", rule_with_when(sum + " > 0"));
+  const auto r = run("rules check '" + (dir_ / "rules").string() + "'");
+  EXPECT_EQ(r.rc, 0) << r.err;
+}
+
+TEST_F(Parsers, DeepJsonNestingInARuleFileIsRefusedQuickly) {
+  std::string text = "{\"x-deep\": ";
+  for (int i = 0; i < 30000; ++i) text += "[";
+  for (int i = 0; i < 30000; ++i) text += "]";
+  text += "}";
+  const auto file = write("rules/deep.json", text);
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto r = run("rules check '" + (dir_ / "rules").string() + "'");
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  expect_rule_error(r, file, 1, "nesting deeper than 64 levels");
+  EXPECT_LT(s, 5.0) << "a 60 KB rule file took " << s << " s";
+}
+
+}  // namespace
