@@ -177,4 +177,95 @@ TEST_F(Parsers, DeepJsonNestingInARuleFileIsRefusedQuickly) {
   EXPECT_LT(s, 5.0) << "a 60 KB rule file took " << s << " s";
 }
 
+// ---- gzip bombs -----------------------------------------------------------------------------------------
+
+// One gzip member holding `text`.
+std::string gzip_member(const std::string& text) {
+  z_stream zs{};
+  if (deflateInit2(&zs, 9, Z_DEFLATED, 15 + 16, 9, Z_DEFAULT_STRATEGY) != Z_OK) return {};
+  std::string out(deflateBound(&zs, text.size()), '\0');
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  zs.avail_in = static_cast<uInt>(text.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(out.size());
+  deflate(&zs, Z_FINISH);
+  out.resize(zs.total_out);
+  deflateEnd(&zs);
+  return out;
+}
+
+// A valid trace whose gaps hold `mib_of_spaces` MiB of whitespace, written as concatenated gzip members
+// (one 64 MiB member of spaces compresses to ~64 KB, so a GiB-sized bomb costs the test milliseconds).
+std::string whitespace_bomb(int mib_of_spaces, const std::string& head, const std::string& tail) {
+  const std::string spaces = gzip_member(std::string(size_t{64} << 20, ' '));
+  std::string out = gzip_member(head);
+  for (int i = 0; i < mib_of_spaces / 64; ++i) out += spaces;
+  return out + gzip_member(tail);
+}
+
+const std::string kHead = R"({"traceEvents": [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1,
+  "tid": 1, "ts": 1000, "dur": 100},)";
+const std::string kTail = R"({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1010, "dur": 50}]})";
+
+// Peak RSS in MiB of the children waited for so far (the binary runs as a child of the shell).
+double children_peak_rss_mib() {
+  rusage ru{};
+  getrusage(RUSAGE_CHILDREN, &ru);
+  return static_cast<double>(ru.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
+class GzipBombs : public reliability::BinaryTest {};
+
+TEST_F(GzipBombs, WhitespaceBetweenEventsCostsNoMemory) {
+  // 1 GiB of spaces between two events: before the fix the reader buffered all of it (RSS ~2x the
+  // inflated size); now the gap is consumed as it streams.
+  const auto file = write("ws.json.gz", whitespace_bomb(1024, kHead, kTail));
+  const auto r = run("analyze '" + file.string() + "' --format json --out '" + (dir_ / "out").string() + "'");
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_LT(children_peak_rss_mib(), 400.0);
+  const auto report = nlohmann::json::parse(reliability::slurp(dir_ / "out" / "report.json"));
+  EXPECT_EQ(report["data_quality"]["events_imported"].get<int64_t>(), 2);
+}
+
+TEST_F(GzipBombs, TheInflatedSizeIsBoundedByAnOption) {
+  const auto file = write("big.json.gz", whitespace_bomb(1024, kHead, kTail));
+  const auto r = run("analyze '" + file.string() + "' --max-input-size 256M --out '" + (dir_ / "out").string() + "'");
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_EQ(reliability::count_error_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find(file.string() + ": more than 268435456 bytes after decompression"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--max-input-size"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "out" / "report.json"));
+}
+
+TEST_F(GzipBombs, TheLoadTimeIsBoundedByAnOption) {
+  // 8 GiB of whitespace takes several seconds to inflate on any machine; the limit stops it far earlier.
+  const auto file = write("slow.json.gz", whitespace_bomb(8192, kHead, kTail));
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto r = run("analyze '" + file.string() + "' --max-load-seconds 0.3 --out '" + (dir_ / "out").string() + "'");
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_EQ(reliability::count_error_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find(file.string() + ": still loading after 0.3 s"), std::string::npos) << r.err;
+  EXPECT_LT(s, 5.0);
+}
+
+TEST_F(GzipBombs, WhitespaceInsideOneEventIsBoundedToo) {
+  // 320 MiB of spaces inside one event object: one JSON value larger than the 256 MiB a value may take.
+  const auto file = write("inner.json.gz", whitespace_bomb(320, kHead + R"({"ph": "X", "name": "a")", R"(}]})"));
+  const auto r = run("analyze '" + file.string() + "' --out '" + (dir_ / "out").string() + "'");
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_EQ(reliability::count_error_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("larger than 256 MiB (limit)"), std::string::npos) << r.err;
+  EXPECT_LT(children_peak_rss_mib(), 1100.0);
+}
+
+TEST_F(GzipBombs, ABadLimitValueIsBadUsage) {
+  const auto file = write("t.json", kHead + kTail);
+  for (const char* bad : {"--max-input-size 12Q", "--max-input-size 0", "--max-load-seconds -1"}) {
+    const auto r = run("analyze '" + file.string() + "' " + bad + " --out '" + (dir_ / "out").string() + "'");
+    EXPECT_EQ(r.rc, 2) << bad << ": " << r.err;
+    EXPECT_EQ(reliability::count_error_lines(r.err), 1) << bad << ": " << r.err;
+  }
+}
+
 }  // namespace
