@@ -268,4 +268,162 @@ TEST_F(GzipBombs, ABadLimitValueIsBadUsage) {
   }
 }
 
+// ---- native captures ------------------------------------------------------------------------------------
+
+namespace fmt = profile_train::agent::format;
+
+// Builds a native capture: header, META, a string table, `chunks` EVENTS chunks of `per_chunk` closed
+// ranges each (10 us apart), then a final STATUS that counts them as written. `chunk_at` gets each chunk's
+// offset, for tests that damage one.
+class NativeFile {
+ public:
+  NativeFile(int chunks, int per_chunk) {
+    fmt::FileHeader h{};
+    std::memcpy(h.magic, fmt::kMagic, sizeof h.magic);
+    h.major = fmt::kMajor;
+    h.minor = fmt::kMinor;
+    h.header_bytes = sizeof h;
+    h.pid = 4242;
+    bytes_.append(reinterpret_cast<const char*>(&h), sizeof h);
+    chunk(fmt::ChunkType::kMeta, R"({"pid": 4242, "process_name": "train", "flush_interval_ms": 50})");
+    std::string strings;
+    append_string(strings, 1, "ProfilerStep#1");
+    append_string(strings, 2, "forward");
+    chunk(fmt::ChunkType::kStrings, strings);
+    int64_t t = 1'000'000;
+    for (int c = 0; c < chunks; ++c) {
+      std::string recs;
+      for (int i = 0; i < per_chunk; ++i, t += 10'000) recs += range(2, t, t + 5'000);
+      chunk(fmt::ChunkType::kEvents, recs);
+    }
+    written_ = int64_t{chunks} * per_chunk;
+  }
+  static std::string range(uint32_t name, int64_t start, int64_t end) {
+    fmt::Record r{};
+    r.kind = static_cast<uint8_t>(fmt::RecordKind::kRange);
+    r.name = name;
+    r.start_ns = start;
+    r.end_ns = end;
+    r.tid = 7;
+    return std::string(reinterpret_cast<const char*>(&r), sizeof r);
+  }
+  void events(const std::string& recs) {
+    chunk(fmt::ChunkType::kEvents, recs);
+    written_ += static_cast<int64_t>(recs.size() / sizeof(fmt::Record));
+  }
+  std::string finish(bool with_status = true) {
+    if (with_status)
+      chunk(fmt::ChunkType::kStatus, nlohmann::json{{"written", written_}, {"dropped", 0}, {"complete", true}}.dump());
+    return bytes_;
+  }
+  // Offset of the i-th chunk (0 = META).
+  size_t chunk_at(size_t i) const { return offsets_.at(i); }
+
+ private:
+  static void append_string(std::string& out, uint32_t id, const std::string& s) {
+    const uint32_t hdr[2] = {id, static_cast<uint32_t>(s.size())};
+    out.append(reinterpret_cast<const char*>(hdr), sizeof hdr);
+    out += s;
+    out.append((4 - s.size() % 4) % 4, '\0');
+  }
+  void chunk(fmt::ChunkType type, const std::string& payload) {
+    offsets_.push_back(bytes_.size());
+    fmt::ChunkHeader ch{};
+    ch.magic = fmt::kChunkMagic;
+    ch.type = static_cast<uint16_t>(type);
+    ch.payload_bytes = static_cast<uint32_t>(payload.size());
+    ch.checksum = fmt::fnv1a32(payload.data(), payload.size());
+    bytes_.append(reinterpret_cast<const char*>(&ch), sizeof ch);
+    bytes_ += payload;
+    bytes_.append(fmt::pad8(payload.size()) - payload.size(), '\0');
+  }
+  std::string bytes_;
+  std::vector<size_t> offsets_;
+  int64_t written_ = 0;
+};
+
+class NativeCaptures : public reliability::BinaryTest {
+ protected:
+  // analyze FILE --format json; returns the report (null when none was written).
+  nlohmann::json analyze(const fs::path& file, Result* out = nullptr) {
+    const fs::path dir = dir_ / ("out-" + file.stem().string());
+    const Result r = run("analyze '" + file.string() + "' --format json --out '" + dir.string() + "'");
+    if (out) *out = r;
+    EXPECT_EQ(r.rc, 0) << r.err;
+    if (!fs::exists(dir / "report.json")) return nullptr;
+    return nlohmann::json::parse(reliability::slurp(dir / "report.json"));
+  }
+  static std::string notes(const nlohmann::json& report) { return report["data_quality"]["notes"].dump(); }
+};
+
+TEST_F(NativeCaptures, AFlippedBitInAnEarlyChunkCostsThatChunkOnly) {
+  NativeFile nf(/*chunks=*/6, /*per_chunk=*/50);
+  std::string bytes = nf.finish();
+  // Chunk 3 = the second EVENTS chunk: flip one bit in its payload.
+  bytes[nf.chunk_at(3) + sizeof(fmt::ChunkHeader) + 100] ^= 0x10;
+  const auto report = analyze(write("flip.ptrace", bytes));
+  ASSERT_FALSE(report.is_null());
+  const auto& dq = report["data_quality"];
+  EXPECT_EQ(dq["events_imported"].get<int64_t>(), 250) << dq.dump();  // 5 of 6 chunks read
+  EXPECT_EQ(dq["dropped_records"].get<int64_t>(), 50) << dq.dump();
+  EXPECT_NE(notes(report).find("1 damaged region"), std::string::npos) << notes(report);
+  EXPECT_NE(notes(report).find("50 records lost (counted"), std::string::npos) << notes(report);
+}
+
+TEST_F(NativeCaptures, ADamagedChunkMarkerIsSkippedToTheNextMarker) {
+  NativeFile nf(6, 50);
+  std::string bytes = nf.finish();
+  bytes[nf.chunk_at(2)] ^= 0x01;  // the first EVENTS chunk's marker
+  bytes[nf.chunk_at(4) + 9] ^= 0x40;  // the third one's length field
+  const auto report = analyze(write("marker.ptrace", bytes));
+  ASSERT_FALSE(report.is_null());
+  const auto& dq = report["data_quality"];
+  EXPECT_EQ(dq["events_imported"].get<int64_t>(), 200) << dq.dump();
+  EXPECT_EQ(dq["dropped_records"].get<int64_t>(), 100) << dq.dump();
+  EXPECT_NE(notes(report).find("2 damaged region"), std::string::npos) << notes(report);
+}
+
+TEST_F(NativeCaptures, DamageAfterTheLastStatusIsEstimatedFromTheBytes) {
+  NativeFile nf(2, 50);
+  nf.finish();  // adds a status covering the first 100 records
+  std::string recs;
+  for (int i = 0; i < 30; ++i) recs += NativeFile::range(2, 9'000'000 + i * 10'000, 9'005'000 + i * 10'000);
+  nf.events(recs);
+  nf.events(recs);
+  std::string bytes = nf.finish(/*with_status=*/false);
+  bytes[nf.chunk_at(5)] ^= 0x01;  // marker of the first chunk after the status: its header is not trusted
+  const auto report = analyze(write("late.ptrace", bytes));
+  ASSERT_FALSE(report.is_null());
+  const auto& dq = report["data_quality"];
+  EXPECT_EQ(dq["events_imported"].get<int64_t>(), 130) << dq.dump();
+  // 30 records of 64 bytes + the 16-byte chunk header: the byte estimate is an upper bound, 30 here.
+  EXPECT_EQ(dq["dropped_records"].get<int64_t>(), 30) << dq.dump();
+  EXPECT_NE(notes(report).find("at most (estimated"), std::string::npos) << notes(report);
+}
+
+TEST_F(NativeCaptures, ATruncatedLastChunkIsCountedFromItsHeader) {
+  NativeFile nf(3, 40);
+  std::string bytes = nf.finish(/*with_status=*/false);
+  bytes.resize(nf.chunk_at(4) + sizeof(fmt::ChunkHeader) + 640);  // 10 of the last chunk's 40 records
+  const auto report = analyze(write("cut.ptrace", bytes));
+  ASSERT_FALSE(report.is_null());
+  const auto& dq = report["data_quality"];
+  EXPECT_EQ(dq["events_imported"].get<int64_t>(), 80) << dq.dump();
+  EXPECT_EQ(dq["dropped_records"].get<int64_t>(), 40) << dq.dump();
+  EXPECT_NE(notes(report).find("truncated chunk"), std::string::npos) << notes(report);
+}
+
+TEST_F(NativeCaptures, ExtremeTimestampsAreCountedAsMalformedNotOverflowed) {
+  NativeFile nf(1, 20);
+  std::string recs = NativeFile::range(2, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+  recs += NativeFile::range(2, -5, 10);
+  nf.events(recs);
+  const auto report = analyze(write("extreme.ptrace", nf.finish()));
+  ASSERT_FALSE(report.is_null());
+  const auto& dq = report["data_quality"];
+  EXPECT_EQ(dq["malformed_events"].get<int64_t>(), 2) << dq.dump();
+  EXPECT_EQ(dq["events_imported"].get<int64_t>(), 20) << dq.dump();
+  EXPECT_NE(notes(report).find("negative timestamps"), std::string::npos) << notes(report);
+}
+
 }  // namespace
