@@ -1,6 +1,9 @@
 // Analyzers on small inline synthetic traces with exact expected values.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <limits>
+
 #include "profile_train/analysis/analyze.h"
 #include "profile_train/analysis/analyzers.h"
 #include "trace_builder.h"
@@ -353,6 +356,20 @@ TEST(Report, CpuOnlyAndEmptySayWhatIsMissing) {
   EXPECT_EQ(e["steps"]["count"], 0);
   EXPECT_EQ(e["verdict"]["bottleneck"], "unknown");
   EXPECT_TRUE(e["breakdown"]["kernel"].is_null());
+}
+
+TEST(GpuMetrics, MemoryDeltasThatOverflowGiveAnUnknownPeakNotUndefinedBehaviour) {
+  // Deltas near INT64_MAX (a damaged trace) without "Total Allocated": the running sum would overflow.
+  const int64_t huge = std::numeric_limits<int64_t>::max() - 10;
+  const auto t = TraceBuilder()
+                     .device(0, "Test GPU", 80, 1000)
+                     .annotation("ProfilerStep#1", 0, 100)
+                     .memory_sample(5, huge, -1).memory_sample(6, huge, -1).memory_sample(7, -5, -1)
+                     .build();
+  const auto r = build_report(t);
+  EXPECT_TRUE(r["gpu"]["memory"]["peak_allocated_bytes"].is_null()) << r["gpu"]["memory"].dump();
+  const auto& missing = r["source"]["missing"];
+  EXPECT_NE(std::find(missing.begin(), missing.end(), "memory_sum_overflow"), missing.end()) << missing.dump();
 }
 
 }  // namespace
