@@ -177,6 +177,15 @@ TEST_F(Parsers, DeepJsonNestingInARuleFileIsRefusedQuickly) {
   EXPECT_LT(s, 5.0) << "a 60 KB rule file took " << s << " s";
 }
 
+TEST_F(Parsers, ANumberTooLargeForJsonIsABadRuleNotAnInternalError) {
+  // Found by bench/fuzz (rules): nlohmann throws out_of_range, not parse_error, for 1e999.
+  std::string text = rule_with_when("true");
+  text.replace(text.find("\"tier\": 1"), 9, "\"tier\": 1e999");
+  const auto file = write("rules/big.json", text);
+  expect_rule_error(run("rules check '" + (dir_ / "rules").string() + "'"), file, line_of(text, "1e999"),
+                    "number overflow");
+}
+
 // ---- gzip bombs -----------------------------------------------------------------------------------------
 
 // One gzip member holding `text`.
