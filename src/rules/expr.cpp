@@ -183,7 +183,13 @@ class Lexer {
 
  private:
   Token number(size_t start) {
-    const std::string rest(s_.substr(start));
+    // strtod needs a NUL-terminated copy; copy only the run of characters a number can span (copying
+    // the rest of the text made lexing quadratic in the expression length).
+    size_t run = start;
+    while (run < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[run])) || s_[run] == '.' ||
+                               s_[run] == '+' || s_[run] == '-'))
+      ++run;
+    const std::string rest(s_.substr(start, run - start));
     char* endp = nullptr;
     const double v = std::strtod(rest.c_str(), &endp);
     const size_t len = static_cast<size_t>(endp - rest.c_str());
