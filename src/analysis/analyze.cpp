@@ -91,19 +91,22 @@ json gpu_section(const Ctx& c, std::set<std::string>& missing) {
   // Memory (allocator samples) is reported even without GPU activity in the steps.
   {
     int64_t peak = -1, running = 0, running_peak = 0;
-    bool any = false, has_total = false;
+    bool any = false, has_total = false, overflow = false;
     for (const auto& m : t.memory) {
       if (m.device_type != 1) continue;
       if (idx.main_device >= 0 && m.device_id >= 0 && m.device_id != idx.main_device) continue;
       any = true;
       if (m.total_allocated >= 0) { has_total = true; peak = std::max(peak, m.total_allocated); }
-      running += m.bytes_delta;
-      running_peak = std::max(running_peak, running);
+      // Deltas from a damaged or hostile trace can overflow int64: the running sum is then meaningless.
+      if (!overflow && __builtin_add_overflow(running, m.bytes_delta, &running)) overflow = true;
+      if (!overflow) running_peak = std::max(running_peak, running);
     }
     json mem = {{"peak_allocated_bytes", nullptr}, {"capacity_bytes", nullptr}, {"peak_fraction", nullptr}};
     const auto* dev = t.device(idx.main_device >= 0 ? idx.main_device : (t.devices.empty() ? -1 : t.devices[0].id));
     if (dev != nullptr && dev->total_memory_bytes > 0) mem["capacity_bytes"] = dev->total_memory_bytes;
-    if (any) {
+    if (any && overflow && !has_total) {
+      missing.insert("memory_sum_overflow");  // the peak is unknown, not a wrapped-around figure
+    } else if (any) {
       // Without "Total Allocated" the running sum of deltas is a lower bound (allocations before the capture
       // are unseen).
       const int64_t p = has_total ? peak : running_peak;

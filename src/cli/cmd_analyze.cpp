@@ -36,7 +36,32 @@ struct AnalyzeArgs {
   std::vector<std::string> fail_on;
   bool all_steps = false;
   bool quiet = false;
+  // Bounds per input file against decompression bombs (see README "Limits").
+  std::string max_input_size = "16G";  // bytes after decompression; K/M/G/T suffixes are powers of 1024
+  double max_load_seconds = 300;       // 0 = no limit
 };
+
+// "16G" -> 16 GiB; plain digits are bytes. False when not a positive size.
+bool parse_size(const std::string& text, uint64_t* out) {
+  size_t i = 0;
+  uint64_t v = 0;
+  for (; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i) {
+    if (v > (UINT64_MAX - 9) / 10) return false;
+    v = v * 10 + static_cast<uint64_t>(text[i] - '0');
+  }
+  if (i == 0) return false;
+  int shift = 0;
+  if (i < text.size()) {
+    const char u = static_cast<char>(std::toupper(static_cast<unsigned char>(text[i])));
+    shift = u == 'K' ? 10 : u == 'M' ? 20 : u == 'G' ? 30 : u == 'T' ? 40 : -1;
+    if (shift < 0) return false;
+    ++i;
+    if (i < text.size() && (text[i] == 'B' || text[i] == 'b')) ++i;
+  }
+  if (i != text.size() || v == 0 || v > (UINT64_MAX >> shift)) return false;
+  *out = v << shift;
+  return true;
+}
 
 // "runs/worker0.123.pt.trace.json.gz" -> "worker0.123"; only [A-Za-z0-9._-], never empty.
 std::string safe_name(const std::filesystem::path& p) {
@@ -68,6 +93,16 @@ int run_analyze(const AnalyzeArgs& a) {
       std::cerr << "profile-train: --fail-on: unknown bottleneck '" << terminal_safe(b) << "'\n";
       return kExitBadInput;
     }
+  }
+  uint64_t max_input_bytes = 0;
+  if (!parse_size(a.max_input_size, &max_input_bytes)) {
+    std::cerr << "profile-train: --max-input-size: '" << a.max_input_size
+              << "' is not a size (bytes, or a number with K, M, G or T)\n";
+    return kExitBadInput;
+  }
+  if (!(a.max_load_seconds >= 0)) {
+    std::cerr << "profile-train: --max-load-seconds: must be >= 0 (0 = no limit)\n";
+    return kExitBadInput;
   }
   OutputOptions base;
   base.out_dir = a.out;
@@ -115,6 +150,8 @@ int run_analyze(const AnalyzeArgs& a) {
   const bool tty = ::isatty(2) == 1;
   for (const auto& file : a.traces) {
     trace::LoadOptions lo;
+    lo.max_uncompressed_bytes = max_input_bytes;
+    lo.max_load_seconds = a.max_load_seconds;
     auto progress = std::make_shared<Progress>(std::cerr, "loading " + terminal_safe(std::filesystem::path(file).filename().string()), tty);
     lo.progress = [progress](uint64_t done, uint64_t total) { progress->update(done, total, "B"); };
     auto loaded = trace::load_trace(file, lo);
@@ -198,6 +235,11 @@ Runner add_analyze(CLI::App& app) {
       ->delimiter(',');
   sub->add_flag("--all-steps", args->all_steps,
                 "List every step in report.json steps.per_step (default: the first, last and slowest 50)");
+  sub->add_option("--max-input-size", args->max_input_size,
+                  "Refuse a trace larger than this after decompression (K/M/G/T = powers of 1024)")
+      ->capture_default_str();
+  sub->add_option("--max-load-seconds", args->max_load_seconds, "Give up loading one trace after this long (0 = no limit)")
+      ->capture_default_str();
   sub->add_flag("--quiet,-q", args->quiet, "No terminal summary");
   return [args] { return run_analyze(*args); };
 }

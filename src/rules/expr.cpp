@@ -88,6 +88,23 @@ struct Node {
   std::string name;           // kPath / kLocal / kCall
   std::vector<std::unique_ptr<Node>> kids;
   StaticType type = StaticType::kAny;
+
+  Node() = default;
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+  // Iterative: a left-deep chain (a + b + c + ...) is as deep as it is long, and recursive destruction of
+  // such a tree overflowed the stack before the size limit existed.
+  ~Node() {
+    std::vector<std::unique_ptr<Node>> pending;
+    for (auto& k : kids) pending.push_back(std::move(k));
+    kids.clear();
+    while (!pending.empty()) {
+      std::unique_ptr<Node> n = std::move(pending.back());
+      pending.pop_back();
+      for (auto& k : n->kids) pending.push_back(std::move(k));
+      n->kids.clear();
+    }
+  }
 };
 
 namespace {
@@ -112,6 +129,11 @@ struct ParseFailure {
   std::string message;
 };
 
+// Bounds that keep parsing and evaluation (both recursive) far from the stack limit, with room for
+// sanitizer builds; the built-in rules use at most a few dozen tokens and 4 levels.
+constexpr size_t kMaxTokens = 4096;
+constexpr int kMaxNesting = 64;  // parentheses, 'not', unary '-' and call arguments, counted together
+
 class Lexer {
  public:
   explicit Lexer(std::string_view s) : s_(s) {}
@@ -121,6 +143,10 @@ class Lexer {
     std::vector<Token> out;
     while (true) {
       while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
+      if (out.size() >= kMaxTokens)
+        throw ParseFailure{i_, std::string(s_.substr(i_, std::min<size_t>(10, s_.size() - i_))),
+                           "expression is longer than " + std::to_string(kMaxTokens) +
+                               " tokens (limit; split the condition or simplify it)"};
       if (i_ >= s_.size()) {
         out.push_back({Tok::kEnd, "", 0, i_, i_});
         return out;
@@ -157,7 +183,13 @@ class Lexer {
 
  private:
   Token number(size_t start) {
-    const std::string rest(s_.substr(start));
+    // strtod needs a NUL-terminated copy; copy only the run of characters a number can span (copying
+    // the rest of the text made lexing quadratic in the expression length).
+    size_t run = start;
+    while (run < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[run])) || s_[run] == '.' ||
+                               s_[run] == '+' || s_[run] == '-'))
+      ++run;
+    const std::string rest(s_.substr(start, run - start));
     char* endp = nullptr;
     const double v = std::strtod(rest.c_str(), &endp);
     const size_t len = static_cast<size_t>(endp - rest.c_str());
@@ -314,6 +346,19 @@ class Parser {
     throw ParseFailure{n.begin, tok, msg};
   }
 
+  // Entered on each construct that nests (the parser recurses there); fails past kMaxNesting.
+  struct Nest {
+    explicit Nest(Parser& p, const Token& at) : p_(p) {
+      if (++p_.depth_ > kMaxNesting)
+        p_.fail(at, "expression nests deeper than " + std::to_string(kMaxNesting) +
+                        " levels (parentheses, 'not', unary '-' and calls; limit)");
+    }
+    ~Nest() { --p_.depth_; }
+    Nest(const Nest&) = delete;
+    Nest& operator=(const Nest&) = delete;
+    Parser& p_;
+  };
+
   std::unique_ptr<Node> make(Op op, size_t begin, size_t end, StaticType type) {
     auto n = std::make_unique<Node>();
     n->op = op;
@@ -363,6 +408,7 @@ class Parser {
   std::unique_ptr<Node> parse_not() {
     if (is_word(peek(), "not")) {
       const Token t = take();
+      Nest nest(*this, t);
       auto operand = parse_not();
       expect_type(*operand, StaticType::kBool, "'not'");
       auto n = make(Op::kNot, t.begin, operand->end, StaticType::kBool);
@@ -432,6 +478,7 @@ class Parser {
   std::unique_ptr<Node> parse_unary() {
     if (is_op(peek(), "-")) {
       const Token t = take();
+      Nest nest(*this, t);
       auto operand = parse_unary();
       expect_type(*operand, StaticType::kNumber, "unary '-'");
       auto n = make(Op::kNeg, t.begin, operand->end, StaticType::kNumber);
@@ -455,6 +502,7 @@ class Parser {
         return n;
       }
       case Tok::kLParen: {
+        Nest nest(*this, t);
         auto inner = parse_or();
         if (peek().kind != Tok::kRParen) fail(peek(), "expected ')'");
         const Token close = take();
@@ -497,7 +545,7 @@ class Parser {
     if (spec == nullptr)
       fail(name, "unknown function '" + name.text +
                      "' (known: exists, min, max, coalesce, contains, startswith, number, len, if)");
-    take();  // '('
+    Nest nest(*this, take());  // '('
     auto n = make(Op::kCall, name.begin, name.end, StaticType::kAny);
     n->name = name.text;
     if (peek().kind != Tok::kRParen) {
@@ -562,6 +610,7 @@ class Parser {
   std::string_view text_;
   std::vector<Token> toks_;
   size_t pos_ = 0;
+  int depth_ = 0;
   const std::map<std::string, StaticType, std::less<>>& locals_;
 };
 

@@ -103,6 +103,22 @@ std::map<std::string, int> json_value_lines(std::string_view text) {
   return lines;
 }
 
+size_t json_depth_exceeded_at(std::string_view text, int max_depth) {
+  int depth = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '"') {
+      for (++i; i < text.size() && text[i] != '"'; ++i)
+        if (text[i] == '\\') ++i;
+    } else if (c == '{' || c == '[') {
+      if (++depth > max_depth) return i;
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
+  }
+  return std::string_view::npos;
+}
+
 std::pair<int, int> line_column(std::string_view text, size_t offset) {
   int line = 1, col = 1;
   for (size_t i = 0; i < offset && i < text.size(); ++i) {

@@ -222,6 +222,9 @@ Cost cost_for_tier(int tier) {
 const char* level_name(int level) { return level <= 1 ? "low" : level == 2 ? "medium" : "high"; }
 
 StatusOr<Rule> parse_rule(std::string_view text, const std::string& file) {
+  if (const size_t at = json_depth_exceeded_at(text, kMaxRuleJsonDepth); at != std::string_view::npos)
+    return BadInput(file + ":" + std::to_string(line_column(text, at).first) + ": JSON nesting deeper than " +
+                    std::to_string(kMaxRuleJsonDepth) + " levels (limit)");
   json j;
   try {
     j = json::parse(text.begin(), text.end());
@@ -232,6 +235,15 @@ StatusOr<Rule> parse_rule(std::string_view text, const std::string& file) {
     // nlohmann prefixes "[json.exception.parse_error.101] parse error at line L, column C: "; keep the reason.
     if (auto p = what.find(": "); p != std::string::npos) what = what.substr(p + 2);
     return BadInput(file + ":" + std::to_string(line) + ": JSON syntax error: " + what);
+  } catch (const json::exception& e) {
+    // e.g. out_of_range "number overflow parsing '1e999'": no offset, so find the quoted token's line.
+    std::string what = e.what();
+    if (auto p = what.find("] "); p != std::string::npos) what = what.substr(p + 2);
+    int line = 1;
+    if (const size_t q = what.find('\''), q2 = what.rfind('\''); q != std::string::npos && q2 > q)
+      if (const size_t at = text.find(what.substr(q + 1, q2 - q - 1)); at != std::string_view::npos)
+        line = line_column(text, at).first;
+    return BadInput(file + ":" + std::to_string(line) + ": JSON error: " + what);
   }
   Errors err(file, json_value_lines(text));
   if (!j.is_object()) return err.at("", "a rule file must hold one JSON object");

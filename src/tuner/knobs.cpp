@@ -149,7 +149,8 @@ std::string describe_config(const Config& config, const KnobSpace& space) {
     out += (out.empty() ? "" : " ") + it->first + "=" + it->second;
   }
   for (const auto& [k, v] : config) {  // knobs outside the space (should not happen; shown anyway)
-    bool in_space = std::any_of(space.begin(), space.end(), [&](const KnobRange& r) { return r.def->name == k; });
+    const std::string& name = k;  // clang < 16 cannot capture a structured binding
+    bool in_space = std::any_of(space.begin(), space.end(), [&](const KnobRange& r) { return r.def->name == name; });
     if (!in_space) out += (out.empty() ? "" : " ") + k + "=" + v;
   }
   return out;

@@ -1,6 +1,9 @@
 // Analyzers on small inline synthetic traces with exact expected values.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <limits>
+
 #include "profile_train/analysis/analyze.h"
 #include "profile_train/analysis/analyzers.h"
 #include "trace_builder.h"
@@ -369,6 +372,20 @@ TEST(Steps, BoundedSelectionKeepsFirstLastAndSlowest) {
   EXPECT_DOUBLE_EQ(h["max_ms"].get<double>(), 9.0);
   EXPECT_EQ(step_histogram(std::vector<double>(3, 2.0), 4)["counts"], nlohmann::json({3, 0, 0, 0}));
   EXPECT_TRUE(step_histogram({}, 4).is_null());
+}
+
+TEST(GpuMetrics, MemoryDeltasThatOverflowGiveAnUnknownPeakNotUndefinedBehaviour) {
+  // Deltas near INT64_MAX (a damaged trace) without "Total Allocated": the running sum would overflow.
+  const int64_t huge = std::numeric_limits<int64_t>::max() - 10;
+  const auto t = TraceBuilder()
+                     .device(0, "Test GPU", 80, 1000)
+                     .annotation("ProfilerStep#1", 0, 100)
+                     .memory_sample(5, huge, -1).memory_sample(6, huge, -1).memory_sample(7, -5, -1)
+                     .build();
+  const auto r = build_report(t);
+  EXPECT_TRUE(r["gpu"]["memory"]["peak_allocated_bytes"].is_null()) << r["gpu"]["memory"].dump();
+  const auto& missing = r["source"]["missing"];
+  EXPECT_NE(std::find(missing.begin(), missing.end(), "memory_sum_overflow"), missing.end()) << missing.dump();
 }
 
 }  // namespace

@@ -19,6 +19,12 @@ struct LoadOptions {
   std::function<void(uint64_t, uint64_t)> progress;
   uint64_t max_uncompressed_bytes = uint64_t{64} << 30;  // refuse larger inputs (ResourceExhausted)
   int max_json_depth = 64;                                // deeper nesting is bad input
+  // One JSON event or top-level member, whitespace included, may not exceed this (bad input): the reader
+  // buffers one such value at a time, so this bounds its memory whatever the input inflates to.
+  uint64_t max_json_value_bytes = uint64_t{256} << 20;
+  // Give up (ResourceExhausted) when loading one file takes longer than this; 0 = no limit. Checked as
+  // the decompressed bytes stream in (about every 16 MiB).
+  double max_load_seconds = 0;
 };
 
 // Loads one trace file of any supported format (Kineto JSON .json/.json.gz, native capture files).

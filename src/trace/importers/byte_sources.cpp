@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <sstream>
 
 namespace profile_train::trace::detail {
 
@@ -130,13 +131,25 @@ StatusOr<size_t> GuardSource::read_inner(char* buf, size_t n) {
   produced_ += *got;
   if (produced_ > limit_) {
     return ResourceExhausted(name() + ": more than " + std::to_string(limit_) +
-                             " bytes after decompression (limit; see LoadOptions::max_uncompressed_bytes)");
+                             " bytes after decompression (limit: analyze --max-input-size)");
   }
-  if (progress_ && produced_ >= next_progress_) {
+  if (produced_ >= next_progress_) {
     next_progress_ = produced_ + (uint64_t{16} << 20);
-    progress_(raw_position_ ? raw_position_() : produced_, raw_total_);
+    if (progress_) progress_(raw_position_ ? raw_position_() : produced_, raw_total_);
+    if (time_limit_s_ > 0 && std::chrono::steady_clock::now() > deadline_) {
+      std::ostringstream s;
+      s << name() << ": still loading after " << time_limit_s_ << " s (" << produced_
+        << " bytes read after decompression; limit: analyze --max-load-seconds)";
+      return ResourceExhausted(s.str());
+    }
   }
   return got;
+}
+
+void GuardSource::set_time_limit(double seconds) {
+  time_limit_s_ = seconds;
+  deadline_ = std::chrono::steady_clock::now() +
+              std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
 }
 
 StatusOr<std::string_view> GuardSource::peek(size_t n) {

@@ -3,6 +3,7 @@
 // Owner: trace component. None of these are thread-safe; each is used by one loader at a time.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
@@ -66,14 +67,17 @@ class GzipSource final : public ByteSource {
   std::unique_ptr<State> st_;
 };
 
-// Wraps the decompressed stream: enforces `limit` (ResourceExhausted), calls `progress` about every
-// 16 MiB with the raw (compressed) position, and first replays the bytes read by peek().
+// Wraps the decompressed stream: enforces `limit` and an optional time limit (ResourceExhausted), calls
+// `progress` about every 16 MiB with the raw (compressed) position, and first replays the bytes read by
+// peek().
 class GuardSource final : public ByteSource {
  public:
   GuardSource(ByteSource& inner, uint64_t limit, std::function<void(uint64_t, uint64_t)> progress,
               std::function<uint64_t()> raw_position, uint64_t raw_total)
       : inner_(inner), limit_(limit), progress_(std::move(progress)), raw_position_(std::move(raw_position)),
         raw_total_(raw_total) {}
+  // Fails reads (ResourceExhausted) once `seconds` have passed since this call; checked about every 16 MiB.
+  void set_time_limit(double seconds);
   // Reads up to `n` bytes ahead without consuming them (they are returned again by read()).
   StatusOr<std::string_view> peek(size_t n);
   StatusOr<size_t> read(char* buf, size_t n) override;
@@ -87,7 +91,9 @@ class GuardSource final : public ByteSource {
   std::function<uint64_t()> raw_position_;
   uint64_t raw_total_;
   uint64_t produced_ = 0;
-  uint64_t next_progress_ = 0;
+  uint64_t next_progress_ = 0;  // next produced_ at which progress and the time limit are checked
+  double time_limit_s_ = 0;     // 0 = none
+  std::chrono::steady_clock::time_point deadline_{};
   std::string head_;
   size_t head_pos_ = 0;
 };

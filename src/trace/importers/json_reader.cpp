@@ -19,6 +19,10 @@ void JsonReader::refill(size_t mark) {
   base_ += mark;
   // Grow only when the element being parsed does not leave room for half a chunk.
   if (cap_ - keep < chunk_ / 2) {
+    if (keep >= max_element_)
+      throw FormatError{"one JSON value at byte " + std::to_string(base_) +
+                        " (an event or a top-level member, whitespace included) is larger than " +
+                        std::to_string(max_element_ >> 20) + " MiB (limit)"};
     const size_t new_cap = std::max(cap_ * 2, keep + chunk_);
     std::unique_ptr<char[]> bigger(new char[new_cap + kPad]);
     std::memcpy(bigger.get(), buf, keep);

@@ -51,8 +51,9 @@ class JsonReader {
  public:
   static constexpr size_t kPad = 64;  // zero bytes kept after the data: SIMD loads may read past the end
 
-  JsonReader(ByteSource& src, int max_depth, size_t chunk = size_t{4} << 20)
-      : src_(src), max_depth_(max_depth), chunk_(chunk) {
+  // `max_element` bounds one element (with the whitespace inside it): the buffer never grows past it.
+  JsonReader(ByteSource& src, int max_depth, size_t chunk = size_t{4} << 20, uint64_t max_element = UINT64_MAX)
+      : src_(src), max_depth_(max_depth), chunk_(chunk), max_element_(max_element) {
     cap_ = chunk_;
     buf_.reset(new char[cap_ + kPad]);
     std::memset(buf_.get(), 0, kPad);
@@ -66,6 +67,7 @@ class JsonReader {
   // Runs `f` until it completes without running out of buffered data (see the file comment).
   template <typename F>
   void element(F&& f) {
+    skip_ws_between();
     for (;;) {
       const size_t mark = static_cast<size_t>(p_ - buf_.get());
       scratch_used_ = 0;
@@ -232,6 +234,15 @@ class JsonReader {
     return p;
 #endif
   }
+  // Consumes whitespace before an element across refills, so whitespace between elements (however much
+  // of it a hostile gzip inflates to) never accumulates in the buffer.
+  void skip_ws_between() {
+    for (;;) {
+      skip_ws();
+      if (p_ < end_ || eof_) return;
+      refill(static_cast<size_t>(p_ - buf_.get()));
+    }
+  }
   std::string_view read_escaped(const char* start, const char* q);
   void skip_literal(const char* lit, size_t n);
   void refill(size_t mark);
@@ -239,6 +250,7 @@ class JsonReader {
   ByteSource& src_;
   int max_depth_;
   size_t chunk_;
+  uint64_t max_element_;
   std::unique_ptr<char[]> buf_;
   size_t cap_ = 0;
   const char* p_ = nullptr;

@@ -247,7 +247,7 @@ struct RawEvent {
 
 class KinetoParser {
  public:
-  KinetoParser(ByteSource& src, const LoadOptions& opt, size_t chunk) : src_(src), r_(src, opt.max_json_depth, chunk) {}
+  KinetoParser(ByteSource& src, const LoadOptions& opt, size_t chunk) : src_(src), r_(src, opt.max_json_depth, chunk, opt.max_json_value_bytes) {}
 
   StatusOr<Trace> run();
 

@@ -26,9 +26,21 @@ struct ParsedFile {
   std::vector<nlohmann::json> devices;
   std::unordered_map<uint32_t, std::string> strings;
   std::vector<fmt::Record> records;
-  bool truncated = false;
-  bool corrupt = false;
-  int64_t lost_records_estimate = 0;
+  bool truncated = false;  // the file ends inside a chunk
+  uint64_t truncated_bytes = 0;
+  int64_t damaged_regions = 0;  // stretches skipped up to the next valid chunk marker
+  uint64_t damaged_bytes = 0;
+  // Records lost to damage. Up to the last intact STATUS chunk the agent's own count of written records
+  // is exact; damage after it is estimated from the damaged chunk's header, or from its size in bytes.
+  int64_t status_written = -1;       // STATUS.written of the last intact status; -1 = none
+  size_t records_before_status = 0;  // records read before that status chunk
+  int64_t lost_since_status = 0;     // estimated records in damage after it (or in the whole file)
+  bool lost_is_upper_bound = false;  // some of lost_since_status counts damaged bytes as records
+  int64_t lost_records() const {
+    const int64_t counted =
+        status_written >= 0 ? std::max<int64_t>(0, status_written - static_cast<int64_t>(records_before_status)) : 0;
+    return counted + lost_since_status;
+  }
 };
 
 int64_t jint(const nlohmann::json& j, const char* key, int64_t fallback) {
@@ -74,43 +86,95 @@ Status check_header(const std::filesystem::path& p, const std::string& data, fmt
   return Status::Ok();
 }
 
-// Walks the chunks. `meta_only` stops after the first META chunk.
+// True if a complete, checksummed chunk starts at `off`; adds the bytes hashed to `hashed`.
+bool valid_chunk_at(const std::string& data, size_t off, uint64_t& hashed) {
+  if (data.size() - off < sizeof(fmt::ChunkHeader)) return false;
+  fmt::ChunkHeader ch;
+  std::memcpy(&ch, data.data() + off, sizeof ch);
+  if (ch.magic != fmt::kChunkMagic || ch.payload_bytes > fmt::kMaxChunkPayload) return false;
+  if (data.size() - off - sizeof ch < ch.payload_bytes) return false;
+  hashed += ch.payload_bytes;
+  return fmt::fnv1a32(data.data() + off + sizeof ch, ch.payload_bytes) == ch.checksum;
+}
+
+// The next offset after `from`, on the 8-byte grid of chunk starts (`grid`), where a valid chunk begins;
+// npos if none. Checksums of candidate chunks are capped at `budget` bytes in total, so a file crafted
+// full of fake markers costs linear time, not quadratic.
+size_t next_valid_chunk(const std::string& data, size_t from, size_t grid, uint64_t& budget) {
+  size_t off = grid + fmt::pad8(from > grid ? from - grid : 0);
+  for (; off + sizeof(fmt::ChunkHeader) <= data.size(); off += 8) {
+    uint32_t magic;
+    std::memcpy(&magic, data.data() + off, sizeof magic);
+    if (magic != fmt::kChunkMagic) continue;
+    uint64_t hashed = 0;
+    const bool ok = valid_chunk_at(data, off, hashed);
+    if (hashed > budget) return std::string::npos;
+    budget -= hashed;
+    if (ok) return off;
+  }
+  return std::string::npos;
+}
+
+// Walks the chunks. `meta_only` stops after the first META chunk. A damaged chunk (bad marker, length or
+// checksum) is skipped up to the next valid chunk marker, so one flipped bit costs one chunk, not the file.
 void parse_chunks(const std::string& data, ParsedFile& f, bool meta_only) {
-  size_t off = f.header.header_bytes;
+  const size_t grid = f.header.header_bytes;
+  uint64_t resync_budget = 4 * static_cast<uint64_t>(data.size()) + fmt::kMaxChunkPayload;
+  size_t off = grid;
   while (off < data.size()) {
-    if (data.size() - off < sizeof(fmt::ChunkHeader)) {
-      f.truncated = true;
-      break;
+    uint64_t hashed = 0;
+    if (!valid_chunk_at(data, off, hashed)) {
+      const size_t next = next_valid_chunk(data, off + 8, grid, resync_budget);
+      const uint64_t span = (next == std::string::npos ? data.size() : next) - off;
+      fmt::ChunkHeader ch{};
+      const bool whole_header = data.size() - off >= sizeof ch;
+      if (whole_header) std::memcpy(&ch, data.data() + off, sizeof ch);
+      const bool header_ok =
+          whole_header && ch.magic == fmt::kChunkMagic && ch.payload_bytes <= fmt::kMaxChunkPayload;
+      const uint64_t claimed = fmt::pad8(sizeof ch + ch.payload_bytes);
+      // The header is believed when its length leads exactly to where reading resumes (a damaged payload)
+      // or past the end of the file (a cut last chunk); otherwise every damaged byte may have held records.
+      if (header_ok && (claimed == span || (next == std::string::npos && claimed >= span))) {
+        if (ch.type == static_cast<uint16_t>(fmt::ChunkType::kEvents))
+          f.lost_since_status += static_cast<int64_t>(ch.payload_bytes / sizeof(fmt::Record));
+      } else {
+        f.lost_since_status += static_cast<int64_t>(span / sizeof(fmt::Record));
+        if (span >= sizeof(fmt::Record)) f.lost_is_upper_bound = true;
+      }
+      if (next == std::string::npos && (!whole_header || (header_ok && claimed > span))) {
+        f.truncated = true;
+        f.truncated_bytes = span;
+      } else {
+        ++f.damaged_regions;
+        f.damaged_bytes += span;
+      }
+      if (next == std::string::npos) break;
+      off = next;
+      continue;
     }
     fmt::ChunkHeader ch;
     std::memcpy(&ch, data.data() + off, sizeof ch);
-    if (ch.magic != fmt::kChunkMagic || ch.payload_bytes > fmt::kMaxChunkPayload) {
-      f.corrupt = true;
-      break;
-    }
-    const size_t body = off + sizeof ch;
-    if (data.size() - body < ch.payload_bytes) {
-      f.truncated = true;
-      if (ch.type == static_cast<uint16_t>(fmt::ChunkType::kEvents))
-        f.lost_records_estimate += ch.payload_bytes / sizeof(fmt::Record);
-      break;
-    }
-    const char* payload = data.data() + body;
-    if (fmt::fnv1a32(payload, ch.payload_bytes) != ch.checksum) {
-      f.corrupt = true;
-      if (ch.type == static_cast<uint16_t>(fmt::ChunkType::kEvents))
-        f.lost_records_estimate += ch.payload_bytes / sizeof(fmt::Record);
-      break;
-    }
+    const char* payload = data.data() + off + sizeof ch;
     switch (static_cast<fmt::ChunkType>(ch.type)) {
       case fmt::ChunkType::kMeta:
       case fmt::ChunkType::kStatus:
       case fmt::ChunkType::kDevice: {
         auto j = nlohmann::json::parse(payload, payload + ch.payload_bytes, nullptr, false);
         if (!j.is_object()) break;
-        if (ch.type == static_cast<uint16_t>(fmt::ChunkType::kMeta)) f.meta = std::move(j);
-        else if (ch.type == static_cast<uint16_t>(fmt::ChunkType::kStatus)) f.status = std::move(j);
-        else f.devices.push_back(std::move(j));
+        if (ch.type == static_cast<uint16_t>(fmt::ChunkType::kMeta)) {
+          f.meta = std::move(j);
+        } else if (ch.type == static_cast<uint16_t>(fmt::ChunkType::kStatus)) {
+          f.status = std::move(j);
+          const int64_t written = jint(f.status, "written", -1);
+          if (written >= 0) {  // covers all damage so far: the estimates up to here are replaced by a count
+            f.status_written = written;
+            f.records_before_status = f.records.size();
+            f.lost_since_status = 0;
+            f.lost_is_upper_bound = false;
+          }
+        } else {
+          f.devices.push_back(std::move(j));
+        }
         break;
       }
       case fmt::ChunkType::kStrings: {
@@ -135,7 +199,7 @@ void parse_chunks(const std::string& data, ParsedFile& f, bool meta_only) {
       default:
         break;  // unknown chunk types of a later minor version are skipped
     }
-    off = body + fmt::pad8(ch.payload_bytes);
+    off = std::min(data.size(), off + sizeof ch + fmt::pad8(ch.payload_bytes));
     if (meta_only && ch.type == static_cast<uint16_t>(fmt::ChunkType::kMeta)) return;
   }
 }
@@ -179,8 +243,18 @@ void add_file(Trace& t, const ParsedFile& f, int64_t& step_ranges) {
   for (const fmt::Record& r : f.records)
     if (r.kind == static_cast<uint8_t>(fmt::RecordKind::kRangeStart)) open_starts[r.corr] = &r;
 
+  // CLOCK_MONOTONIC is never negative; with both ends >= 0 no duration or span below can overflow.
+  int64_t bad_times = 0, bad_memory = 0;
+  auto bad_time = [](const fmt::Record& r) {
+    return r.start_ns < 0 || (r.kind != static_cast<uint8_t>(fmt::RecordKind::kMemory) && r.end_ns < 0);
+  };
   for (const fmt::Record& r : f.records) {
     ++q.events_total;
+    if (bad_time(r)) {
+      ++bad_times;
+      ++q.malformed_events;
+      continue;
+    }
     Event e;
     e.start_ns = r.start_ns;
     e.dur_ns = r.end_ns - r.start_ns;
@@ -205,6 +279,7 @@ void add_file(Trace& t, const ParsedFile& f, int64_t& step_ranges) {
         auto it = open_starts.find(r.corr);
         if (it == open_starts.end()) continue;  // its start was outside the capture window
         const fmt::Record& s = *it->second;
+        if (bad_time(s)) continue;  // counted with the start record
         e.cat = Category::kUserAnnotation;
         e.pid = pid;
         e.tid = static_cast<int64_t>(s.tid);
@@ -276,6 +351,12 @@ void add_file(Trace& t, const ParsedFile& f, int64_t& step_ranges) {
         break;
       }
       case fmt::RecordKind::kMemory: {
+        // No device has 2^50 bytes (1 PiB); larger deltas are damage, and summing them would overflow.
+        if (r.value > (int64_t{1} << 50) || r.value < -(int64_t{1} << 50)) {
+          ++bad_memory;
+          ++q.malformed_events;
+          continue;
+        }
         MemorySample m;
         m.ts_ns = r.start_ns;
         m.device_type = 1;
@@ -300,16 +381,36 @@ void add_file(Trace& t, const ParsedFile& f, int64_t& step_ranges) {
   if (!open_starts.empty())
     q.notes.push_back("pid " + std::to_string(pid) + ": " + std::to_string(open_starts.size()) +
                       " start/end ranges never ended");
-  const int64_t dropped = jint(f.status, "dropped", 0);
-  q.dropped_records += dropped + f.lost_records_estimate;
+  const int64_t dropped = std::max<int64_t>(0, jint(f.status, "dropped", 0));
+  const int64_t lost = f.lost_records();
+  q.dropped_records += dropped + lost;
   if (dropped > 0)
     q.notes.push_back("pid " + std::to_string(pid) + ": the agent dropped " + std::to_string(dropped) +
                       " records (buffers full)");
-  if (f.truncated || f.corrupt)
-    q.notes.push_back("pid " + std::to_string(pid) + ": capture file " + f.path.filename().string() +
-                      (f.truncated ? " ends with a truncated chunk" : " has a corrupt chunk") +
-                      "; the rest of the file was skipped (about " + std::to_string(f.lost_records_estimate) +
-                      " records lost)");
+  if (f.truncated || f.damaged_regions > 0) {
+    std::string n = "pid " + std::to_string(pid) + ": capture file " + f.path.filename().string();
+    if (f.damaged_regions > 0)
+      n += " has " + std::to_string(f.damaged_regions) + " damaged region(s) (" + std::to_string(f.damaged_bytes) +
+           " bytes, bad chunk marker, length or checksum), skipped up to the next valid chunk marker";
+    if (f.truncated)
+      n += std::string(f.damaged_regions > 0 ? " and" : "") + " ends with a truncated chunk (" +
+           std::to_string(f.truncated_bytes) + " bytes)";
+    n += "; " + std::to_string(lost) + " records lost";
+    if (f.status_written >= 0 && f.lost_since_status == 0)
+      n += " (counted: the agent's last status says " + std::to_string(f.status_written) + " records written before it, " +
+           std::to_string(f.records_before_status) + " were readable)";
+    else if (f.lost_is_upper_bound)
+      n += " at most (estimated: every damaged byte counted as 64-byte event records)";
+    else
+      n += " (from the damaged chunks' headers)";
+    q.notes.push_back(n);
+  }
+  if (bad_times > 0)
+    q.notes.push_back("pid " + std::to_string(pid) + ": " + std::to_string(bad_times) +
+                      " records with negative timestamps (impossible on CLOCK_MONOTONIC) were dropped as malformed");
+  if (bad_memory > 0)
+    q.notes.push_back("pid " + std::to_string(pid) + ": " + std::to_string(bad_memory) +
+                      " memory records larger than 2^50 bytes were dropped as malformed");
   auto complete = f.status.find("complete");
   if (complete == f.status.end() || !complete->is_boolean() || !complete->get<bool>())
     q.notes.push_back("pid " + std::to_string(pid) +

@@ -74,6 +74,7 @@ StatusOr<Trace> load_from(ByteSource& raw, std::function<uint64_t()> raw_positio
   }
   detail::GuardSource stream(*decoded, options.max_uncompressed_bytes, options.progress, std::move(raw_position),
                              raw_total);
+  if (options.max_load_seconds > 0) stream.set_time_limit(options.max_load_seconds);
   auto head = stream.peek(kSniffBytes);
   if (!head.ok()) return head.status();
   if (head->empty()) return BadInput(name + ": empty file (nothing after decompression)");

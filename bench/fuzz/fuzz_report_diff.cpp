@@ -1,0 +1,22 @@
+// libFuzzer target for report.json as read by `diff`: arbitrary bytes through load_report (an in-memory
+// file), then diffed against a real report both ways and rendered as text and HTML.
+// Build and run: bench/fuzz/fuzz.sh diff [SECONDS] (clang, -DPT_FUZZ=ON).
+#include <sstream>
+
+#include "fuzz_common.h"
+#include "profile_train/report/diff.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace profile_train;
+  auto a = report::load_report(pt_fuzz::as_file(data, size));
+  if (!a.ok()) return 0;
+  const nlohmann::json& good = pt_fuzz::sample_report();
+  for (const auto& d : {report::diff_reports(*a, good, "fuzz", "good"), report::diff_reports(good, *a, "good", "fuzz"),
+                        report::diff_reports(*a, *a, "fuzz", "fuzz")}) {
+    std::ostringstream out;
+    report::write_diff_text(d, out);
+    (void)report::render_diff_html(d);
+    (void)d.dump();
+  }
+  return 0;
+}

@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""Writes seed corpora for the fuzz targets of bench/fuzz: small valid native captures, the built-in rule
+files and their expressions, and report.json files (from PROFILE_TRAIN=path/to/profile-train when given).
+Usage: make_seeds.py TARGET OUT_DIR REPO_ROOT   (TARGET: native | rules | report_diff)"""
+import glob
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+
+def fnv1a32(b):
+    """The chunk checksum of include/profile_train/agent/native_format.h (64-bit words, then bytes)."""
+    h, m = 14695981039346656037, (1 << 64) - 1
+    i = 0
+    while i + 8 <= len(b):
+        h = ((h ^ struct.unpack_from("<Q", b, i)[0]) * 1099511628211) & m
+        i += 8
+    for c in b[i:]:
+        h = ((h ^ c) * 1099511628211) & m
+    return (h ^ (h >> 32)) & 0xFFFFFFFF
+
+
+def chunk(ctype, payload):
+    pad = (8 - len(payload) % 8) % 8
+    return struct.pack("<IHHII", 0x4B4E4843, ctype, 0, len(payload), fnv1a32(payload)) + payload + b"\0" * pad
+
+
+def record(kind, name=0, start=0, end=0, tid=0, corr=-1, value=0, x0=0, x1=0, device=-1, x2=0, a=0, b=0, c=0):
+    return struct.pack("<BBBBIqqQqqIIiI", kind, a, b, c, name, start, end, tid, corr, value, x0, x1, device, x2)
+
+
+def native_seed(n_steps, with_gpu):
+    out = b"PTNATIVE" + struct.pack("<HHIqq", 1, 0, 32, 4242, 0)
+    out += chunk(1, json.dumps({"pid": 4242, "process_name": "python", "flush_interval_ms": 50}).encode())
+    strings = b""
+    for sid, s in [(1, "ProfilerStep#1"), (2, "forward"), (3, "volta_sgemm_128x64_nn"), (4, "cudaLaunchKernel_v7000")]:
+        e = s.encode()
+        strings += struct.pack("<II", sid, len(e)) + e + b"\0" * ((4 - len(e) % 4) % 4)
+    out += chunk(2, strings)
+    recs = b""
+    t = 1_000_000
+    for i in range(n_steps):
+        recs += record(1, name=1, start=t, end=t + 100_000, tid=7)
+        recs += record(1, name=2, start=t + 10_000, end=t + 40_000, tid=7, x1=1)
+        if with_gpu:
+            recs += record(10, name=4, start=t + 40_000, end=t + 42_000, tid=7, corr=i + 1, value=4242)
+            recs += record(6, name=3, start=t + 43_000, end=t + 90_000, tid=7, corr=i + 1, value=80, x0=256, device=0)
+            recs += record(7, start=t + 5_000, end=t + 9_000, tid=7, value=1 << 20, a=1, b=1, c=3, device=0)
+            recs += record(12, start=t + 1_000, value=1 << 20, device=0)
+        t += 100_000
+    out += chunk(3, recs)
+    if with_gpu:
+        out += chunk(5, json.dumps({"id": 0, "name": "GPU", "num_sms": 80, "total_memory_bytes": 1 << 34}).encode())
+    status = {"written": len(recs) // 64, "dropped": 0, "complete": True, "cupti": {"state": "enabled"}}
+    out += chunk(4, json.dumps(status).encode())
+    return out
+
+
+def main():
+    target, out_dir, root = sys.argv[1], sys.argv[2], sys.argv[3]
+    os.makedirs(out_dir, exist_ok=True)
+    if target == "native":
+        for i, (steps, gpu) in enumerate([(1, False), (3, True), (8, True)]):
+            with open(os.path.join(out_dir, "seed_%d.ptrace" % i), "wb") as f:
+                f.write(native_seed(steps, gpu))
+    elif target == "rules":
+        for p in sorted(glob.glob(os.path.join(root, "rules", "*.json"))):
+            if p.endswith(".schema.json"):
+                continue
+            text = open(p, "rb").read()
+            name = os.path.basename(p)
+            open(os.path.join(out_dir, "rule_" + name), "wb").write(b"\0" + text)
+            rule = json.loads(text)
+            for k, e in [("when", rule.get("when")), ("share", rule.get("gain", {}).get("removable_share"))]:
+                if isinstance(e, str):
+                    open(os.path.join(out_dir, "expr_%s_%s" % (k, name)), "wb").write(b"\1" + e.encode())
+    elif target == "report_diff":
+        binary = os.environ.get("PROFILE_TRAIN", "")
+        traces = sorted(glob.glob(os.path.join(root, "..", "shared", "traces", "**", "*.json.gz"), recursive=True))
+        traces = [t for t in traces if "_derived" not in t and os.path.getsize(t) < 40_000][:4]
+        n = 0
+        if binary and os.access(binary, os.X_OK):
+            for t in traces:
+                with tempfile.TemporaryDirectory() as d:
+                    subprocess.run([binary, "analyze", t, "--format", "json", "--out", d, "-q"],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+                    rp = os.path.join(d, "report.json")
+                    if os.path.exists(rp):
+                        open(os.path.join(out_dir, "report_%d.json" % n), "wb").write(open(rp, "rb").read())
+                        n += 1
+        open(os.path.join(out_dir, "minimal.json"), "w").write('{"schema_version": "1.0"}')
+    else:
+        sys.exit("unknown target " + target)
+
+
+if __name__ == "__main__":
+    main()
