@@ -17,14 +17,7 @@ const json& cases() {
   return j;
 }
 
-std::shared_ptr<const RuleSet> catalog() {
-  static std::shared_ptr<const RuleSet> set = [] {
-    auto s = load_rules();
-    EXPECT_TRUE(s.ok()) << s.status().message();
-    return s.ok() ? *s : nullptr;
-  }();
-  return set;
-}
+std::shared_ptr<const RuleSet> catalog() { return testing::builtin_catalog(); }
 
 const json* find_rec(const json& recs, const std::string& id) {
   for (const auto& r : recs)

@@ -12,6 +12,7 @@
 #include "profile_train/analysis/analyze.h"
 #include "profile_train/rules/engine.h"
 #include "profile_train/trace/importer.h"
+#include "test_util.h"
 
 namespace profile_train::rules {
 namespace {
@@ -37,14 +38,7 @@ std::vector<fs::path> corpus() {
   return out;
 }
 
-std::shared_ptr<const RuleSet> catalog() {
-  static std::shared_ptr<const RuleSet> set = [] {
-    auto s = load_rules();
-    EXPECT_TRUE(s.ok()) << s.status().message();
-    return s.ok() ? *s : nullptr;
-  }();
-  return set;
-}
+std::shared_ptr<const RuleSet> catalog() { return testing::builtin_catalog(); }
 
 const std::map<std::string, json>& reports() {
   static const std::map<std::string, json> all = [] {

@@ -19,14 +19,7 @@ namespace {
 using nlohmann::json;
 using profile_train::testing::TraceBuilder;
 
-std::shared_ptr<const RuleSet> catalog() {
-  static std::shared_ptr<const RuleSet> set = [] {
-    auto s = load_rules();
-    EXPECT_TRUE(s.ok()) << s.status().message();
-    return s.ok() ? *s : nullptr;
-  }();
-  return set;
-}
+std::shared_ptr<const RuleSet> catalog() { return testing::builtin_catalog(); }
 
 json analyzed(trace::Trace t) {
   json r = analysis::build_report(t);

@@ -8,6 +8,9 @@
 #include <string>
 
 #include <nlohmann/json.hpp>
+#include <gtest/gtest.h>
+
+#include "profile_train/rules/engine.h"
 #include <unistd.h>
 
 namespace profile_train::rules::testing {
@@ -62,6 +65,16 @@ inline std::string rule_text(const std::string& id, const std::string& when = "b
          "  \"references\": [\"https://pytorch.org/docs/stable/data.html\"],\n"
          "  \"knobs\": [\"num_workers\"]\n"
          "}\n";
+}
+
+// The built-in catalog, loaded once per test binary (a load failure fails the calling test).
+inline std::shared_ptr<const RuleSet> builtin_catalog() {
+  static std::shared_ptr<const RuleSet> set = [] {
+    auto s = load_rules();
+    EXPECT_TRUE(s.ok()) << s.status().message();
+    return s.ok() ? *s : nullptr;
+  }();
+  return set;
 }
 
 }  // namespace profile_train::rules::testing
