@@ -58,8 +58,11 @@ OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex&
     else if (e.cat == Category::kRuntime || e.cat == Category::kDriver)
       calls[{e.pid, e.tid}].push_back(i);
   }
-  std::unordered_map<size_t, size_t> op_of_call, module_of_call;  // runtime event -> innermost op / module event
-  std::unordered_map<size_t, TimeNs> self_ns;                      // cpu_op event -> self time
+  // Indexed by event: runtime call -> innermost op / module event (kNone if none); cpu_op -> self time.
+  constexpr size_t kNone = SIZE_MAX;
+  std::vector<size_t> op_of_call(t.events.size(), kNone), module_of_call(t.events.size(), kNone);
+  std::vector<TimeNs> self_ns(t.events.size(), 0);
+  std::vector<size_t> ops_seen;  // cpu_op events, in no particular order
   std::vector<size_t> outermost_ops;
   for (auto& [key, rs] : ranges) {
     std::sort(rs.begin(), rs.end(), [&](size_t a, size_t b) {
@@ -90,6 +93,7 @@ OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex&
         if (ops.empty()) outermost_ops.push_back(r);
         else self_ns[ops.back()] -= std::min(e.dur_ns, t.events[ops.back()].end_ns() - e.start_ns);
         self_ns[r] += e.dur_ns;
+        ops_seen.push_back(r);
         ops.push_back(r);
       } else {
         close_until(mods, e.start_ns);
@@ -102,33 +106,49 @@ OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex&
   // GPU activities -> operator and module.
   std::unordered_map<trace::StringId, OperatorRow> by_op;
   std::unordered_map<trace::StringId, ModuleRow> by_module;
-  std::unordered_map<size_t, bool> launched;  // op instances that launched GPU work
+  std::vector<bool> launched(t.events.size(), false);  // op instances that launched GPU work
+  // Kernel classes per distinct (kernel name, launching operator): traces repeat both a lot.
+  enum : uint8_t { kFp32 = 1, kConv = 2 };
+  std::unordered_map<uint64_t, uint8_t> classes;
   for (const auto* list : {&idx.kernels, &idx.memcpys, &idx.memsets}) {
     for (size_t i : *list) {
       const Event& g = t.events[i];
       const int32_t dev = g.device >= 0 ? g.device : static_cast<int32_t>(g.pid);
       if (dev != device || !in_window(g.start_ns)) continue;
       out.gpu_ns += g.dur_ns;
-      size_t op = SIZE_MAX, mod = SIZE_MAX;
+      size_t op = kNone, mod = kNone;
       if (g.external_id >= 0)
         if (auto it = idx.op_by_external_id.find(g.external_id); it != idx.op_by_external_id.end()) op = it->second;
       if (g.correlation >= 0)
         if (auto rt = idx.runtime_by_correlation.find(g.correlation); rt != idx.runtime_by_correlation.end()) {
-          if (op == SIZE_MAX)
-            if (auto o = op_of_call.find(rt->second); o != op_of_call.end()) op = o->second;
-          if (auto m = module_of_call.find(rt->second); m != module_of_call.end()) mod = m->second;
+          if (op == kNone) op = op_of_call[rt->second];
+          mod = module_of_call[rt->second];
         }
-      const std::string& kname = t.name(g);
       const bool kernel = g.cat == Category::kKernel;
-      const bool comm = kernel && is_communication_kernel(kname);
-      const bool fp32 = kernel && !comm && !is_tensor_core_kernel(kname) &&
-                        (is_fp32_tc_eligible_kernel(kname) ||
-                         (op != SIZE_MAX && is_tc_eligible_op(t.name(t.events[op])) && !is_fp64_kernel(kname)));
-      // As gpu.conv_kernel_share counts them: by kernel name, or launched by a convolution operator.
-      const bool conv = kernel && !comm &&
-                        (is_conv_kernel(kname) || (op != SIZE_MAX && is_conv_op(t.name(t.events[op]))));
+      uint8_t cls = 0;
+      if (kernel) {
+        const trace::StringId op_name = op != kNone ? t.events[op].name : 0;
+        const uint64_t key = (uint64_t{g.name} << 32) | op_name;
+        auto it = classes.find(key);
+        if (it == classes.end()) {
+          const std::string& kname = t.name(g);
+          const std::string& oname = t.strings.get(op_name);
+          uint8_t c = 0;
+          if (!is_communication_kernel(kname)) {
+            if (!is_tensor_core_kernel(kname) &&
+                (is_fp32_tc_eligible_kernel(kname) || (!oname.empty() && is_tc_eligible_op(oname) && !is_fp64_kernel(kname))))
+              c |= kFp32;
+            // As gpu.conv_kernel_share counts them: by kernel name, or launched by a convolution operator.
+            if (is_conv_kernel(kname) || is_conv_op(oname)) c |= kConv;
+          }
+          it = classes.emplace(key, c).first;
+        }
+        cls = it->second;
+      }
+      const bool fp32 = cls & kFp32;
+      const bool conv = cls & kConv;
       const bool h2d = g.cat == Category::kMemcpy && g.copy_kind == trace::CopyKind::kHtoD;
-      if (op != SIZE_MAX) {
+      if (op != kNone) {
         out.gpu_attributed_ns += g.dur_ns;
         OperatorRow& row = by_op[t.events[op].name];
         row.gpu_ns += g.dur_ns;
@@ -141,7 +161,7 @@ OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex&
           row.launching_calls++;
         }
       }
-      if (mod != SIZE_MAX) {
+      if (mod != kNone) {
         out.gpu_in_module_ns += g.dur_ns;
         ModuleRow& m = by_module[t.events[mod].name];
         m.gpu_ns += g.dur_ns;
@@ -150,11 +170,11 @@ OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex&
     }
   }
   // Host self time and calls of operators starting in the windows.
-  for (const auto& [op, self] : self_ns) {
+  for (size_t op : ops_seen) {
     const Event& e = t.events[op];
     if (!in_window(e.start_ns)) continue;
     OperatorRow& row = by_op[e.name];
-    row.host_self_ns += std::max<TimeNs>(0, self);
+    row.host_self_ns += std::max<TimeNs>(0, self_ns[op]);
     row.calls++;
   }
   // Outermost operators while the GPU idles.
