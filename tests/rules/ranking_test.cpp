@@ -57,6 +57,16 @@ void launch_loop(TraceBuilder& b, double t0, int kernels, double launch_us, doub
   }
 }
 
+// Five 4 ms steps of 300 launches each: 9 us of launch call for a 2 us kernel, the same launches every step.
+void launch_bound_steps(TraceBuilder& b) {
+  int64_t corr = 0;
+  for (int s = 0; s < 5; ++s) {
+    const double t0 = s * 4000.0;
+    b.annotation("ProfilerStep#" + std::to_string(s), t0, 4000);
+    launch_loop(b, t0 + 5, 300, 9, 2, corr, [](double) { return 0.0; });
+  }
+}
+
 // Allocator churn: every op allocates and frees its output through cudaMalloc/cudaFree (caching allocator off
 // or empty_cache() in the loop): the host sits in the allocator while the GPU idles.
 TEST(Ranking, AllocatorChurnGetsKeepCachingAllocatorFirst) {
@@ -116,12 +126,7 @@ TEST(Ranking, SyncBoundHostGetsAvoidHostSyncFirst) {
 TEST(Ranking, LaunchBoundStaticHostGetsCudaGraphsFirst) {
   TraceBuilder b;
   b.device(0, "NVIDIA H100 80GB HBM3", 132);
-  int64_t corr = 0;
-  for (int s = 0; s < 5; ++s) {
-    const double t0 = s * 4000.0;
-    b.annotation("ProfilerStep#" + std::to_string(s), t0, 4000);
-    launch_loop(b, t0 + 5, 300, 9, 2, corr, [](double) { return 0.0; });
-  }
+  launch_bound_steps(b);
   const json r = analyzed(b.build());
   EXPECT_EQ(r["verdict"]["bottleneck"], "cpu_overhead") << r["verdict"].dump(1);
   EXPECT_EQ(r["gpu"]["static_launch_pattern"], true);
@@ -140,12 +145,7 @@ TEST(Ranking, LaunchBoundStaticHostGetsCudaGraphsFirst) {
 TEST(Ranking, LaunchBoundWithSmallRecordedBatchGetsBatchSizeFirst) {
   TraceBuilder b;
   b.device(0, "NVIDIA H100 80GB HBM3", 132, int64_t{80} << 30);
-  int64_t corr = 0;
-  for (int s = 0; s < 5; ++s) {
-    const double t0 = s * 4000.0;
-    b.annotation("ProfilerStep#" + std::to_string(s), t0, 4000);
-    launch_loop(b, t0 + 5, 300, 9, 2, corr, [](double) { return 0.0; });
-  }
+  launch_bound_steps(b);
   b.fact("dataloader", "batch_size", 4).fact("gpu", "memory_peak_bytes", int64_t{4} << 30)
       .fact("gpu", "memory_total_bytes", int64_t{80} << 30);
   const json r = analyzed(b.build());
