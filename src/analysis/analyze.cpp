@@ -47,6 +47,8 @@ struct Ctx {
   const TraceIndex& idx;
   const StepInfo& si;
   Intervals windows;   // merged step windows
+  Intervals busy;      // merged kernel | copy | memset intervals of the main device (whole trace)
+  Intervals optimizer; // merged Optimizer.step host ranges (Kineto annotations or the shim's NVTX ranges)
   TimeNs total_ns = 0; // sum of step durations
   double nsteps = 0;
   bool in_window(TimeNs ts) const {
@@ -55,6 +57,24 @@ struct Ctx {
   }
   TimeNs clipped(const Intervals& merged) const { return total_length(intersect_intervals(merged, windows)); }
 };
+
+// Merged busy intervals (kernel | copy | memset) of the main device.
+Intervals device_busy(const trace::Trace& t, const TraceIndex& idx) {
+  Intervals busy;
+  for (const auto* list : {&idx.kernels, &idx.memcpys, &idx.memsets})
+    for (size_t i : *list)
+      if (device_of(t.events[i]) == idx.main_device) busy.push_back({t.events[i].start_ns, t.events[i].end_ns()});
+  return merge_intervals(std::move(busy));
+}
+
+// Merged Optimizer.step host ranges.
+Intervals optimizer_ranges(const trace::Trace& t) {
+  Intervals opt;
+  for (const auto& e : t.events)
+    if (!e.is_gpu && (e.cat == Category::kUserAnnotation || e.cat == Category::kCpuOp) && is_optimizer_step_annotation(t.name(e)))
+      opt.push_back({e.start_ns, e.end_ns()});
+  return merge_intervals(std::move(opt));
+}
 
 enum KernelClass : uint8_t { kComm = 1, kTc = 2, kFp64 = 4, kFp32 = 8, kConv = 16, kTf32 = 32 };
 
@@ -123,18 +143,13 @@ json gpu_section(const Ctx& c, std::set<std::string>& missing) {
   const trace::DeviceInfo* props = t.device(dev);
   const double total = static_cast<double>(c.total_ns);
 
-  Intervals kern, busy;
+  Intervals kern;
   std::vector<double> durs_us;
   int64_t nkern = 0, nshort = 0;
   TimeNs kt = 0, tc = 0, tf32 = 0, fp32 = 0, fp64 = 0, conv = 0, opt_t = 0;
   int64_t opt_n = 0;
   // Host ranges of Optimizer.step (launch inside -> optimizer kernel).
-  Intervals opt_ranges;
-  for (const auto& e : t.events)
-    if (!e.is_gpu && (e.cat == Category::kUserAnnotation || e.cat == Category::kCpuOp) &&
-        is_optimizer_step_annotation(t.name(e)))
-      opt_ranges.push_back({e.start_ns, e.end_ns()});
-  opt_ranges = merge_intervals(std::move(opt_ranges));
+  const Intervals& opt_ranges = c.optimizer;
   auto in_opt = [&](TimeNs ts) {
     auto it = std::upper_bound(opt_ranges.begin(), opt_ranges.end(), ts, [](TimeNs v, const Interval& w) { return v < w.end; });
     return it != opt_ranges.end() && it->start <= ts;
@@ -151,7 +166,6 @@ json gpu_section(const Ctx& c, std::set<std::string>& missing) {
     const Event& k = t.events[i];
     if (device_of(k) != dev) continue;
     kern.push_back({k.start_ns, k.end_ns()});
-    busy.push_back({k.start_ns, k.end_ns()});
     double b = k.blocks_per_sm;
     if (!(b > 0) && k.grid_blocks > 0 && props != nullptr && props->num_sms > 0) b = double(k.grid_blocks) / props->num_sms;
     if (b > 0) { bps.push_back({k.start_ns, k.end_ns(), b}); any_launch_cfg = true; }
@@ -186,17 +200,10 @@ json gpu_section(const Ctx& c, std::set<std::string>& missing) {
   int64_t nmemset = 0;
   for (size_t i : idx.memsets) {
     const Event& e = t.events[i];
-    if (device_of(e) != dev) continue;
-    busy.push_back({e.start_ns, e.end_ns()});
-    if (c.in_window(e.start_ns)) ++nmemset;
-  }
-  for (size_t i : idx.memcpys) {
-    const Event& e = t.events[i];
-    if (device_of(e) == dev) busy.push_back({e.start_ns, e.end_ns()});
+    if (device_of(e) == dev && c.in_window(e.start_ns)) ++nmemset;
   }
   kern = merge_intervals(std::move(kern));
-  busy = merge_intervals(std::move(busy));
-  const TimeNs kern_in = c.clipped(kern), busy_in = c.clipped(busy);
+  const TimeNs kern_in = c.clipped(kern), busy_in = c.clipped(c.busy);
   g["utilization"] = r6(kern_in / total);
   g["busy_fraction"] = r6(busy_in / total);
   g["kernels_per_step"] = r6(nkern / c.nsteps);
@@ -323,15 +330,6 @@ json gpu_section(const Ctx& c, std::set<std::string>& missing) {
   return g;
 }
 
-// Merged busy intervals (kernel | copy | memset) of the main device.
-Intervals device_busy(const Ctx& c) {
-  Intervals busy;
-  for (const auto* list : {&c.idx.kernels, &c.idx.memcpys, &c.idx.memsets})
-    for (size_t i : *list)
-      if (device_of(c.t.events[i]) == c.idx.main_device) busy.push_back({c.t.events[i].start_ns, c.t.events[i].end_ns()});
-  return merge_intervals(std::move(busy));
-}
-
 // ---- operators ----------------------------------------------------------------------------------------------
 json operators_section(const Ctx& c) {
   json o = {{"attributed_fraction", nullptr}, {"unattributed_ms_per_step", nullptr}, {"in_module_fraction", nullptr},
@@ -339,7 +337,7 @@ json operators_section(const Ctx& c) {
             {"modules", json::array()}, {"fp32", nullptr}, {"conv", nullptr}, {"idle", nullptr}, {"h2d", nullptr}};
   if (c.total_ns <= 0) return o;
   const OperatorAttribution a = attribute_operators(c.t, c.idx, c.windows, c.idx.main_device,
-                                                    c.idx.has_gpu_activity ? device_busy(c) : Intervals{});
+                                                    c.busy);
   const double n = c.nsteps, total = static_cast<double>(c.total_ns), gpu = static_cast<double>(a.gpu_ns);
   auto per_step_ms = [&](TimeNs v) { return r6(ms(v) / n); };
   constexpr size_t kTop = 10;
@@ -466,15 +464,11 @@ json host_section(const Ctx& c, const RoleRanges& roles) {
     h["cpu_op_fraction"] = r6(c.clipped(cpu_only) / total);
   }
   // Optimizer.step ranges (Kineto annotations or the shim's NVTX ranges), as a share of the step.
-  Intervals opt;
-  for (const auto& e : t.events)
-    if (!e.is_gpu && (e.cat == Category::kUserAnnotation || e.cat == Category::kCpuOp) && is_optimizer_step_annotation(t.name(e)))
-      opt.push_back({e.start_ns, e.end_ns()});
-  opt = merge_intervals(std::move(opt));
+  const Intervals& opt = c.optimizer;
   if (!opt.empty()) h["optimizer_step_fraction"] = r6(c.clipped(opt) / total);
   // What the host does while the GPU idles.
   if (idx.has_gpu_activity) {
-    const Intervals busy = device_busy(c);
+    const Intervals& busy = c.busy;
     // The optimizer's host time only costs step time where the GPU idles meanwhile.
     if (!opt.empty()) h["optimizer_idle_fraction"] = r6(c.clipped(subtract_intervals(opt, busy)) / total);
     constexpr int kDataRole = 5, kCpuRole = 6;  // kRoleNames order
@@ -520,7 +514,7 @@ nlohmann::json build_report(const trace::Trace& t, const AnalysisOptions& option
   const StepInfo si = detect_steps(t, idx);
   const RoleRanges roles = build_role_ranges(t, idx);
 
-  Ctx c{t, idx, si, {}, 0, 0};
+  Ctx c{t, idx, si, {}, device_busy(t, idx), optimizer_ranges(t), 0, 0};
   Intervals w;
   for (const auto& s : si.steps) {
     w.push_back({s.start, s.end});
