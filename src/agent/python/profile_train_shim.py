@@ -47,6 +47,36 @@ def _env_int(name, default=0):
         return default
 
 
+
+def cpu_facts(torch):
+    """The host side a CPU rule needs: the cores this process may run on (affinity, not the machine's
+    count), torch's intra-/inter-op thread pools, the ATen CPU kernel level and whether the CPU computes
+    bf16 natively (AMX or AVX512-BF16; otherwise bf16 autocast is emulated and slower than fp32)."""
+    out = {}
+    try:
+        out["cores"] = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        out["cores"] = os.cpu_count()
+    out["torch_threads"] = int(torch.get_num_threads())
+    out["interop_threads"] = int(torch.get_num_interop_threads())
+    try:
+        out["capability"] = str(torch.backends.cpu.get_cpu_capability())
+    except Exception:
+        out["capability"] = None
+    flags = set()
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    break
+    except OSError:
+        pass
+    out["amx_bf16"] = "amx_bf16" in flags if flags else None
+    out["avx512_bf16"] = "avx512_bf16" in flags if flags else None
+    out["bf16_native"] = (out["amx_bf16"] or out["avx512_bf16"]) if flags else None
+    return out
+
 class _Nvtx:
     """push/pop/mark through torch.cuda.nvtx when it works, else ctypes on libnvtx3interop; else no-ops."""
 
@@ -188,6 +218,7 @@ class _Shim:
             elif ws:
                 f["distributed"] = {"world_size": int(ws)}
             f["versions"] = {"torch": torch.__version__, "python": sys.version.split()[0]}
+            f["cpu"] = cpu_facts(torch)
             f["capture"]["steps_seen"] = self.step_index
             f["capture"]["nvtx_backend"] = self.nvtx.backend
         except Exception as e:  # facts are best effort
