@@ -488,9 +488,19 @@ json host_section(const Ctx& c, const RoleRanges& roles) {
 
 // ---- communication ----------------------------------------------------------------------------------------
 json comm_section(const Ctx& c, const RoleRanges& roles) {
-  json o = {{"kernel_fraction", nullptr}, {"exposed_fraction", nullptr}};
-  if (!c.idx.has_gpu_activity || c.total_ns <= 0) return o;
+  json o = {{"kernel_fraction", nullptr}, {"exposed_fraction", nullptr}, {"measured", false}, {"not_measured_reason", nullptr}};
   const Intervals& comm = roles.role[3];
+  if (!c.idx.has_gpu_activity || c.total_ns <= 0) {
+    // Without GPU activity only collectives recorded on the host (gloo ops in a Kineto trace) count; DDP's
+    // reducer runs its gloo all-reduces outside every range a native CPU capture records.
+    if (!comm.empty()) o["measured"] = true;
+    else
+      o["not_measured_reason"] = c.idx.has_gpu_activity ? "the trace has no step time"
+                                                         : "no GPU activity and no host collective in the trace: the time "
+                                                           "ranks spend in collectives is not separated from compute";
+    return o;
+  }
+  o["measured"] = true;
   const Intervals& comp = roles.role[0];
   const double total = static_cast<double>(c.total_ns);
   o["kernel_fraction"] = r6(c.clipped(comm) / total);

@@ -2,6 +2,7 @@
 #include "profile_train/analysis/job.h"
 
 #include <algorithm>
+#include <vector>
 #include <cmath>
 #include <cstdio>
 
@@ -33,6 +34,7 @@ struct Rank {
   std::string file;
   double step = 0, input = 0, compute = 0, comm = 0, work = 0;
   bool ok = false;
+  bool comm_measured = true;  // false: the collectives' wait is inside compute (see REPORT_FORMAT.md)
   std::string verdict;
 };
 
@@ -49,11 +51,43 @@ Rank read_rank(const RankReport& rr, int64_t index) {
   k.input = role("data_loading");
   // Exposed communication: collectives not overlapped by compute (GPU), else CPU collectives (gloo).
   const auto exposed = number_path(r, {"communication", "exposed_fraction"});
+  const json* measured = r.contains("communication") && r["communication"].is_object() &&
+                                 r["communication"].contains("measured")
+                             ? &r["communication"]["measured"]
+                             : nullptr;
+  k.comm_measured = measured == nullptr || !measured->is_boolean() || measured->get<bool>();
   k.comm = exposed ? *exposed * k.step : role("communication");
   k.work = std::max(0.0, k.step - k.comm);
   k.compute = std::max(0.0, k.work - k.input);
   k.ok = true;
   return k;
+}
+
+// Without measured communication a synchronous job's ranks have the same step time and the wait for a slow
+// rank hides in the others' compute (their backward holds the all-reduce). Data loading is the one phase that
+// stays local to a rank, so only an input straggler can be named; anything else is "unknown", not "balanced".
+json summarize_unmeasured(const std::vector<const Rank*>& ok, double med_step, json out) {
+  const Rank* slow = *std::max_element(ok.begin(), ok.end(), [](const Rank* a, const Rank* b) { return a->input < b->input; });
+  std::vector<double> in_others;
+  for (const Rank* k : ok)
+    if (k != slow) in_others.push_back(k->input);
+  const double excess = slow->input - median(in_others);
+  if (med_step > 0 && excess >= kStragglerShare * med_step) {
+    out["verdict"] = "straggler";
+    out["slowest_rank"] = slow->rank;
+    out["straggler"] = {{"rank", slow->rank}, {"file", slow->file}, {"phase", "input"}, {"excess_ms", r6(excess)},
+                        {"phase_excess_ms", r6(excess)}, {"others_wait_ms", nullptr}};
+    out["summary"] = "Straggler: rank " + std::to_string(slow->rank) + " waits " + fmt("%.1f", excess) +
+                     " ms per step longer for its data than the other ranks (" +
+                     fmt("%.1f%%", 100.0 * excess / med_step) +
+                     " of the step), and they wait for it in their collectives. Communication was not measured.";
+  } else {
+    out["verdict"] = "unknown";
+    out["summary"] = "Communication was not measured, so a rank's compute cannot be told from its wait for the "
+                     "others; no rank's data loading holds the others back (largest excess " +
+                     fmt("%.1f", std::max(0.0, excess)) + " ms per step).";
+  }
+  return out;
 }
 
 }  // namespace
@@ -73,7 +107,7 @@ json summarize_job(const std::vector<RankReport>& reports) {
                               {"mean_step_ms", k.ok ? json(r6(k.step)) : json(nullptr)},
                               {"input_ms", k.ok ? json(r6(k.input)) : json(nullptr)},
                               {"compute_ms", k.ok ? json(r6(k.compute)) : json(nullptr)},
-                              {"communication_wait_ms", k.ok ? json(r6(k.comm)) : json(nullptr)},
+                              {"communication_wait_ms", k.ok && k.comm_measured ? json(r6(k.comm)) : json(nullptr)},
                               {"work_ms", k.ok ? json(r6(k.work)) : json(nullptr)}});
       if (k.ok) ok.push_back(&k);
     }
@@ -87,6 +121,9 @@ json summarize_job(const std::vector<RankReport>& reports) {
       comms.push_back(k->comm);
     }
     const double med_step = median(steps);
+    const bool comm_measured = std::all_of(ok.begin(), ok.end(), [](const Rank* k) { return k->comm_measured; });
+    out["communication_measured"] = comm_measured;
+    if (!comm_measured) return summarize_unmeasured(ok, med_step, out);
     const auto [smin, smax] = std::minmax_element(steps.begin(), steps.end());
     const auto [cmin, cmax] = std::minmax_element(comms.begin(), comms.end());
     out["step_skew"] = med_step > 0 ? json(r6((*smax - *smin) / med_step)) : json(nullptr);

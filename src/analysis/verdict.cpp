@@ -21,6 +21,10 @@
 //     memset + communication >= 0.5) -> gpu_compute, or gpu_memory when peak memory >= 90% of the device.
 //     Otherwise the highest stall score >= 0.05 wins; else cpu_overhead when host_wait dominates GPU idle
 //     time; else unknown.
+//  Close calls: when the runner-up's score is within kCloseMargin (10 points of the step) of the winner's,
+//  verdict.runner_up names it, verdict.close is true and the summary says "close call: A x% vs B y%". Without
+//  GPU activity, a data wait of at least 0.30 within the margin of CPU compute is input_pipeline (the wait is
+//  removable; the compute is the work itself), so runs either side of the 50/50 line get the same verdict.
 //  Confidence starts at 0.55 and grows with the margin over the threshold (max 0.95); it drops when the
 //  runner-up is close, when steps come from a fallback, and when the data-quality counters are high.
 #include <algorithm>
@@ -63,10 +67,24 @@ struct Candidate {
   double threshold;
 };
 
+// Two causes closer than this (share of the step) are a close call: named both, decided by the rules above.
+constexpr double kCloseMargin = 0.10;
+
+std::string label(const std::string& cls) {
+  if (cls == "input_pipeline") return "input pipeline";
+  if (cls == "host_to_device") return "host-to-device copies";
+  if (cls == "cpu_overhead") return "CPU overhead";
+  if (cls == "cpu_only") return "CPU compute";
+  if (cls == "gpu_compute") return "GPU compute";
+  if (cls == "gpu_memory") return "GPU memory";
+  return cls;
+}
+
 }  // namespace
 
 json decide_verdict(const json& r) {
-  json v = {{"bottleneck", "unknown"}, {"confidence", 0.0}, {"summary", ""}, {"evidence", json::array()}};
+  json v = {{"bottleneck", "unknown"}, {"confidence", 0.0}, {"summary", ""}, {"evidence", json::array()},
+            {"runner_up", nullptr}, {"close", false}};
   auto& ev = v["evidence"];
   const double steps = val(r, {"steps", "count"});
   const double mean_ms = val(r, {"steps", "mean_ms"});
@@ -102,9 +120,22 @@ json decide_verdict(const json& r) {
   const double rt = val(r, {"breakdown", "runtime"});
 
   std::string context_ev;  // a general line appended after the class-specific evidence
+  // The second most likely cause, when there is one: named always, called close within kCloseMargin.
+  std::optional<Candidate> runner_up;
+  double best_score = -1;
   auto finish = [&](const char* cls, double conf, std::string summary) {
     if (!context_ev.empty()) ev.push_back(context_ev);
     v["bottleneck"] = cls;
+    if (runner_up && best_score >= 0) {
+      const bool close = std::abs(best_score - runner_up->score) < kCloseMargin;
+      v["runner_up"] = {{"bottleneck", runner_up->cls}, {"score", std::round(runner_up->score * 1e6) / 1e6}};
+      v["close"] = close;
+      if (close) {
+        conf -= 0.15;
+        summary += " Close call: " + label(cls) + " " + pct(best_score) + " vs " + label(runner_up->cls) + " " +
+                   pct(runner_up->score) + " of the step.";
+      }
+    }
     v["confidence"] = std::round(std::clamp(conf - penalty, 0.1, 0.95) * 100.0) / 100.0;
     v["summary"] = std::move(summary);
     ev.push_back(step_ev);
@@ -116,7 +147,9 @@ json decide_verdict(const json& r) {
     const bool gpu_job = flag(r, {"facts", "gpu", "used"}) || str(r, {"source", "distributed", "backend"}) == "nccl" ||
                          val(r, {"breakdown", "runtime"}) > 0;
     ev.push_back("no GPU activity in the trace");
-    if (dl >= 0.30 && dl >= cpu) {
+    if (dl >= 0.30 && dl >= cpu - kCloseMargin) {
+      runner_up = Candidate{"cpu_only", cpu, 0.0};
+      best_score = dl;
       ev.push_back("data loading " + pct(dl) + " of the step, CPU compute " + pct(cpu));
       return finish("input_pipeline", 0.55 + 0.4 * std::min(1.0, (dl - 0.3) / 0.3),
                     "Input pipeline: " + pct(dl) + " of each step waits on the DataLoader.");
@@ -141,8 +174,13 @@ json decide_verdict(const json& r) {
       ev.push_back(step_ev);
       return v;
     }
-    ev.push_back("CPU operators " + pct(cpu) + ", data loading " + pct(dl) + ", communication " +
-                 pct(val(r, {"breakdown", "communication"})) + " of the step");
+    const bool comm_measured = bool_path(r, {"communication", "measured"}).value_or(true) || ccomm > 0;
+    ev.push_back("CPU operators " + pct(cpu) + ", data loading " + pct(dl) +
+                 (comm_measured ? ", communication " + pct(ccomm) + " of the step" : " of the step (communication not measured)"));
+    if (dl > 0) {
+      runner_up = Candidate{"input_pipeline", dl, 0.30};
+      best_score = cpu;
+    }
     return finish("cpu_only", 0.6 + 0.3 * std::min(1.0, cpu),
                   "CPU only: no GPU was used; the step is " + pct(cpu) + " CPU compute.");
   }
@@ -202,7 +240,12 @@ json decide_verdict(const json& r) {
     double conf = 0.55 + 0.4 * std::min(1.0, (best->score - best->threshold) / best->threshold);
     if (runner != nullptr && runner->score > 0.8 * best->score) conf -= 0.15;
     stall_evidence(*best);
-    if (runner != nullptr) stall_evidence(*runner);
+    if (runner != nullptr) {
+      stall_evidence(*runner);
+      runner_up = *runner;
+      best_score = best->score;
+      if (std::abs(best->score - runner->score) < kCloseMargin) conf += 0.15;  // one penalty for a close runner-up
+    }
     return finish(best->cls, conf, summary_for(best->cls, best->score));
   }
   if (busy >= 0.5) {

@@ -30,6 +30,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "job_summary.h"
 #include "pipeline.h"
 #include "profile_train/agent/native_reader.h"
 #include "profile_train/common/folder_lock.h"
@@ -307,6 +308,39 @@ Status annotate_report(const fs::path& report_path, const nlohmann::json& extra,
   return written;
 }
 
+// The rank of each capture file: RANK from the environment the agent saw at start-up; else the rank
+// torch.distributed gave the process (the shim's facts-<pid>.json: launchers other than torchrun, such as
+// Lightning's own DDP launcher or mp.spawn, set RANK late or not at all); else, for a process forked from
+// another captured one (a DataLoader worker), its parent's rank. -1 stays "not distributed".
+void resolve_ranks(const fs::path& capture, std::vector<trace::native::CaptureFileInfo>& infos) {
+  for (auto& info : infos) {
+    if (info.rank >= 0) continue;
+    std::ifstream in(capture / ("facts-" + std::to_string(info.pid) + ".json"));
+    if (!in) continue;
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const auto j = nlohmann::json::parse(ss.str(), nullptr, false);
+    if (!j.is_object() || !j.contains("distributed") || !j["distributed"].is_object()) continue;
+    const auto& d = j["distributed"];
+    if (d.contains("rank") && d["rank"].is_number_integer() && d["rank"].get<int64_t>() >= 0)
+      info.rank = static_cast<int32_t>(d["rank"].get<int64_t>());
+  }
+  std::map<int64_t, int32_t> rank_of_pid;
+  for (const auto& info : infos) rank_of_pid[info.pid] = info.rank;
+  for (auto& info : infos) {
+    // Follow the fork chain up (bounded: a worker of a worker at most a few levels deep).
+    int64_t parent = info.ppid;
+    for (int hops = 0; info.rank < 0 && info.fork_child && hops < 8; ++hops) {
+      const auto it = rank_of_pid.find(parent);
+      if (it == rank_of_pid.end()) break;
+      if (it->second >= 0) info.rank = it->second;
+      const auto up = std::find_if(infos.begin(), infos.end(), [&](const auto& o) { return o.pid == parent; });
+      if (up == infos.end() || !up->fork_child) break;
+      parent = up->ppid;
+    }
+  }
+}
+
 std::string summary_line(const std::string& who, const nlohmann::json& report) {
   std::ostringstream s;
   s << who << ": ";
@@ -397,8 +431,9 @@ int run_command(const RunOptions& o) {
   else if (cr.exit_code != 0)
     std::cerr << "profile-train run: the command exited with code " << cr.exit_code << "\n";
 
-  // Capture files, grouped by rank (a rank's DataLoader workers inherit its RANK).
-  std::map<int32_t, std::vector<fs::path>> by_rank;
+  // Capture files, grouped by rank (see resolve_ranks: RANK, else the shim's torch.distributed rank, else
+  // the process that forked it).
+  std::vector<trace::native::CaptureFileInfo> infos;
   std::vector<std::string> unreadable;
   for (const auto& entry : fs::directory_iterator(capture, ec)) {
     if (entry.path().extension() != ".ptrace") continue;
@@ -407,8 +442,11 @@ int run_command(const RunOptions& o) {
       unreadable.push_back(info.status().message());
       continue;
     }
-    by_rank[info->rank].push_back(entry.path());
+    infos.push_back(std::move(*info));
   }
+  resolve_ranks(capture, infos);
+  std::map<int32_t, std::vector<fs::path>> by_rank;
+  for (const auto& info : infos) by_rank[info.rank].push_back(info.path);
   for (const auto& u : unreadable) std::cerr << "profile-train run: skipped " << u << "\n";
   if (by_rank.empty()) {
     std::cerr << "profile-train run: the capture agent never attached: no capture file in " << capture.string()
@@ -421,6 +459,7 @@ int run_command(const RunOptions& o) {
   nlohmann::json cmd = o.command;
   int report_rc = kExitOk;
   std::vector<std::string> summaries;
+  std::vector<analysis::RankReport> rank_reports;
   for (auto& [rank, files] : by_rank) {
     std::sort(files.begin(), files.end());
     auto tr = trace::native::load_captures(files);
@@ -463,13 +502,19 @@ int run_command(const RunOptions& o) {
       std::cerr << "profile-train run: " << terminal_safe(st.message()) << "\n";
       report_rc = std::max(report_rc, st.exit_code());
     }
-    if (!report.is_null()) summaries.push_back(summary_line(who, report));
+    if (!report.is_null()) {
+      summaries.push_back(summary_line(who, report));
+      if (by_rank.size() > 1) rank_reports.push_back({(opts.out_dir / "report.json").string(), report});
+    }
   }
   if (by_rank.size() > 1 || !summaries.empty()) {
     std::cout << "profile-train run: " << by_rank.size() << (by_rank.size() == 1 ? " trace" : " traces (one per rank)")
               << " in " << out.string() << "\n";
     for (const auto& s : summaries) std::cout << "  " << s << "\n";
   }
+  // The ranks of one job (torchrun, or a launcher of its own): job.json and summary.html beside the rank folders.
+  if (is_one_job(rank_reports))
+    report_rc = std::max(report_rc, report_job(rank_reports, out, /*write_json=*/true, /*write_html=*/true, o.quiet));
   if (interrupted) return stop_rc;
   if (failed) return kExitChildFailed;
   return report_rc;

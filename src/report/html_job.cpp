@@ -32,7 +32,7 @@ std::string render_job_html(const json& job) {
       .raw("</h1></div>\n<p class=\"verdict-summary\">").text(job.value("summary", std::string())).raw("</p>\n</header>\n<main>\n");
   const json& ranks = job.contains("ranks") && job["ranks"].is_array() ? job["ranks"] : json::array();
   double max_ms = 0;
-  for (const auto& r : ranks) max_ms = std::max(max_ms, r.value("mean_step_ms", 0.0));
+  for (const auto& r : ranks) max_ms = std::max(max_ms, detail::number_path(r, {"mean_step_ms"}).value_or(0.0));
   h.raw("<section id=\"job-ranks\"><h2>Per rank (ms per step)</h2>\n<div class=\"opbars\" id=\"job-chart\">\n");
   struct Part {
     const char* key;
@@ -47,7 +47,7 @@ std::string render_job_html(const json& job) {
     h.raw("<div class=\"opbar").raw(slow ? " straggler" : "").raw("\" data-rank=\"").text(r["rank"].dump())
         .raw("\"><code>rank ").text(r["rank"].dump()).raw(slow ? " (straggler)" : "").raw("</code><div class=\"stack\">");
     for (const auto& p : parts) {
-      const double v = r.value(p.key, 0.0);
+      const double v = detail::number_path(r, {p.key}).value_or(0.0);  // null: not measured
       if (v <= 0 || max_ms <= 0) continue;
       h.raw("<span title=\"").raw(p.label).raw(" ").text(fmt_ms(v)).raw("\" style=\"width:")
           .raw(format_fixed(100.0 * v / max_ms, 2)).raw("%;background:").raw(p.color).raw("\"></span>");

@@ -117,12 +117,21 @@ void write_text_summary(const json& r, std::ostream& out, const TextOptions& opt
     out << st.bold("Step") << "      no step window\n";
   }
 
+  // A distributed run whose collectives the trace could not see: say so instead of printing 0%.
+  const json* measured = at(r, {"communication", "measured"});
+  const json* world = at(r, {"source", "distributed", "world_size"});
+  const bool comm_unmeasured = measured != nullptr && measured->is_boolean() && !measured->get<bool>() &&
+                               world != nullptr && world->is_number() && world->get<double>() > 1;
   // Breakdown bar chart.
   if (has_num(r, {"breakdown", "kernel"})) {
     out << st.bold("Breakdown") << " (share of the step, TensorBoard-plugin carving)\n";
     static const char* kRoles[] = {"kernel", "memcpy", "memset", "communication", "runtime", "data_loading", "cpu", "other"};
     constexpr int kWidth = 30;
     for (const char* role : kRoles) {
+      if (std::string(role) == "communication" && comm_unmeasured) {
+        out << "  communication  not measured (see Comm below)\n";
+        continue;
+      }
       const double f = num(r, {"breakdown", role});
       const int n = static_cast<int>(std::lround(f * kWidth));
       std::string bar(static_cast<size_t>(std::max(0, std::min(kWidth, n))), '#');
@@ -182,6 +191,9 @@ void write_text_summary(const json& r, std::ostream& out, const TextOptions& opt
   if (has_num(r, {"communication", "kernel_fraction"}) && num(r, {"communication", "kernel_fraction"}) > 0)
     out << st.bold("Comm") << "      collectives " << pct(num(r, {"communication", "kernel_fraction"})) << " of the step, exposed "
         << pct(num(r, {"communication", "exposed_fraction"})) << "\n";
+  else if (comm_unmeasured)
+    out << st.bold("Comm") << "      not measured: " << str(r, {"communication", "not_measured_reason"})
+        << "\n";
 
   // Recommendations: the material ones in order, minor fixes and notes folded to one line each.
   if (const json* recs = at(r, {"recommendations"}); recs != nullptr && recs->is_array() && !recs->empty()) {

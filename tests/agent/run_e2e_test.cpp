@@ -312,7 +312,7 @@ TEST(RunE2E, TorchrunTwoRanksGiveOneTraceAndReportPerRank) {
   if (!fs::exists(torchrun)) GTEST_SKIP() << "no torchrun next to " << kPython;
   const fs::path out = fresh_dir("run_ddp");
   Proc p = start(run_args(out, {torchrun.string(), "--nproc-per-node", "2", "--master-port", "29517",
-                                (kData / "train_ddp.py").string(), "--steps", "10"}),
+                                (kData / "train_ddp.py").string(), "--steps", "10", "--slow-rank", "1"}),
                  out / "log.txt");
   const int rc = wait_exit(p);
   const std::string log = slurp(out / "log.txt");
@@ -333,6 +333,65 @@ TEST(RunE2E, TorchrunTwoRanksGiveOneTraceAndReportPerRank) {
   EXPECT_EQ(r1["source"]["distributed"]["rank"], 1);
   EXPECT_NE(log.find("rank 0: verdict"), std::string::npos) << log;
   EXPECT_NE(log.find("rank 1: verdict"), std::string::npos) << log;
+  // The job summary of torchrun's ranks names the planted slow-loader rank.
+  std::ifstream jf(out / "job.json");
+  ASSERT_TRUE(jf.good()) << log;
+  const auto job = nlohmann::json::parse(jf);
+  EXPECT_EQ(job["verdict"], "straggler") << job.dump();
+  EXPECT_EQ(job["straggler"]["rank"], 1) << job.dump();
+  EXPECT_EQ(job["straggler"]["phase"], "input") << job.dump();
+}
+
+// Issue 17 item 9 / issue 14: a launcher that is not torchrun (Lightning's devices=2 style: rank 0 starts the
+// other rank with LOCAL_RANK only, RANK never set). One report per rank with the rank torch.distributed gave,
+// communication "not measured" (gloo on the CPU), and the job summary names the planted slow-loader rank.
+TEST(RunE2E, OwnLauncherRanksGetTheirReportsAndTheJobSummaryNamesTheSlowRank) {
+  REQUIRE_TORCH();
+  const fs::path out = fresh_dir("run_own_launcher");
+  Proc p = start(run_args(out, {kPython.string(), (kData / "train_own_launcher.py").string(), "--steps", "8",
+                                "--slow-rank", "1", "--sample-ms", "3"}),
+                 out / "log.txt");
+  const int rc = wait_exit(p);
+  const std::string log = slurp(out / "log.txt");
+  ASSERT_EQ(rc, 0) << log;
+  EXPECT_NE(log.find("2 traces (one per rank)"), std::string::npos) << log;
+  const auto r0 = report_of(out / "rank0");
+  const auto r1 = report_of(out / "rank1");
+  ASSERT_FALSE(r0.is_null() || r1.is_null()) << log;
+  EXPECT_EQ(r0["source"]["distributed"]["rank"], 0);
+  EXPECT_EQ(r1["source"]["distributed"]["rank"], 1);
+  EXPECT_EQ(r0["source"]["distributed"]["world_size"], 2);
+  EXPECT_EQ(r0["steps"]["count"], 8);
+  EXPECT_EQ(r1["steps"]["count"], 8);
+  EXPECT_FALSE(r0["communication"]["measured"].get<bool>());
+  EXPECT_TRUE(r0["communication"]["exposed_fraction"].is_null());
+  EXPECT_NE(log.find("Comm      not measured"), std::string::npos) << log;
+  std::ifstream jf(out / "job.json");
+  ASSERT_TRUE(jf.good()) << log;
+  const auto job = nlohmann::json::parse(jf);
+  EXPECT_EQ(job["verdict"], "straggler") << job.dump();
+  EXPECT_EQ(job["straggler"]["rank"], 1) << job.dump();
+  EXPECT_EQ(job["straggler"]["phase"], "input") << job.dump();
+  EXPECT_FALSE(job["communication_measured"].get<bool>());
+  EXPECT_TRUE(job["ranks"][0]["communication_wait_ms"].is_null());
+  EXPECT_TRUE(fs::exists(out / "summary.html"));
+  EXPECT_NE(log.find("Straggler: rank 1"), std::string::npos) << log;
+}
+
+// Without a slow rank the same job is not called balanced: the collectives' wait cannot be seen.
+TEST(RunE2E, OwnLauncherWithoutAStragglerIsNotCalledBalancedWhenCommunicationIsUnmeasured) {
+  REQUIRE_TORCH();
+  const fs::path out = fresh_dir("run_own_launcher_even");
+  Proc p = start(run_args(out, {kPython.string(), (kData / "train_own_launcher.py").string(), "--steps", "6"}),
+                 out / "log.txt");
+  const int rc = wait_exit(p);
+  const std::string log = slurp(out / "log.txt");
+  ASSERT_EQ(rc, 0) << log;
+  std::ifstream jf(out / "job.json");
+  ASSERT_TRUE(jf.good()) << log;
+  const auto job = nlohmann::json::parse(jf);
+  EXPECT_EQ(job["verdict"], "unknown") << job.dump();
+  EXPECT_TRUE(job["straggler"].is_null()) << job.dump();
 }
 
 TEST(RunE2E, CommandNotFoundIsExit2) {

@@ -1,6 +1,9 @@
 // Verdict per class on synthetic traces (one 100 us step each unless stated).
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <utility>
+
 #include "profile_train/analysis/analyze.h"
 #include "trace_builder.h"
 
@@ -45,6 +48,59 @@ TEST(Verdict, CpuOnly) {
                      .cpu_op("aten::mm", 5, 90)
                      .build();
   EXPECT_EQ(verdict(t), "cpu_only");
+}
+
+// Issue 17 item 7: the same CPU-only script at 48.9% and 56.1% data wait got cpu_only and input_pipeline.
+// A data wait within the close-call margin of CPU compute is input_pipeline on both sides of 50/50, and the
+// verdict names the runner-up.
+trace::Trace cpu_run(int64_t wait_us, int64_t compute_us) {
+  return TraceBuilder()
+      .annotation("ProfilerStep#1", 0, 1000)
+      .annotation("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 0, wait_us)
+      .cpu_op("aten::mm", wait_us, compute_us)
+      .build();
+}
+
+TEST(Verdict, CloseCallEitherSideOfTheLineGetsOneVerdictAndNamesTheRunnerUp) {
+  for (const auto& [wait, compute] : {std::pair<int64_t, int64_t>{489, 500}, {561, 430}}) {
+    const auto v = build_report(cpu_run(wait, compute))["verdict"];
+    EXPECT_EQ(v["bottleneck"], "input_pipeline") << v.dump();
+    ASSERT_TRUE(v["runner_up"].is_object()) << v.dump();
+    EXPECT_EQ(v["runner_up"]["bottleneck"], "cpu_only");
+    const bool close = std::abs(wait - compute) < 100;
+    EXPECT_EQ(v["close"].get<bool>(), close) << v.dump();
+    const std::string summary = v["summary"];
+    EXPECT_EQ(summary.find("Close call: input pipeline") != std::string::npos, close) << summary;
+  }
+  // Well apart: CPU compute wins, no close call, but the runner-up is still named.
+  const auto v = build_report(cpu_run(100, 850))["verdict"];
+  EXPECT_EQ(v["bottleneck"], "cpu_only");
+  EXPECT_FALSE(v["close"].get<bool>());
+  EXPECT_EQ(v["runner_up"]["bottleneck"], "input_pipeline");
+}
+
+TEST(Verdict, CloseGpuStallsNameTheRunnerUpWithLowerConfidence) {
+  // Data wait 30% and exposed H2D copies 25% of the step, on a GPU: a close call between two stalls.
+  auto trace = [](double copy_us) {
+    return TraceBuilder()
+        .device(0)
+        .annotation("ProfilerStep#1", 0, 100)
+        .annotation("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 0, 30)
+        .runtime("cudaMemcpyAsync", 30, 1, 1)
+        .memcpy(CopyKind::kHtoD, MemoryKind::kPageable, MemoryKind::kDevice, 31, copy_us, 1 << 20, 1)
+        .runtime("cudaLaunchKernel", 31 + copy_us, 1, 2)
+        .kernel("volta_sgemm_128x64_nn", 32 + copy_us, 100 - 32 - copy_us, 2)
+        .build();
+  };
+  const auto v = build_report(trace(25))["verdict"];
+  EXPECT_EQ(v["bottleneck"], "input_pipeline") << v.dump();
+  EXPECT_EQ(v["runner_up"]["bottleneck"], "host_to_device") << v.dump();
+  EXPECT_TRUE(v["close"].get<bool>());
+  // Copies under their threshold: no close call, and the verdict is surer.
+  const auto apart = build_report(trace(14))["verdict"];
+  EXPECT_EQ(apart["bottleneck"], "input_pipeline") << apart.dump();
+  EXPECT_FALSE(apart["close"].get<bool>()) << apart.dump();
+  EXPECT_GT(apart["confidence"].get<double>(), v["confidence"].get<double>());
 }
 
 TEST(Verdict, CpuOnlyFromPhaseRangesOfANativeCapture) {

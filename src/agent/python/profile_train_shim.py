@@ -212,11 +212,16 @@ class _Shim:
                 gpu["memory_total_bytes"] = int(props.total_memory)
                 gpu["memory_peak_bytes"] = int(torch.cuda.max_memory_allocated(dev))
             ws = os.environ.get("WORLD_SIZE")
+            # The rank from torch.distributed itself: launchers other than torchrun (Lightning's own DDP
+            # launcher, mp.spawn) do not set RANK in the environment the agent reads at start-up.
             if torch.distributed.is_available() and torch.distributed.is_initialized():
                 f["distributed"] = {"world_size": torch.distributed.get_world_size(),
+                                    "rank": torch.distributed.get_rank(),
                                     "backend": str(torch.distributed.get_backend())}
             elif ws:
                 f["distributed"] = {"world_size": int(ws)}
+                if os.environ.get("RANK", "").isdigit():
+                    f["distributed"]["rank"] = int(os.environ["RANK"])
             f["versions"] = {"torch": torch.__version__, "python": sys.version.split()[0]}
             f["cpu"] = cpu_facts(torch)
             f["capture"]["steps_seen"] = self.step_index

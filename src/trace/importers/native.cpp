@@ -569,6 +569,17 @@ StatusOr<Trace> load_captures(const std::vector<std::filesystem::path>& files, c
       t.quality.notes.push_back(facts_path.filename().string() + ": not valid JSON; facts ignored");
     }
   }
+  // A launcher other than torchrun leaves RANK/WORLD_SIZE unset at start-up; the shim's facts then carry
+  // what torch.distributed said once the process group was up.
+  if (t.facts.contains("distributed") && t.facts["distributed"].is_object()) {
+    const auto& d = t.facts["distributed"];
+    if (t.meta.rank < 0 && d.contains("rank") && d["rank"].is_number_integer())
+      t.meta.rank = d["rank"].get<int32_t>();
+    if (t.meta.world_size <= 0 && d.contains("world_size") && d["world_size"].is_number_integer())
+      t.meta.world_size = d["world_size"].get<int32_t>();
+    if (t.meta.distributed_backend.empty() && d.contains("backend") && d["backend"].is_string())
+      t.meta.distributed_backend = d["backend"].get<std::string>();
+  }
   if (t.facts.contains("versions") && t.facts["versions"].is_object())
     for (auto it = t.facts["versions"].begin(); it != t.facts["versions"].end(); ++it)
       if (it->is_string()) t.meta.versions[it.key()] = it->get<std::string>();
