@@ -113,6 +113,7 @@ constexpr Leaf kLeaves[] = {
     {"facts.optimizer.foreach", T::kBool},
     {"facts.optimizer.fused", T::kBool},
     {"facts.optimizer.weight_decay", T::kNumber},
+    {"facts.optimizer.param_groups", T::kNumber},
     {"facts.amp.autocast_enabled", T::kBool},
     {"facts.amp.dtype", T::kString},
     {"facts.amp.grad_scaler", T::kBool},

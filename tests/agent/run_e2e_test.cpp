@@ -394,6 +394,30 @@ TEST(RunE2E, OwnLauncherWithoutAStragglerIsNotCalledBalancedWhenCommunicationIsU
   EXPECT_TRUE(job["straggler"].is_null()) << job.dump();
 }
 
+// Issue 17 item 10: every optimizer is recorded (dcgan's two), with per-group values (nanoGPT's 0.1/0.0 groups
+// under an optimizer default of 0.01 must not be reported as 0.01).
+TEST(RunE2E, EveryOptimizerAndItsParameterGroupsAreFacts) {
+  REQUIRE_TORCH();
+  const fs::path out = fresh_dir("run_two_optimizers");
+  Proc p = start(run_args(out, {kPython.string(), (kData / "train_two_optimizers.py").string()}), out / "log.txt");
+  const int rc = wait_exit(p);
+  const std::string log = slurp(out / "log.txt");
+  ASSERT_EQ(rc, 0) << log;
+  const auto report = report_of(out);
+  ASSERT_FALSE(report.is_null()) << log;
+  const auto& f = report["facts"];
+  ASSERT_TRUE(f["optimizers"].is_array()) << f.dump();
+  ASSERT_EQ(f["optimizers"].size(), 2u) << f.dump();
+  EXPECT_EQ(f["optimizers"][0]["class"], "Adam");
+  const auto& adamw = f["optimizers"][1];
+  EXPECT_EQ(adamw["class"], "AdamW");
+  EXPECT_EQ(adamw["param_groups"], 2);
+  EXPECT_EQ(adamw["weight_decay_groups"], nlohmann::json::parse("[0.1, 0.0]"));
+  EXPECT_DOUBLE_EQ(adamw["weight_decay"].get<double>(), 0.1);
+  EXPECT_EQ(f["optimizer"]["class"], "Adam");  // the first one that stepped
+  EXPECT_DOUBLE_EQ(f["optimizer"]["weight_decay"].get<double>(), 0.0);
+}
+
 TEST(RunE2E, CommandNotFoundIsExit2) {
   const fs::path out = fresh_dir("run_notfound");
   Proc p = start(run_args(out, {"definitely-not-a-command-xyz"}), out / "log.txt");
