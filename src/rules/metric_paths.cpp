@@ -138,6 +138,8 @@ constexpr Leaf kLeaves[] = {
     {"facts.cpu.interop_threads", T::kNumber},
     {"facts.cpu.capability", T::kString},
     {"facts.cpu.bf16_native", T::kBool},
+    {"facts.cpu.amx_bf16", T::kBool},
+    {"facts.cpu.avx512_bf16", T::kBool},
     {"facts.workload.name", T::kString},
     {"facts.workload.planted", T::kList},
     {"facts.inferred", T::kList},

@@ -100,7 +100,8 @@ INSTANTIATE_TEST_SUITE_P(Catalog, RuleCase,
                                            "zero-grad-set-to-none", "avoid-host-sync", "cudnn-benchmark", "tf32",
                                            "right-size-dtypes", "gpu-preprocessing", "amp", "channels-last",
                                            "batch-size", "gradient-accumulation", "activation-checkpointing",
-                                           "cuda-graphs", "ddp", "fsdp", "comm-overlap", "keep-caching-allocator"),
+                                           "cuda-graphs", "ddp", "fsdp", "comm-overlap", "keep-caching-allocator",
+                                           "cpu-threads", "cpu-bf16-autocast"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string n = info.param;
                            for (char& c : n)
