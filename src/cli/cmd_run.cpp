@@ -51,6 +51,7 @@ struct RunOptions {
   int64_t warmup_steps = 0;
   int64_t steps = 0;
   bool no_python = false;
+  bool stop_after_steps = false;  // end the program once --steps are recorded (Python shim: SystemExit(0))
   bool no_cupti = false;
   std::vector<std::string> rules_dirs;
   std::string perfetto;
@@ -142,7 +143,8 @@ std::string driver_probe() {
 std::vector<std::string> build_env(const RunOptions& o, const fs::path& agent, const fs::path& capture,
                                    const fs::path& shim) {
   static const std::set<std::string> kOurs = {"CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH", "PROFILE_TRAIN_OUT",
-                                              "PROFILE_TRAIN_WARMUP_STEPS", "PROFILE_TRAIN_STEPS", "PYTHONPATH"};
+                                              "PROFILE_TRAIN_WARMUP_STEPS", "PROFILE_TRAIN_STEPS", "PYTHONPATH",
+                                              "PROFILE_TRAIN_STOP_AFTER_STEPS"};
   std::vector<std::string> env;
   std::string old_pythonpath;
   for (char** e = environ; e && *e; ++e) {
@@ -161,6 +163,7 @@ std::vector<std::string> build_env(const RunOptions& o, const fs::path& agent, c
   env.push_back("PROFILE_TRAIN_OUT=" + capture.string());
   env.push_back("PROFILE_TRAIN_WARMUP_STEPS=" + std::to_string(o.warmup_steps));
   env.push_back("PROFILE_TRAIN_STEPS=" + std::to_string(o.steps));
+  if (o.stop_after_steps) env.push_back("PROFILE_TRAIN_STOP_AFTER_STEPS=1");
   if (!o.no_python && !shim.empty()) {
     env.push_back("PYTHONPATH=" + shim.string() + (old_pythonpath.empty() ? "" : ":" + old_pythonpath));
   } else if (!old_pythonpath.empty()) {
@@ -366,6 +369,13 @@ int validate_before_launch(const RunOptions& o, const fs::path& out, const fs::p
   if (o.command.empty())
     return fail(InvalidArgument("no command given (usage: profile-train run [options] -- CMD ARGS...)"), kExitBadInput);
   if (!(o.kill_after_s >= 0)) return fail(InvalidArgument("--kill-after must be >= 0 seconds"), kExitBadInput);
+  if (o.stop_after_steps && o.steps <= 0)
+    return fail(InvalidArgument("--stop-after-steps needs --steps N (the window after which the program ends)"),
+                kExitBadInput);
+  if (o.stop_after_steps && o.no_python)
+    return fail(InvalidArgument("--stop-after-steps ends Python programs through the shim; it cannot be combined "
+                                "with --no-python"),
+                kExitBadInput);
   if (Status st = check_writable(out); !st.ok()) return fail(st, kExitBadInput);
   std::vector<fs::path> rules_dirs(o.rules_dirs.begin(), o.rules_dirs.end());
   if (auto rules = rules::load_rules(rules_dirs); !rules.ok()) return fail(rules.status(), rules.status().exit_code());
@@ -529,6 +539,9 @@ Runner add_run(CLI::App& app, std::vector<std::string> command) {
   sub->add_option("--warmup-steps", opts->warmup_steps, "Steps to run before recording")->check(CLI::NonNegativeNumber);
   sub->add_option("--steps", opts->steps, "Steps to record after the warmup (0: all)")->check(CLI::NonNegativeNumber);
   sub->add_flag("--no-python", opts->no_python, "Do not inject the Python shim (NVTX/CUDA capture only)");
+  sub->add_flag("--stop-after-steps", opts->stop_after_steps,
+                "End a Python program cleanly (SystemExit(0) at the next step boundary) once --warmup-steps + "
+                "--steps are recorded");
   sub->add_flag("--no-cupti", opts->no_cupti,
                 "Do not inject CUDA/CUPTI capture (NVTX and Python ranges only): for runs that use torch.profiler, "
                 "Nsight or another CUPTI client themselves");

@@ -195,8 +195,8 @@ void write_breakdown(Html& h, const json& r) {
   }
   h.raw("</svg></div>\n");
   if (stride > 1)
-    h.raw("<p class=\"hint\">Showing every ").raw(std::to_string(stride)).raw("th of ")
-        .raw(std::to_string(n_steps)).raw(" steps.</p>\n");
+    h.raw("<p class=\"hint\">Showing one step in ").raw(std::to_string(stride)).raw(" (")
+        .raw(std::to_string((n_steps + stride - 1) / stride)).raw(" of ").raw(std::to_string(n_steps)).raw(" steps).</p>\n");
   // Legend + table of the mean.
   h.raw("<table class=\"data breakdown-table\"><thead><tr><th>Category</th><th class=\"num\">Mean per step</th>"
         "<th class=\"num\">Share of step</th><th class=\"bar-col\"></th></tr></thead><tbody>\n");

@@ -37,7 +37,17 @@ void write_code_block(Html& h, const char* lang, const char* label, const std::s
       .raw("\">").text(code).raw("</code></pre></div>\n");
 }
 
-void write_one(Html& h, const json& rec, bool open) {
+// The language of the program the report is about: a LibTorch program (the built-in workload, or a native
+// capture without the Python shim) gets the C++ snippet first; everything else is a Python program.
+bool cpp_program(const json& r) {
+  if (find_path(r, {"facts", "workload", "name"}) != nullptr) return true;
+  const bool native = string_path(r, {"source", "format"}).value_or("") == "native";
+  const bool shim = bool_path(r, {"facts", "capture", "shim"}).value_or(false) ||
+                    find_path(r, {"facts", "versions", "python"}) != nullptr;
+  return native && !shim;
+}
+
+void write_one(Html& h, const json& rec, bool open, bool cpp_first) {
   const std::string id = string_path(rec, {"id"}).value_or("");
   const std::string group = string_path(rec, {"group"}).value_or("");
   const std::string level = string_path(rec, {"evidence_level"}).value_or("measured");
@@ -66,9 +76,22 @@ void write_one(Html& h, const json& rec, bool open) {
   const auto py = string_path(rec, {"fix", "python"});
   const auto cpp = string_path(rec, {"fix", "cpp"});
   if (py || cpp) {
-    h.raw("<div class=\"fixes\">\n");
-    if (py) write_code_block(h, "python", "PyTorch (Python)", *py);
-    if (cpp) write_code_block(h, "cpp", "LibTorch (C++)", *cpp);
+    // The program's own language in full; the other one folded below it.
+    struct Snippet {
+      const char* lang;
+      const char* label;
+      const std::optional<std::string>* code;
+    };
+    const Snippet a{"python", "PyTorch (Python)", &py}, b{"cpp", "LibTorch (C++)", &cpp};
+    const Snippet& first = cpp_first ? b : a;
+    const Snippet& second = cpp_first ? a : b;
+    h.raw("<div class=\"fixes single\" data-first=\"").raw(first.lang).raw("\">\n");
+    if (*first.code) write_code_block(h, first.lang, first.label, **first.code);
+    if (*second.code) {
+      h.raw("<details class=\"fix-other\"><summary>").raw(second.label).raw(" version</summary>\n");
+      write_code_block(h, second.lang, second.label, **second.code);
+      h.raw("</details>\n");
+    }
     h.raw("</div>\n");
   }
   list("caveats", "caveats", "When not to apply it");
@@ -159,6 +182,7 @@ void write_recommendations(Html& h, const json& r) {
     h.raw("<p class=\"na\" id=\"no-recommendations\">No rule fired: nothing cheap to recommend for this trace.</p></section>\n");
     return;
   }
+  const bool cpp_first = cpp_program(r);
   std::vector<const json*> main, minor, notes;
   for (const auto& rec : *recs) {
     const std::string g = string_path(rec, {"group"}).value_or("");
@@ -166,7 +190,7 @@ void write_recommendations(Html& h, const json& r) {
   }
   auto anchor_list = [&](const std::vector<const json*>& items, const char* id, size_t open_first) {
     h.raw("<ol class=\"recs\" id=\"").raw(id).raw("\">\n");
-    for (size_t i = 0; i < items.size(); ++i) write_one(h, *items[i], i < open_first);
+    for (size_t i = 0; i < items.size(); ++i) write_one(h, *items[i], i < open_first, cpp_first);
     h.raw("</ol>\n");
   };
   if (main.empty()) h.raw("<p class=\"na\">Only minor fixes and notes fired.</p>\n");

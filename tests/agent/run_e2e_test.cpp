@@ -91,6 +91,13 @@ std::vector<std::string> run_args(const fs::path& out, std::vector<std::string> 
   return a;
 }
 
+// `run --out OUT OPTS...` where OPTS holds our options, then "--" and the command.
+std::vector<std::string> run_with(const fs::path& out, std::vector<std::string> opts) {
+  std::vector<std::string> a = {kBinary.string(), "run", "--out", out.string()};
+  a.insert(a.end(), opts.begin(), opts.end());
+  return a;
+}
+
 std::map<std::string, int> count_prefixes(const profile_train::trace::Trace& t) {
   std::map<std::string, int> m;
   for (const auto& e : t.events) {
@@ -416,6 +423,40 @@ TEST(RunE2E, EveryOptimizerAndItsParameterGroupsAreFacts) {
   EXPECT_DOUBLE_EQ(adamw["weight_decay"].get<double>(), 0.1);
   EXPECT_EQ(f["optimizer"]["class"], "Adam");  // the first one that stepped
   EXPECT_DOUBLE_EQ(f["optimizer"]["weight_decay"].get<double>(), 0.0);
+}
+
+// Issue 17 item 11: --steps stops recording; --stop-after-steps also ends the program, cleanly (exit 0,
+// facts and report written), at the step boundary after the window.
+TEST(RunE2E, StopAfterStepsEndsThePythonProgramOnceTheWindowIsRecorded) {
+  REQUIRE_TORCH();
+  const fs::path out = fresh_dir("run_stop_after");
+  Proc p = start(run_with(out, {"--warmup-steps", "1", "--steps", "3", "--stop-after-steps", "--", kPython.string(),
+                                (kData / "train_slow_loader.py").string(), "--workers", "0"}),
+                 out / "log.txt");
+  const int rc = wait_exit(p);
+  const std::string log = slurp(out / "log.txt");
+  ASSERT_EQ(rc, 0) << log;
+  EXPECT_NE(log.find("3 step(s) recorded (--stop-after-steps); ending the program"), std::string::npos) << log;
+  EXPECT_EQ(log.find("Traceback"), std::string::npos) << log;
+  const auto report = report_of(out);
+  ASSERT_FALSE(report.is_null()) << log;
+  EXPECT_EQ(report["steps"]["count"], 3) << log;
+  // The program did not run its 30 steps: the shim saw only the window and the step that ended it.
+  EXPECT_LE(report["facts"]["capture"]["steps_seen"].get<int>(), 5) << report["facts"].dump();
+}
+
+TEST(RunE2E, StopAfterStepsWithoutStepsOrWithoutTheShimIsExit2BeforeLaunching) {
+  const fs::path out = fresh_dir("run_stop_after_bad");
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--stop-after-steps", "--", "true"},
+        std::vector<std::string>{"--steps", "2", "--stop-after-steps", "--no-python", "--", "true"}}) {
+    Proc p = start(run_with(out, args), out / "log.txt");
+    const int rc = wait_exit(p);
+    const std::string log = slurp(out / "log.txt");
+    EXPECT_EQ(rc, 2) << log;
+    EXPECT_NE(log.find("--stop-after-steps"), std::string::npos) << log;
+    EXPECT_NE(log.find("nothing was launched"), std::string::npos) << log;
+  }
 }
 
 TEST(RunE2E, CommandNotFoundIsExit2) {

@@ -141,6 +141,28 @@ TEST(Html, RendersWithoutTraceAndWithAnEmptyReport) {
   EXPECT_NO_THROW(render_html(odd, nullptr));
 }
 
+// Issue 17 item 11: a Python program's report shows the Python fix, the C++ one folded; a LibTorch program's
+// (the built-in workload, a native capture without the shim) the other way round.
+TEST(Html, FixSnippetInTheProgramsOwnLanguageFirst) {
+  json report = fixture("report_input_pipeline.json");
+  ASSERT_FALSE(report["recommendations"].empty());
+  auto first_of = [](const std::string& html) {
+    const auto at = html.find("data-first=\"");
+    return at == std::string::npos ? std::string() : html.substr(at + 12, html.find('"', at + 12) - at - 12);
+  };
+  report["source"]["format"] = "native";
+  report["facts"]["capture"]["shim"] = true;
+  const std::string py = render_html(report, nullptr);
+  EXPECT_EQ(first_of(py), "python");
+  EXPECT_NE(py.find("LibTorch (C++) version</summary>"), std::string::npos);
+  report["facts"].erase("capture");
+  report["facts"].erase("versions");
+  report["facts"]["workload"]["name"] = "mlp";
+  const std::string cpp = render_html(report, nullptr);
+  EXPECT_EQ(first_of(cpp), "cpp");
+  EXPECT_NE(cpp.find("PyTorch (Python) version</summary>"), std::string::npos);
+}
+
 TEST(Html, DeviceCardSaysCpuWhenTheRunHadNoGpuAndUnknownWhenTheTraceIsSilent) {
   const std::string cpu = render_html(json{{"source", {{"has_gpu_activity", false}}}}, nullptr);
   EXPECT_NE(cpu.find("CPU (no GPU activity)"), std::string::npos);

@@ -18,7 +18,8 @@ Ranges go through NVTX (torch.cuda.nvtx, else ctypes on libnvtx3interop), which 
 records. Facts are written as JSON to $PROFILE_TRAIN_OUT/facts-<pid>.json at step boundaries (at most once a
 second) and at exit. Everything is best effort: a failure here disables the shim, never the user's program.
 
-Environment: PROFILE_TRAIN_OUT, PROFILE_TRAIN_WARMUP_STEPS, PROFILE_TRAIN_STEPS, PROFILE_TRAIN_OVERRIDES (JSON:
+Environment: PROFILE_TRAIN_OUT, PROFILE_TRAIN_WARMUP_STEPS, PROFILE_TRAIN_STEPS, PROFILE_TRAIN_STOP_AFTER_STEPS
+(1: raise SystemExit(0) at the step boundary after the window), PROFILE_TRAIN_OVERRIDES (JSON:
 dataloader.num_workers / pin_memory / batch_size / prefetch_factor / persistent_workers, amp.dtype off|bf16|fp16).
 """
 
@@ -131,6 +132,7 @@ class _Shim:
         self.out = os.environ.get("PROFILE_TRAIN_OUT", "")
         self.warmup = _env_int("PROFILE_TRAIN_WARMUP_STEPS")
         self.steps = _env_int("PROFILE_TRAIN_STEPS")
+        self.stop_after = os.environ.get("PROFILE_TRAIN_STOP_AFTER_STEPS") == "1"
         # Per-module forward ranges ("nn.Module: <name>"), opt-in: PROFILE_TRAIN_MODULE_RANGES=DEPTH
         # (1 = the model's direct children, 2 = one level further, ...; 0 = off). Deeper means more ranges.
         self.module_depth = _env_int("PROFILE_TRAIN_MODULE_RANGES")
@@ -175,6 +177,12 @@ class _Shim:
                 self.active = False
                 self.nvtx.mark(_CONTROL_STOP)
                 self.write_facts(force=True)
+            if self.stop_after and not self.is_worker and os.getpid() == self.pid:
+                self.stop_after = False
+                sys.stderr.write("profile-train: %d step(s) recorded (--stop-after-steps); ending the program\n"
+                                 % self.steps)
+                sys.stderr.flush()
+                raise SystemExit(0)
             return
         self.nvtx.push("ProfilerStep#%d" % self.step_index)
         self.step_index += 1
