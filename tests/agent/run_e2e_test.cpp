@@ -459,6 +459,21 @@ TEST(RunE2E, StopAfterStepsWithoutStepsOrWithoutTheShimIsExit2BeforeLaunching) {
   }
 }
 
+// Issue 17 item 11: the shim's wrappers (nn.Module.__call__, backward, DataLoader.__next__) stay out of the
+// user's tracebacks; the user's own frames and the exception are all there.
+TEST(RunE2E, UserTracebackHasNoShimFrames) {
+  REQUIRE_TORCH();
+  const fs::path out = fresh_dir("run_traceback");
+  Proc p = start(run_args(out, {kPython.string(), (kData / "raise_in_forward.py").string()}), out / "log.txt");
+  const int rc = wait_exit(p);
+  const std::string log = slurp(out / "log.txt");
+  EXPECT_EQ(rc, 4) << log;  // the command failed (README, exit codes)
+  EXPECT_NE(log.find("ValueError: boom in forward"), std::string::npos) << log;
+  EXPECT_NE(log.find("raise_in_forward.py\", line 9, in forward"), std::string::npos) << log;
+  EXPECT_NE(log.find("raise_in_forward.py\", line 16, in <module>"), std::string::npos) << log;
+  EXPECT_EQ(log.find("profile_train_shim"), std::string::npos) << log;
+}
+
 TEST(RunE2E, CommandNotFoundIsExit2) {
   const fs::path out = fresh_dir("run_notfound");
   Proc p = start(run_args(out, {"definitely-not-a-command-xyz"}), out / "log.txt");

@@ -672,11 +672,48 @@ class _TorchImportHook(importlib.abc.MetaPathFinder):
 _installed = False
 
 
+def _without_shim_frames(tb):
+    """The traceback chain with this file's frames unlinked (tb_next is writable): the user's traceback shows
+    their code and torch's, not the wrappers around nn.Module.__call__, backward and DataLoader.__next__."""
+    here = os.path.abspath(__file__)
+    if here.endswith((".pyc", ".pyo")):
+        here = here[:-1]
+    kept = []
+    while tb is not None:
+        if os.path.abspath(tb.tb_frame.f_code.co_filename) != here:
+            kept.append(tb)
+        tb = tb.tb_next
+    for a, b in zip(kept, kept[1:] + [None]):
+        a.tb_next = b
+    return kept[0] if kept else None
+
+
+def _install_excepthook():
+    previous = sys.excepthook
+
+    def hook(exc_type, exc, tb):
+        try:
+            seen = set()
+            e = exc
+            while e is not None and id(e) not in seen:  # the cause/context chain, as printed
+                seen.add(id(e))
+                if e.__traceback__ is not None:
+                    e.__traceback__ = _without_shim_frames(e.__traceback__)
+                e = e.__cause__ or e.__context__
+            tb = exc.__traceback__ if exc is not None else _without_shim_frames(tb)
+        except Exception:
+            pass  # never lose the user's traceback over this
+        previous(exc_type, exc, tb)
+
+    sys.excepthook = hook
+
+
 def install():
     global _installed
     if _installed or os.environ.get("PROFILE_TRAIN_SHIM", "1") == "0":
         return
     _installed = True
+    _install_excepthook()
     if "torch" in sys.modules:
         _install(sys.modules["torch"])
     else:
