@@ -181,4 +181,33 @@ TEST_F(AnalyzeCli, RanksOfOneJobGetAJobSummary) {
   EXPECT_FALSE(fs::exists(dir_ / "two" / "job.json"));
 }
 
+// Issue 14: the files of a job load in parallel (--jobs), and the outputs are the same as one at a time: the
+// same terminal text in the same order, the same reports, the same job summary; a bad file among them is
+// reported in its place and the others still are.
+TEST_F(AnalyzeCli, ParallelLoadingGivesTheSameOutputsAsOneAtATime) {
+  const fs::path dir = fs::path(PT_TRACES_DIR) / "hta";
+  const fs::path r0 = dir / "timeline_analysis/sampled_rank-0.json.gz", r1 = dir / "trace_filter/sampled_rank-1.json.gz";
+  const fs::path other = dir / "critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz";
+  if (!fs::exists(r0) || !fs::exists(r1) || !fs::exists(other)) GTEST_SKIP() << "HTA traces not found under " << dir;
+  const fs::path bad = write("bad.json.gz", "not gzip at all");
+  const std::string files = "'" + r0.string() + "' '" + bad.string() + "' '" + r1.string() + "' '" + other.string() + "'";
+  const Result one = run("analyze " + files + " --jobs 1 --out '" + (dir_ / "one").string() + "'");
+  const Result four = run("analyze " + files + " --jobs 4 --out '" + (dir_ / "four").string() + "'");
+  EXPECT_EQ(one.rc, 2) << one.err;  // the bad file
+  EXPECT_EQ(four.rc, one.rc) << four.err;
+  std::string a = one.out, b = four.out;
+  for (auto* t : {&a, &b})
+    for (const std::string& d : {(dir_ / "one").string(), (dir_ / "four").string()})
+      for (size_t at = t->find(d); at != std::string::npos; at = t->find(d)) t->replace(at, d.size(), "OUT");
+  EXPECT_EQ(a, b);
+  EXPECT_NE(one.err.find("bad.json.gz"), std::string::npos) << one.err;
+  EXPECT_NE(four.err.find("bad.json.gz"), std::string::npos) << four.err;
+  for (const char* sub : {"sampled_rank-0", "sampled_rank-1", "benchmark_result_2869224_1695835535_trace"}) {
+    SCOPED_TRACE(sub);
+    const auto x = nlohmann::json::parse(slurp(dir_ / "one" / sub / "report.json"));
+    const auto y = nlohmann::json::parse(slurp(dir_ / "four" / sub / "report.json"));
+    EXPECT_EQ(x, y);
+  }
+}
+
 }  // namespace
