@@ -38,7 +38,7 @@ int report_job(const std::vector<analysis::RankReport>& reports, const std::file
     for (const auto& r : job["ranks"]) {
       auto num = [&](const char* k) {
         char buf[32];
-        if (!r[k].is_number()) return std::string("n/a");
+        if (!r[k].is_number()) return std::string(std::string(k) == "communication_wait_ms" ? "not measured" : "n/a");
         std::snprintf(buf, sizeof buf, "%.2f", r[k].get<double>());
         return std::string(buf);
       };

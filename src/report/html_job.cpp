@@ -56,7 +56,13 @@ std::string render_job_html(const json& job) {
                                                                                   : std::nullopt))
         .raw("</span></div>\n");
   }
-  h.raw("</div>\n<p class=\"hint\">");
+  h.raw("</div>\n");
+  if (job.contains("communication_measured") && job["communication_measured"].is_boolean() &&
+      !job["communication_measured"].get<bool>())
+    h.raw("<p class=\"hint\" id=\"comm-not-measured\">Communication was not measured (no GPU activity and no "
+          "collective in the traces): each rank's compute includes its wait for the others in collectives, so only "
+          "data loading, which stays local to a rank, is compared.</p>\n");
+  h.raw("<p class=\"hint\">");
   for (const auto& p : parts) h.raw("<span class=\"swatch\" style=\"background:").raw(p.color).raw("\"></span>").raw(p.label).raw(" &nbsp; ");
   h.raw("</p>\n<table class=\"data sortable\" id=\"job-table\"><thead><tr><th>Rank</th><th class=\"num\">Step</th>"
         "<th class=\"num\">Input</th><th class=\"num\">Compute</th><th class=\"num\">Communication wait</th>"

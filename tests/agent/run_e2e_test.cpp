@@ -381,15 +381,19 @@ TEST(RunE2E, OwnLauncherRanksGetTheirReportsAndTheJobSummaryNamesTheSlowRank) {
   EXPECT_EQ(job["straggler"]["phase"], "input") << job.dump();
   EXPECT_FALSE(job["communication_measured"].get<bool>());
   EXPECT_TRUE(job["ranks"][0]["communication_wait_ms"].is_null());
-  EXPECT_TRUE(fs::exists(out / "summary.html"));
+  EXPECT_NE(slurp(out / "summary.html").find("id=\"comm-not-measured\""), std::string::npos);
   EXPECT_NE(log.find("Straggler: rank 1"), std::string::npos) << log;
+  EXPECT_NE(log.find("not measured  input_pipeline  <- straggler"), std::string::npos) << log;
 }
 
 // Without a slow rank the same job is not called balanced: the collectives' wait cannot be seen.
 TEST(RunE2E, OwnLauncherWithoutAStragglerIsNotCalledBalancedWhenCommunicationIsUnmeasured) {
   REQUIRE_TORCH();
   const fs::path out = fresh_dir("run_own_launcher_even");
-  Proc p = start(run_args(out, {kPython.string(), (kData / "train_own_launcher.py").string(), "--steps", "6"}),
+  // Both ranks wait ~24 ms per step for their data: the noise of a loaded machine stays well under the 10%
+  // straggler threshold.
+  Proc p = start(run_args(out, {kPython.string(), (kData / "train_own_launcher.py").string(), "--steps", "6",
+                                "--every-rank-ms", "3"}),
                  out / "log.txt");
   const int rc = wait_exit(p);
   const std::string log = slurp(out / "log.txt");
@@ -397,8 +401,12 @@ TEST(RunE2E, OwnLauncherWithoutAStragglerIsNotCalledBalancedWhenCommunicationIsU
   std::ifstream jf(out / "job.json");
   ASSERT_TRUE(jf.good()) << log;
   const auto job = nlohmann::json::parse(jf);
-  EXPECT_EQ(job["verdict"], "unknown") << job.dump();
-  EXPECT_TRUE(job["straggler"].is_null()) << job.dump();
+  // Never "balanced" without measured communication. (On a loaded machine one rank's sleeps can overrun
+  // enough to make it an input straggler, which is then what the data show; "unknown" otherwise.)
+  EXPECT_NE(job["verdict"], "balanced") << job.dump();
+  if (job["verdict"] == "unknown") EXPECT_TRUE(job["straggler"].is_null()) << job.dump();
+  else EXPECT_EQ(job["straggler"]["phase"], "input") << job.dump();
+  EXPECT_FALSE(job["communication_measured"].get<bool>());
 }
 
 // Issue 17 item 10: every optimizer is recorded (dcgan's two), with per-group values (nanoGPT's 0.1/0.0 groups

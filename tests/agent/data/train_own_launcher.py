@@ -39,6 +39,7 @@ def main():
     p.add_argument("--devices", type=int, default=2)
     p.add_argument("--slow-rank", type=int, default=-1, help="this rank's samples take --sample-ms each")
     p.add_argument("--sample-ms", type=float, default=3.0)
+    p.add_argument("--every-rank-ms", type=float, default=0.0, help="every rank's samples take this long")
     args = p.parse_args()
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     children = []
@@ -55,6 +56,8 @@ def main():
     ds = TensorDataset(torch.randn(args.steps * 8, 32, generator=g), torch.randint(0, 4, (args.steps * 8,), generator=g))
     if local_rank == args.slow_rank:
         ds = SlowDataset(ds, args.sample_ms / 1000.0)
+    elif args.every_rank_ms > 0:
+        ds = SlowDataset(ds, args.every_rank_ms / 1000.0)
     model = DDP(nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 4)))
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
     loss_fn = nn.CrossEntropyLoss()
