@@ -2,6 +2,7 @@
 #include <cstdint>
 
 #include "core/agent_internal.h"
+#include "profile_train/agent/recorder.h"
 
 extern "C" {
 
@@ -10,6 +11,7 @@ __attribute__((visibility("default"))) int InitializeInjection(void) {
   try {
     return profile_train::agent::cupti_initialize();
   } catch (...) {
+    profile_train::agent::note_internal_error();
     return 0;
   }
 }
@@ -19,6 +21,7 @@ __attribute__((visibility("default"))) int InitializeInjectionNvtx2(const void* 
   try {
     return profile_train::agent::nvtx_initialize(get_export_table);
   } catch (...) {
+    profile_train::agent::note_internal_error();
     return 0;
   }
 }

@@ -87,11 +87,15 @@ struct RecorderStats {
   uint64_t names_bucketed = 0;   // intern calls answered with an "other names" id (table full)
   uint64_t bad_handles = 0;      // NVTX handles passed to us that we never handed out (ignored)
   uint64_t handles_refused = 0;  // NVTX registrations past the handle limit (returned no handle)
+  uint64_t internal_errors = 0;  // exceptions the agent caught inside the host process (see note_internal_error)
 };
 RecorderStats recorder_stats();
 void note_nvtx_init_call();
 void add_dropped(uint64_t n);  // records lost upstream (e.g. CUPTI's own drops)
 void note_bad_nvtx_handle();   // a fabricated / foreign NVTX handle was ignored
 void note_nvtx_handle_limit(); // an NVTX registration got no handle (limit reached)
+// An exception the agent caught instead of letting it reach the host process (whatever was being recorded
+// at that moment may be missing). Counted as internal_errors in the status; lock-free, never throws.
+void note_internal_error() noexcept;
 
 }  // namespace profile_train::agent

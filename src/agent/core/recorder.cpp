@@ -148,7 +148,7 @@ struct Global {
 
   std::atomic<uint64_t> n_records{0}, n_dropped{0}, n_filtered{0}, n_written{0}, n_open_at_exit{0};
   std::atomic<uint64_t> nvtx_init_calls{0};
-  std::atomic<uint64_t> n_bucketed{0}, n_bad_handles{0}, n_handles_refused{0};
+  std::atomic<uint64_t> n_bucketed{0}, n_bad_handles{0}, n_handles_refused{0}, n_internal_errors{0};
   std::atomic<uint64_t> next_range_id{1};
 
   // Capture window (steps): recording flag for synchronous records, timestamps for asynchronous ones.
@@ -397,6 +397,7 @@ std::string dump(const nlohmann::json& j) {
   try {
     return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   } catch (...) {
+    g().n_internal_errors.fetch_add(1, std::memory_order_relaxed);
     return "{}";
   }
 }
@@ -490,6 +491,7 @@ nlohmann::json status_json(bool final_status) {
   s["names_bucketed"] = G.n_bucketed.load();
   s["nvtx_bad_handles"] = G.n_bad_handles.load();
   s["nvtx_handles_refused"] = G.n_handles_refused.load();
+  s["internal_errors"] = G.n_internal_errors.load();
   s["complete"] = final_status;
   return s;
 }
@@ -574,9 +576,9 @@ void* writer_main(void*) {
       }
     }
     if (G.stop_writer.load(std::memory_order_acquire)) break;
-    // Refresh the status now and then so a crashed process still reports its drops.
-    if (++cycles % 20 == 0 && G.n_dropped.load() != last_dropped) {
-      last_dropped = G.n_dropped.load();
+    // Refresh the status now and then so a crashed process still reports its drops and internal errors.
+    if (++cycles % 20 == 0 && G.n_dropped.load() + G.n_internal_errors.load() != last_dropped) {
+      last_dropped = G.n_dropped.load() + G.n_internal_errors.load();
       std::lock_guard<std::mutex> lock(G.mu);
       G.status_dirty = true;
     }
@@ -854,6 +856,7 @@ bool recorder_start(const RecorderConfig& config) {
       if (G.cfg.install_signal_handlers) install_signals();
       G.start_ok = true;
     } catch (...) {
+      note_internal_error();
       G.start_ok = false;
       G.accepting.store(false);
     }
@@ -873,6 +876,7 @@ void recorder_stop() {
     try {
       hook();
     } catch (...) {
+      note_internal_error();
     }
   }
   if (!G.accepting.exchange(false)) return;
@@ -899,6 +903,7 @@ void recorder_stop() {
       G.fd = -1;
     }
   } catch (...) {
+    note_internal_error();
   }
 }
 
@@ -909,6 +914,7 @@ void recorder_flush() {
     std::lock_guard<std::mutex> io(G.io_mu);
     flush_locked(false);
   } catch (...) {
+    note_internal_error();
   }
 }
 
@@ -1105,6 +1111,7 @@ void set_status(const std::string& key, const std::string& json_object) {
     G.status[key] = std::move(v);
     G.status_dirty = true;
   } catch (...) {
+    note_internal_error();
   }
 }
 
@@ -1114,6 +1121,7 @@ void add_json_chunk(format::ChunkType type, const std::string& json_object) {
     std::lock_guard<std::mutex> lock(G.mu);
     G.side_chunks.emplace_back(static_cast<uint16_t>(type), json_object);
   } catch (...) {
+    note_internal_error();
   }
 }
 
@@ -1133,6 +1141,7 @@ RecorderStats recorder_stats() {
   s.names_bucketed = G.n_bucketed.load();
   s.bad_handles = G.n_bad_handles.load();
   s.handles_refused = G.n_handles_refused.load();
+  s.internal_errors = G.n_internal_errors.load();
   return s;
 }
 
@@ -1143,5 +1152,7 @@ void add_dropped(uint64_t n) { g().n_dropped.fetch_add(n); }
 void note_bad_nvtx_handle() { g().n_bad_handles.fetch_add(1, std::memory_order_relaxed); }
 
 void note_nvtx_handle_limit() { g().n_handles_refused.fetch_add(1, std::memory_order_relaxed); }
+
+void note_internal_error() noexcept { g().n_internal_errors.fetch_add(1, std::memory_order_relaxed); }
 
 }  // namespace profile_train::agent
