@@ -10,6 +10,7 @@
 #include "fake_cupti.h"
 #include "profile_train/agent/native_reader.h"
 #include "profile_train/agent/recorder.h"
+#include "recorder_util.h"
 #include "test_util.h"
 
 namespace agent = profile_train::agent;
@@ -23,7 +24,6 @@ namespace {
 agent::RecorderConfig config(const fs::path& dir) {
   agent::RecorderConfig c;
   c.out_dir = dir.string();
-  c.install_signal_handlers = false;
   return c;
 }
 
@@ -98,7 +98,7 @@ int count_named(const Trace& t, Category cat, const std::string& name) {
 TEST(CuptiCapture, CompletedBufferIsTranslatedAndReturned) {
   const fs::path dir = fresh_dir("cupti_buffer");
   const int rc = in_child([&] {
-    if (!agent::recorder_start(config(dir))) return 2;
+    if (!start_recorder(config(dir))) return 2;
     if (cupti::start_capture(fake_cupti_api()) != 1) return 3;
     if (status()["state"] != "enabled") return 4;
     if (int b = run_one_buffer()) return b;
@@ -124,7 +124,7 @@ TEST(CuptiCapture, SecondSubscriberDisablesTheCaptureAndSaysWhy) {
   const fs::path dir = fresh_dir("cupti_subscriber");
   const int rc = in_child([&] {
     fake_cupti().subscribe_result = CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
-    if (!agent::recorder_start(config(dir))) return 2;
+    if (!start_recorder(config(dir))) return 2;
     if (cupti::start_capture(fake_cupti_api()) != 0) return 3;
     if (cupti::start_capture(fake_cupti_api()) != 0) return 4;  // once per process
     const nlohmann::json s = status();
@@ -148,7 +148,7 @@ TEST(CuptiCapture, AFailingOptionalKindIsNamedAndTheOthersStillRecord) {
   const fs::path dir = fresh_dir("cupti_kind");
   const int rc = in_child([&] {
     fake_cupti().failing_kinds = {CUPTI_ACTIVITY_KIND_DRIVER};
-    if (!agent::recorder_start(config(dir))) return 2;
+    if (!start_recorder(config(dir))) return 2;
     if (cupti::start_capture(fake_cupti_api()) != 1) return 3;
     const nlohmann::json s = status();
     if (s["state"] != "enabled") return 4;
@@ -168,7 +168,7 @@ TEST(CuptiCapture, AFailingRequiredKindDisablesTheCaptureAndUndoesTheRest) {
   const fs::path dir = fresh_dir("cupti_required");
   const int rc = in_child([&] {
     fake_cupti().failing_kinds = {CUPTI_ACTIVITY_KIND_MEMCPY};
-    if (!agent::recorder_start(config(dir))) return 2;
+    if (!start_recorder(config(dir))) return 2;
     if (cupti::start_capture(fake_cupti_api()) != 0) return 3;
     const nlohmann::json s = status();
     if (s["state"] != "disabled") return 4;
@@ -188,7 +188,7 @@ TEST(CuptiCapture, DroppedRecordsAreCountedInTheCaptureStatus) {
   const fs::path dir = fresh_dir("cupti_dropped");
   const int rc = in_child([&] {
     fake_cupti().dropped_per_buffer = 7;
-    if (!agent::recorder_start(config(dir))) return 2;
+    if (!start_recorder(config(dir))) return 2;
     if (cupti::start_capture(fake_cupti_api()) != 1) return 3;
     if (int b = run_one_buffer()) return b;
     if (cupti::capture_stats().records_dropped != 7) return 4;
@@ -209,7 +209,7 @@ TEST(CuptiCapture, AnExceptionInTheBufferPathIsCountedAndTheBufferStillReturned)
   const fs::path dir = fresh_dir("cupti_internal");
   const int rc = in_child([&] {
     fake_cupti().throw_in_next_record = true;
-    if (!agent::recorder_start(config(dir))) return 2;
+    if (!start_recorder(config(dir))) return 2;
     if (cupti::start_capture(fake_cupti_api()) != 1) return 3;
     if (int b = run_one_buffer()) return b;
     if (cupti::capture_stats().buffers_returned != 1) return 4;
