@@ -20,6 +20,7 @@
 
 #include "importers/importers_internal.h"
 #include "importers/json_reader.h"
+#include "profile_train/common/utf8.h"
 
 namespace profile_train::trace {
 namespace {
@@ -152,35 +153,6 @@ bool parse_decimal(std::string_view s, int64_t* out) {
 
 // Strings go into reports as JSON, which must be valid UTF-8: invalid sequences become U+FFFD.
 // The all-ASCII fast path (almost every name) costs one pass over 8-byte words.
-bool valid_utf8(std::string_view s) {
-  size_t i = 0;
-  const size_t n = s.size();
-  while (i < n) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t len = 0;
-    uint32_t cp = 0;
-    if ((c & 0xE0) == 0xC0) len = 2, cp = c & 0x1F;
-    else if ((c & 0xF0) == 0xE0) len = 3, cp = c & 0x0F;
-    else if ((c & 0xF8) == 0xF0) len = 4, cp = c & 0x07;
-    else return false;
-    if (i + len > n) return false;
-    for (size_t k = 1; k < len; ++k) {
-      const auto cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-        (cp >= 0xD800 && cp <= 0xDFFF))
-      return false;
-    i += len;
-  }
-  return true;
-}
-
 bool all_ascii(std::string_view s) {
   size_t i = 0;
   uint64_t acc = 0;
@@ -194,22 +166,8 @@ bool all_ascii(std::string_view s) {
 }
 
 std::string_view utf8_safe(std::string_view s, std::string* scratch) {
-  if (all_ascii(s) || valid_utf8(s)) return s;
-  scratch->clear();
-  size_t i = 0;
-  while (i < s.size()) {
-    // Copy the longest valid prefix byte-sequence by sequence; replace each bad byte.
-    size_t j = i + 1;
-    const auto c = static_cast<unsigned char>(s[i]);
-    const size_t len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
-    if (len > 0 && i + len <= s.size() && valid_utf8(s.substr(i, len))) {
-      j = i + len;
-      scratch->append(s.data() + i, len);
-    } else {
-      scratch->append("\xEF\xBF\xBD");
-    }
-    i = j;
-  }
+  if (all_ascii(s) || is_valid_utf8(s)) return s;
+  *scratch = to_valid_utf8(s);
   return *scratch;
 }
 
