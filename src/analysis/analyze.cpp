@@ -667,6 +667,7 @@ nlohmann::json build_report(const trace::Trace& t, const AnalysisOptions& option
                        {"dropped_records", q.dropped_records},
                        {"missing_device_properties", q.missing_device_properties || (t.devices.empty() && idx.has_gpu_activity)},
                        {"notes", notes}};
+  if (q.agent_internal_errors >= 0) r["data_quality"]["agent_internal_errors"] = q.agent_internal_errors;
 
   // ---- source
   if (!idx.has_gpu_activity) missing.insert("gpu_activity");

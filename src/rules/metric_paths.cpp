@@ -153,6 +153,7 @@ constexpr Leaf kLeaves[] = {
     {"data_quality.unmatched_correlations", T::kNumber},
     {"data_quality.dropped_records", T::kNumber},
     {"data_quality.missing_device_properties", T::kNumber},
+    {"data_quality.agent_internal_errors", T::kNumber},
     {"data_quality.notes", T::kList},
 };
 

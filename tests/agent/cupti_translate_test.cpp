@@ -7,6 +7,7 @@
 #include "cupti/translate.h"
 #include "profile_train/agent/native_reader.h"
 #include "profile_train/agent/recorder.h"
+#include "recorder_util.h"
 #include "test_util.h"
 
 namespace agent = profile_train::agent;
@@ -278,6 +279,7 @@ TEST(CuptiInjection, NoDriverDisablesCuptiWithAReason) {
   int status = in_child([&] {
     setenv("PROFILE_TRAIN_OUT", dir.c_str(), 1);
     const int enabled = agent::cupti_initialize();
+    agent::install_process_hooks(kTestHooks);  // the final flush at exit
     if (enabled == 1) return 10;  // a real driver: CUPTI works here, nothing to test
     const std::string s = agent::cupti_status_json();
     if (s.find("\"disabled\"") == std::string::npos) return 3;

@@ -17,6 +17,7 @@
 #include "profile_train/agent/recorder.h"
 #include "profile_train/analysis/analyze.h"
 #include "profile_train/rules/engine.h"
+#include "recorder_util.h"
 #include "test_util.h"
 
 namespace agent = profile_train::agent;
@@ -171,7 +172,6 @@ class SimulatedRun {
 agent::RecorderConfig config(const fs::path& dir) {
   agent::RecorderConfig c;
   c.out_dir = dir.string();
-  c.install_signal_handlers = false;
   return c;
 }
 
@@ -182,7 +182,7 @@ json capture_and_report(const std::string& name, int steps,
                         const std::function<int64_t(SimulatedRun&, int64_t)>& step_body, const json& facts = json()) {
   const fs::path dir = fresh_dir(name);
   const int rc = in_child([&] {
-    if (!agent::recorder_start(config(dir))) return 2;
+    if (!start_recorder(config(dir))) return 2;
     agent::set_status("cupti", R"({"state":"enabled","kinds":["kernel","memcpy","memset","runtime"]})");
     SimulatedRun sim;
     sim.device_h200();

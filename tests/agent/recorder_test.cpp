@@ -21,6 +21,7 @@
 #include "profile_train/agent/native_format.h"
 #include "profile_train/agent/native_reader.h"
 #include "profile_train/agent/recorder.h"
+#include "recorder_util.h"
 #include "test_util.h"
 
 namespace agent = profile_train::agent;
@@ -35,7 +36,6 @@ namespace {
 agent::RecorderConfig config(const fs::path& dir) {
   agent::RecorderConfig c;
   c.out_dir = dir.string();
-  c.install_signal_handlers = false;
   return c;
 }
 
@@ -75,7 +75,7 @@ TEST(Recorder, ThreadsRecordNestedRangesOnTheirOwnStacks) {
   const fs::path dir = fresh_dir("threads");
   constexpr int kThreads = 4, kPairs = 2000;
   ASSERT_EQ(0, in_child([&] {
-    if (!agent::recorder_start(config(dir))) return 2;
+    if (!start_recorder(config(dir))) return 2;
     const uint32_t outer = agent::intern("outer"), inner = agent::intern("inner");
     std::vector<std::thread> ts;
     for (int i = 0; i < kThreads; ++i)
@@ -125,7 +125,7 @@ TEST(Recorder, OverflowDropsAreCountedNotHidden) {
     c.chunk_records = 16;
     c.max_chunks = 2;
     c.flush_interval_ms = 10000;  // the writer does not drain during the burst
-    if (!agent::recorder_start(c)) return 2;
+    if (!start_recorder(c)) return 2;
     const uint32_t n = agent::intern("burst");
     for (int k = 0; k < kRanges; ++k) {
       agent::range_push(n, 0);
@@ -150,7 +150,7 @@ TEST(Recorder, ForkedChildWritesItsOwnFileAndFlushMarkSurvivesUnderscoreExit) {
   ASSERT_EQ(0, in_child([&] {
     auto c = config(dir);
     c.flush_interval_ms = 10000;  // only the flush mark can save the child's records
-    if (!agent::recorder_start(c)) return 2;
+    if (!start_recorder(c)) return 2;
     agent::range_push(agent::intern("parent-before"), 0);
     agent::range_pop(0);
     agent::range_push(agent::intern("open-across-fork"), 0);
@@ -203,7 +203,7 @@ TEST(Recorder, WarmupAndStepsBoundTheRecordedWindow) {
     auto c = config(dir);
     c.warmup_steps = 2;
     c.steps = 3;
-    if (!agent::recorder_start(c)) return 2;
+    if (!start_recorder(c)) return 2;
     for (int s = 0; s < 8; ++s) {
       agent::range_push(agent::intern("ProfilerStep#" + std::to_string(s)), 0);
       agent::range_push(agent::intern("work"), 0);
@@ -251,6 +251,7 @@ TEST(NvtxInjection, FillsTablesIdempotentlyAndRecordsEveryApiFamily) {
   ASSERT_EQ(0, in_child([&] {
     setenv("PROFILE_TRAIN_OUT", dir.c_str(), 1);
     if (agent::nvtx_initialize(fake_export_table) != 1) return 2;
+    agent::install_process_hooks(kTestHooks);
     if (agent::nvtx_initialize(fake_export_table) != 1) return 3;  // a second NVTX instance: same recorder
     auto push_a = reinterpret_cast<int (*)(const char*)>(g_core[NVTX_CBID_CORE_RangePushA]);
     auto pop = reinterpret_cast<int (*)()>(g_core[NVTX_CBID_CORE_RangePop]);
@@ -307,6 +308,7 @@ TEST(NvtxInjection, FabricatedHandlesAreCountedNotDereferenced) {
   ASSERT_EQ(0, in_child([&] {
     setenv("PROFILE_TRAIN_OUT", dir.c_str(), 1);
     if (agent::nvtx_initialize(fake_export_table) != 1) return 2;
+    agent::install_process_hooks(kTestHooks);
     auto dom_create = reinterpret_cast<nvtxDomainHandle_t (*)(const char*)>(g_core2[NVTX_CBID_CORE2_DomainCreateA]);
     auto dom_reg = reinterpret_cast<nvtxStringHandle_t (*)(nvtxDomainHandle_t, const char*)>(
         g_core2[NVTX_CBID_CORE2_DomainRegisterStringA]);
@@ -358,7 +360,7 @@ TEST(Recorder, NameTableIsBoundedAndOverflowIsCounted) {
   const fs::path dir = fresh_dir("names");
   constexpr int kNames = 300000;
   ASSERT_EQ(0, in_child([&] {
-    if (!agent::recorder_start(config(dir))) return 2;
+    if (!start_recorder(config(dir))) return 2;
     const uint32_t early = agent::intern("early-name");
     char name[64];
     for (int i = 0; i < kNames; ++i) {
@@ -395,7 +397,7 @@ TEST(Recorder, AThousandThreadsRecordWithoutDrops) {
   const fs::path dir = fresh_dir("many_threads");
   constexpr int kThreads = 1000, kRanges = 20;
   ASSERT_EQ(0, in_child([&] {
-    if (!agent::recorder_start(config(dir))) return 2;
+    if (!start_recorder(config(dir))) return 2;
     const uint32_t n = agent::intern("pool-range");
     Rendezvous all_recorded(kThreads);  // every thread stays alive (holding its buffer) until all have recorded
     std::vector<std::thread> ts;
@@ -429,7 +431,7 @@ fmtn::Record rec(fmtn::RecordKind k, int64_t start, int64_t end) {
 fs::path write_all_kinds(const std::string& name) {
   const fs::path dir = fresh_dir(name);
   EXPECT_EQ(0, in_child([&] {
-    if (!agent::recorder_start(config(dir))) return 2;
+    if (!start_recorder(config(dir))) return 2;
     agent::range_push(agent::intern("ProfilerStep#0"), 0);
     auto k = rec(fmtn::RecordKind::kKernel, 1000, 3000);
     k.name = agent::intern("void gemm_kernel<float>(...)");

@@ -61,5 +61,20 @@ TEST(Schema, SyntheticReportsConform) {
   EXPECT_EQ(s.validate(bad).size(), 2u);
 }
 
+// The capture agent's internal-error count reaches data_quality for native captures only, and conforms.
+TEST(Schema, AgentInternalErrorsOnlyForNativeCaptures) {
+  const MiniSchema s(load_schema());
+  trace::Trace t = TraceBuilder().annotation("ProfilerStep#1", 0, 100).cpu_op("aten::mm", 1, 50).build();
+  EXPECT_FALSE(build_report(t)["data_quality"].contains("agent_internal_errors"));  // e.g. a Kineto trace
+  t.quality.agent_internal_errors = 3;
+  const auto r = build_report(t);
+  EXPECT_EQ(r["data_quality"]["agent_internal_errors"], 3);
+  const auto errors = s.validate(r);
+  EXPECT_TRUE(errors.empty()) << errors.front();
+  auto bad = r;
+  bad["data_quality"]["agent_internal_errors"] = -1;
+  EXPECT_EQ(s.validate(bad).size(), 1u);
+}
+
 }  // namespace
 }  // namespace profile_train::analysis

@@ -5,7 +5,8 @@
 // and partly filled chunks to this process's file every `flush_interval_ms`. Memory is bounded by
 // `max_chunks` x `chunk_records` records (a thread's first chunk is a small one, so thousands of threads fit);
 // when all are in use new records are dropped and counted. The name table is bounded too (see intern()).
-// Fork: a pthread_atfork child handler gives the child its own file (pt-<pid>-<n>.ptrace) and writer thread.
+// Fork, exit and signals: handlers the injected library's entry point installs (src/agent/core/process_hooks.h);
+// a forked child gets its own file (pt-<pid>-<n>.ptrace) and writer thread.
 // Failure: nothing here throws or exits; a failure disables recording and is noted in the file's status.
 #pragma once
 
@@ -22,9 +23,6 @@ struct RecorderConfig {
   uint32_t chunk_records = 1024;       // records per chunk (64 B each)
   uint32_t max_chunks = 256;           // bound on chunk memory per process (256 x 64 KiB = 16 MiB)
   uint32_t flush_interval_ms = 50;     // max data lost by a process that leaves through _exit / a crash
-  bool install_signal_handlers = true; // SIGINT/SIGTERM: flush, then chain to the previous handler
-  bool install_atexit = true;
-  bool install_atfork = true;
   int64_t warmup_steps = 0;            // ProfilerStep# ranges to skip before recording (0 = record at once)
   int64_t steps = 0;                   // ProfilerStep# ranges to record after warmup (0 = no limit)
 };
@@ -87,11 +85,15 @@ struct RecorderStats {
   uint64_t names_bucketed = 0;   // intern calls answered with an "other names" id (table full)
   uint64_t bad_handles = 0;      // NVTX handles passed to us that we never handed out (ignored)
   uint64_t handles_refused = 0;  // NVTX registrations past the handle limit (returned no handle)
+  uint64_t internal_errors = 0;  // exceptions the agent caught inside the host process (see note_internal_error)
 };
 RecorderStats recorder_stats();
 void note_nvtx_init_call();
 void add_dropped(uint64_t n);  // records lost upstream (e.g. CUPTI's own drops)
 void note_bad_nvtx_handle();   // a fabricated / foreign NVTX handle was ignored
 void note_nvtx_handle_limit(); // an NVTX registration got no handle (limit reached)
+// An exception the agent caught instead of letting it reach the host process (whatever was being recorded
+// at that moment may be missing). Counted as internal_errors in the status; lock-free, never throws.
+void note_internal_error() noexcept;
 
 }  // namespace profile_train::agent

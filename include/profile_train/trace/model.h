@@ -144,6 +144,7 @@ struct DataQuality {
   int64_t clock_anomalies = 0;         // e.g. GPU activity before its launch, timestamps out of range
   int64_t unmatched_correlations = 0;  // filled by analysis: GPU activity without a runtime call, or vice versa
   int64_t dropped_records = 0;         // capture: records lost (buffers full, process exit)
+  int64_t agent_internal_errors = -1;  // native captures: exceptions the agent caught (-1: not a native capture)
   bool missing_device_properties = false;
   std::vector<std::string> notes;      // human-readable, deterministic order
 };

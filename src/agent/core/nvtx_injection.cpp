@@ -225,6 +225,7 @@ int nvtx_initialize(const void* (*get_export_table)(uint32_t)) {
     }
     return 1;
   } catch (...) {
+    note_internal_error();
     return 0;
   }
 }

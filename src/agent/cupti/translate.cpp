@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "profile_train/agent/recorder.h"
+
 namespace profile_train::agent::cupti {
 
 using format::Record;
@@ -192,6 +194,7 @@ Translated translate(const CUpti_Activity* activity, TranslateContext& ctx) {
       try {
         t.device_json = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
       } catch (...) {
+        note_internal_error();
         return {};
       }
       return t;

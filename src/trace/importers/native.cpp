@@ -432,6 +432,13 @@ void add_file(Trace& t, const ParsedFile& f, int64_t& step_ranges) {
   if (const int64_t n = jint(f.status, "nvtx_handles_refused", 0); n > 0)
     q.notes.push_back("pid " + std::to_string(pid) + ": " + std::to_string(n) +
                       " NVTX string or domain registrations were past the agent's limit and got no handle");
+  // Exceptions the agent caught inside the program (it never lets one reach it): counted, summed over files.
+  const int64_t internal_errors = std::max<int64_t>(0, jint(f.status, "internal_errors", 0));
+  q.agent_internal_errors = std::max<int64_t>(0, q.agent_internal_errors) + internal_errors;
+  if (internal_errors > 0)
+    q.notes.push_back("pid " + std::to_string(pid) + ": the agent caught " + std::to_string(internal_errors) +
+                      " internal error" + (internal_errors == 1 ? "" : "s") +
+                      " inside the program; what it was recording at that moment may be missing");
   for (const auto& d : f.devices) {
     DeviceInfo di;
     di.id = static_cast<int32_t>(jint(d, "id", -1));

@@ -1,0 +1,269 @@
+// Reads one traceEvents element straight from the read buffer into a RawEvent (string_views, number text):
+// the fields Kineto writes in every generation, each type-checked; a value of the wrong type is skipped and
+// counted, never fatal.
+#include <charconv>
+
+#include "importers/kineto_parser.h"
+
+namespace profile_train::trace::kineto {
+
+void KinetoParser::field_string(std::string_view* out, bool* has, int hd) {
+  if (r_.peek() == '"') {
+    *out = r_.read_string();
+    *has = true;
+  } else {
+    r_.skip_value(hd);
+    raw_.malformed = true;
+  }
+}
+
+void KinetoParser::field_number(NumberText* out, bool* has, int hd) {
+  const char c = r_.peek();
+  if (c == '-' || JsonReader::is_digit(c)) {
+    *out = r_.read_number();
+    *has = true;
+  } else {
+    r_.skip_value(hd);
+    raw_.malformed = true;
+  }
+}
+
+void KinetoParser::field_id(IdField* f, int hd) {
+  const char c = r_.peek();
+  if (c == '"') {
+    f->str = r_.read_string();
+    f->is_str = true;
+    f->present = true;
+  } else if (c == '-' || JsonReader::is_digit(c)) {
+    if (detail::number_to_i64(r_.read_number(), &f->num)) f->present = true;
+    else raw_.malformed = true;
+  } else {
+    r_.skip_value(hd);
+    raw_.malformed = true;
+  }
+}
+
+void KinetoParser::arg_int(int64_t* out, int hd, bool* has) {
+  const char c = r_.peek();
+  if (c == '-' || JsonReader::is_digit(c)) {
+    if (detail::number_to_i64(r_.read_number(), out)) {
+      if (has != nullptr) *has = true;
+    } else {
+      ++raw_.arg_issues;
+    }
+  } else if (c == '"') {
+    // ROCm writes some ids as strings ("stream": "0x0"); accept decimal or hex text, ignore other text.
+    const std::string_view s = trim(r_.read_string());
+    int64_t v = 0;
+    bool ok = false;
+    if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+      auto [ptr, ec] = std::from_chars(s.data() + 2, s.data() + s.size(), v, 16);
+      ok = ec == std::errc() && ptr == s.data() + s.size();
+    } else {
+      ok = parse_decimal(s, &v);
+    }
+    if (ok) {
+      *out = v;
+      if (has != nullptr) *has = true;
+    }
+  } else {
+    r_.skip_value(hd);
+    if (c != 'n') ++raw_.arg_issues;  // null is a legitimate "unknown"
+  }
+}
+
+void KinetoParser::arg_double(double* out, int hd) {
+  const char c = r_.peek();
+  if (c == '-' || JsonReader::is_digit(c)) {
+    if (!detail::number_to_double(r_.read_number(), out)) ++raw_.arg_issues;
+  } else {
+    r_.skip_value(hd);
+    if (c != 'n') ++raw_.arg_issues;
+  }
+}
+
+void KinetoParser::arg_string(std::string_view* out, bool* has, int hd) {
+  if (r_.peek() == '"') {
+    *out = r_.read_string();
+    *has = true;
+  } else {
+    r_.skip_value(hd);
+    ++raw_.arg_issues;
+  }
+}
+
+void KinetoParser::arg_dim3(int64_t* dims, int* n, int hd) {
+  if (r_.peek() != '[') {
+    const char c = r_.peek();
+    r_.skip_value(hd);
+    if (c != '"' && c != 'n') ++raw_.arg_issues;  // Triton cpu_ops write "grid": "grid(100,)"
+    return;
+  }
+  check_depth(hd + 1);
+  r_.expect('[');
+  if (r_.try_close(']')) return;
+  int k = 0;
+  do {
+    const char c = r_.peek();
+    if (k < 3 && (c == '-' || JsonReader::is_digit(c))) {
+      int64_t v = 0;
+      if (detail::number_to_i64(r_.read_number(), &v) && v >= 0) {
+        dims[k++] = v;
+      } else {
+        ++raw_.arg_issues;
+      }
+    } else {
+      r_.skip_value(hd + 1);
+    }
+  } while (r_.next_or_close(']'));
+  *n = k;
+}
+
+int64_t KinetoParser::resolve_id(const IdField& f) {
+  if (!f.present) return 0;
+  if (!f.is_str) return f.num;
+  std::string_view s = trim(f.str);
+  int64_t v = 0;
+  if (parse_decimal(s, &v)) return v;
+  if (starts_with(s, "stream ") && parse_decimal(trim(s.substr(7)), &v)) return v;  // 2021 GPU tids
+  // Other strings ("Spans", "Traces", "PyTorch Profiler"): stable synthetic ids far from real ones.
+  auto it = synthetic_ids_.find(s);
+  if (it != synthetic_ids_.end()) return it->second;
+  const int64_t id = -(int64_t{1} << 40) - static_cast<int64_t>(synthetic_ids_.size());
+  synthetic_ids_.emplace(std::string(s), id);
+  return id;
+}
+
+void KinetoParser::parse_args(int hd) {
+  if (r_.peek() != '{') {
+    const char c = r_.peek();
+    r_.skip_value(hd);
+    if (c != 'n') ++raw_.arg_issues;
+    return;
+  }
+  check_depth(hd + 1);
+  r_.expect('{');
+  if (r_.try_close('}')) return;
+  const int vd = hd + 1;  // depth holding the arg values
+  do {
+    const std::string_view k = r_.read_string();
+    r_.expect(':');
+    switch (k.size()) {
+      case 4:
+        if (k == "grid") arg_dim3(raw_.grid, &raw_.grid_n, vd);
+        else if (k == "name") arg_string(&raw_.meta_name, &raw_.has_meta_name, vd);
+        else r_.skip_value(vd);
+        break;
+      case 5:
+        if (k == "bytes") arg_int(&raw_.bytes, vd);
+        else if (k == "Bytes") arg_int(&raw_.mem_bytes, vd, &raw_.has_mem_bytes);
+        else if (k == "block") arg_dim3(raw_.block, &raw_.block_n, vd);
+        else r_.skip_value(vd);
+        break;
+      case 6:
+        if (k == "device") arg_int(&raw_.device, vd, &raw_.has_device);
+        else if (k == "stream") arg_int(&raw_.stream, vd, &raw_.has_stream);
+        else r_.skip_value(vd);
+        break;
+      case 9:
+        if (k == "Device Id") arg_int(&raw_.mem_device_id, vd);
+        else r_.skip_value(vd);
+        break;
+      case 11:
+        if (k == "External id" || k == "external id") arg_int(&raw_.external_id, vd);
+        else if (k == "correlation") arg_int(&raw_.correlation, vd);
+        else if (k == "Device Type") arg_int(&raw_.mem_device_type, vd);
+        else r_.skip_value(vd);
+        break;
+      case 13:
+        if (k == "shared memory") arg_int(&raw_.shmem, vd);
+        else if (k == "blocks per SM") arg_double(&raw_.blocks_per_sm, vd);
+        else r_.skip_value(vd);
+        break;
+      case 14:
+        if (k == "cuda_sync_kind") arg_string(&raw_.sync_kind, &raw_.has_sync_kind, vd);
+        else if (k == "Total Reserved") arg_int(&raw_.total_reserved, vd);
+        else r_.skip_value(vd);
+        break;
+      case 15:
+        if (k == "Total Allocated") arg_int(&raw_.total_allocated, vd);
+        else r_.skip_value(vd);
+        break;
+      case 20:
+        if (k == "registers per thread") arg_int(&raw_.regs, vd);
+        else r_.skip_value(vd);
+        break;
+      case 25:
+        if (k == "est. achieved occupancy %") arg_double(&raw_.occupancy, vd);
+        else r_.skip_value(vd);
+        break;
+      default:
+        r_.skip_value(vd);
+    }
+  } while (r_.next_or_close('}'));
+}
+
+void KinetoParser::parse_event(int hd) {
+  raw_ = RawEvent{};
+  if (r_.peek() != '{') {
+    r_.skip_value(hd);
+    raw_.malformed = true;
+    raw_.not_object = true;
+    return;
+  }
+  check_depth(hd + 1);
+  r_.expect('{');
+  if (r_.try_close('}')) {
+    raw_.malformed = true;
+    return;
+  }
+  const int vd = hd + 1;
+  do {
+    const std::string_view k = r_.read_string();
+    r_.expect(':');
+    switch (k.size()) {
+      case 2:
+        if (k == "ph") field_string(&raw_.ph, &raw_.has_ph, vd);
+        else if (k == "ts") field_number(&raw_.ts, &raw_.has_ts, vd);
+        else r_.skip_value(vd);
+        break;
+      case 3:
+        if (k == "cat") field_string(&raw_.cat, &raw_.has_cat, vd);
+        else if (k == "pid") field_id(&raw_.pid, vd);
+        else if (k == "tid") field_id(&raw_.tid, vd);
+        else if (k == "dur") field_number(&raw_.dur, &raw_.has_dur, vd);
+        else r_.skip_value(vd);
+        break;
+      case 4:
+        if (k == "name") field_string(&raw_.name, &raw_.has_name, vd);
+        else if (k == "args") parse_args(vd);
+        else r_.skip_value(vd);
+        break;
+      default:
+        r_.skip_value(vd);
+    }
+  } while (r_.next_or_close('}'));
+}
+
+void KinetoParser::parse_event_array(int holding_depth) {
+  // At '[' (already checked). `holding_depth` is the depth of the container holding the array.
+  bool empty = false;
+  r_.element([&] {
+    check_depth(holding_depth + 1);
+    r_.expect('[');
+    empty = r_.try_close(']');
+  });
+  saw_events_ = true;
+  if (empty) return;
+  const int hd = holding_depth + 1;
+  bool more = true;
+  while (more) {
+    r_.element([&] {
+      parse_event(hd);
+      more = r_.next_or_close(']');
+    });
+    commit_event();
+  }
+}
+
+}  // namespace profile_train::trace::kineto

@@ -1,0 +1,152 @@
+// The Kineto / PyTorch profiler Chrome-trace JSON importer's parser, shared by its files (not installed):
+// kineto_event_reader.cpp reads one traceEvents element into a RawEvent, kineto_metadata.cpp the metadata,
+// kineto_json.cpp walks the document and imports the events into the model; kineto_schema.h is the vocabulary.
+#pragma once
+
+#include <charconv>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "importers/json_reader.h"
+#include "importers/kineto_schema.h"
+#include "profile_train/common/utf8.h"
+#include "profile_train/trace/importer.h"
+
+namespace profile_train::trace::kineto {
+
+using detail::FormatError;
+using detail::JsonError;
+using detail::JsonReader;
+using detail::NumberText;
+using detail::SourceError;
+
+inline std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+inline bool parse_decimal(std::string_view s, int64_t* out) {
+  if (s.empty()) return false;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && ptr == s.data() + s.size();
+}
+
+// Strings go into reports as JSON, which must be valid UTF-8: invalid sequences become U+FFFD.
+// The all-ASCII fast path (almost every name) costs one pass over 8-byte words.
+inline bool all_ascii(std::string_view s) {
+  size_t i = 0;
+  uint64_t acc = 0;
+  for (; i + 8 <= s.size(); i += 8) {
+    uint64_t w;
+    std::memcpy(&w, s.data() + i, 8);
+    acc |= w;
+  }
+  for (; i < s.size(); ++i) acc |= static_cast<unsigned char>(s[i]);
+  return (acc & 0x8080808080808080ull) == 0;
+}
+
+inline std::string_view utf8_safe(std::string_view s, std::string* scratch) {
+  if (all_ascii(s) || is_valid_utf8(s)) return s;
+  *scratch = to_valid_utf8(s);
+  return *scratch;
+}
+
+struct IdField {
+  bool present = false;
+  bool is_str = false;
+  int64_t num = 0;
+  std::string_view str;
+};
+
+// One traceEvents element as read from the buffer (views valid until the next element is read).
+struct RawEvent {
+  std::string_view ph, cat, name;
+  bool has_ph = false, has_cat = false, has_name = false;
+  NumberText ts, dur;
+  bool has_ts = false, has_dur = false;
+  IdField pid, tid;
+  bool malformed = false;
+  bool not_object = false;
+  int arg_issues = 0;
+  // args
+  int64_t external_id = -1, correlation = -1, device = -1, stream = -1, bytes = -1;
+  bool has_device = false, has_stream = false;
+  int64_t grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
+  int grid_n = 0, block_n = 0;
+  int64_t regs = -1, shmem = -1;
+  double blocks_per_sm = -1, occupancy = -1;
+  std::string_view sync_kind;
+  bool has_sync_kind = false;
+  int64_t mem_device_type = 0, mem_device_id = -1, mem_bytes = 0, total_allocated = -1, total_reserved = -1;
+  bool has_mem_bytes = false;
+  std::string_view meta_name;
+  bool has_meta_name = false;
+};
+
+class KinetoParser {
+ public:
+  KinetoParser(ByteSource& src, const LoadOptions& opt, size_t chunk) : src_(src), r_(src, opt.max_json_depth, chunk, opt.max_json_value_bytes) {}
+
+  StatusOr<Trace> run();
+
+ private:
+  void check_depth(int d) {
+    if (d > r_.max_depth()) r_.fail("nesting deeper than " + std::to_string(r_.max_depth()) + " levels");
+  }
+  // kineto_json.cpp: the top-level walk and the events' import into the model.
+  void parse_top_object();
+  void commit_event();
+  void import_complete(const RawEvent& e, Cls cls);
+  void import_instant(const RawEvent& e, Cls cls);
+  // kineto_event_reader.cpp: one traceEvents element into raw_.
+  void parse_event_array(int holding_depth);
+  void parse_event(int hd);
+  void parse_args(int hd);
+  // kineto_metadata.cpp: metadata events and the top-level members other than traceEvents.
+  void import_metadata(const RawEvent& e);
+  void parse_top_member(std::string_view key, int hd);
+  void parse_devices(int hd, bool compute_props, std::vector<DeviceInfo>* out);
+  void parse_distributed(int hd);
+  std::string scalar_text(int hd);  // number or string value as text; other types skipped ("")
+
+  // Field readers (kineto_event_reader.cpp): a value of the wrong type is skipped and recorded.
+  void field_string(std::string_view* out, bool* has, int hd);
+  void field_number(NumberText* out, bool* has, int hd);
+  void field_id(IdField* f, int hd);
+  void arg_int(int64_t* out, int hd, bool* has = nullptr);
+  void arg_double(double* out, int hd);
+  void arg_string(std::string_view* out, bool* has, int hd);
+  void arg_dim3(int64_t* dims, int* n, int hd);
+
+  int64_t resolve_id(const IdField& f);
+
+  ByteSource& src_;
+  JsonReader r_;
+  Trace trace_;
+  RawEvent raw_;
+  bool saw_events_ = false;
+  bool saw_device_props_ = false;
+  bool empty_device_props_ = false;
+  bool has_base_time_ = false;
+  int64_t base_time_ns_ = 0;
+  std::vector<DeviceInfo> devices_;
+  std::map<std::string, int64_t, std::less<>> synthetic_ids_;
+  std::vector<std::pair<int64_t, int64_t>> cpu_pid_counts_;  // (pid, events) of CPU ops, few entries
+  int64_t step_pid_ = INT64_MIN;
+  int64_t gpu_events_ = 0;
+  // Tallies for notes (deterministic order when reported).
+  int64_t arg_issue_events_ = 0;
+  int64_t trace_spans_ = 0, other_instants_ = 0, counters_ = 0, begin_end_ = 0, unknown_phase_ = 0;
+  int64_t profiler_ranges_ = 0, not_objects_ = 0;
+  std::map<std::string, int64_t, std::less<>> unknown_cats_;
+  bool saw_pytorch_span_ = false;
+  std::string utf8_scratch_;  // reused by utf8_safe
+};
+
+}  // namespace profile_train::trace::kineto
