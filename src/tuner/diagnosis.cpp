@@ -2,10 +2,35 @@
 // diagnosis kept per trial in tune.json.
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "profile_train/tuner/tuner.h"
 
 namespace profile_train::tuner {
+namespace {
+
+// true / false when the report says, nullopt when it does not.
+std::optional<bool> bool_at(const nlohmann::json& doc, std::initializer_list<const char*> path) {
+  const nlohmann::json* node = &doc;
+  for (const char* key : path) {
+    if (!node->is_object()) return std::nullopt;
+    auto it = node->find(key);
+    if (it == node->end()) return std::nullopt;
+    node = &*it;
+  }
+  return node->is_boolean() ? std::optional<bool>(node->get<bool>()) : std::nullopt;
+}
+
+// Whether the run trained on a GPU: yes when the report saw one (a device, GPU activity, facts.gpu.available),
+// no only when the facts say none was available and nothing of a GPU was recorded; unknown otherwise.
+std::optional<bool> ran_on_gpu(const nlohmann::json& report) {
+  if (!report.is_object()) return std::nullopt;
+  if (report.contains("device") && report["device"].is_object()) return true;
+  if (bool_at(report, {"source", "has_gpu_activity"}).value_or(false)) return true;
+  return bool_at(report, {"facts", "gpu", "available"});
+}
+
+}  // namespace
 
 std::vector<std::string> knobs_for_recommendation(const nlohmann::json& rec) {
   std::vector<std::string> out;
@@ -104,6 +129,45 @@ nlohmann::json summarize_diagnosis(const nlohmann::json& report) {
   }
   d["recommendations"] = recs;
   return d;
+}
+
+std::vector<SkippedKnob> skipped_values(const KnobSpace& space, const nlohmann::json& report,
+                                        std::optional<bool> host_bf16_native) {
+  std::vector<SkippedKnob> out;
+  const std::optional<bool> gpu = ran_on_gpu(report);
+  if (gpu.value_or(true)) return out;
+  std::optional<bool> bf16 = bool_at(report, {"facts", "cpu", "bf16_native"});
+  const bool bf16_from_report = bf16.has_value();
+  if (!bf16) bf16 = host_bf16_native;
+  const std::string no_gpu = "the baseline ran without a GPU (facts.gpu.available = false)";
+  for (const KnobRange& r : space) {
+    if (r.values.empty()) continue;
+    const std::string& name = r.def->name;
+    const std::string& base = r.values.front();
+    std::vector<std::string> drop;
+    std::string reason;
+    if (name == "pin_memory") {
+      reason = "pinned host memory only speeds up copies to a GPU; " + no_gpu;
+      for (const auto& v : r.values) if (v != base) drop.push_back(v);
+    } else if (name == "cudnn_benchmark" || name == "tf32") {
+      reason = std::string(name == "tf32" ? "TF32" : "the cuDNN autotuner") + " acts on the GPU only; " + no_gpu;
+      for (const auto& v : r.values) if (v != base) drop.push_back(v);
+    } else if (name == "amp") {
+      for (const auto& v : r.values) {
+        if (v == base) continue;
+        if (v == "fp16" || (v == "bf16" && bf16.has_value() && !*bf16)) drop.push_back(v);
+      }
+      auto dropped = [&](const char* v) { return std::find(drop.begin(), drop.end(), v) != drop.end(); };
+      if (dropped("fp16")) reason = "fp16 autocast needs a GPU (" + no_gpu + ")";
+      if (dropped("bf16")) {
+        reason += std::string(reason.empty() ? "" : "; ") + "bf16 autocast is emulated on a CPU without AMX or " +
+                  "AVX512-BF16 (" + (bf16_from_report ? "facts.cpu.bf16_native" : "this host's /proc/cpuinfo") +
+                  " = false), slower than fp32";
+      }
+    }
+    if (!drop.empty()) out.push_back({name, drop, reason});
+  }
+  return out;
 }
 
 }  // namespace profile_train::tuner

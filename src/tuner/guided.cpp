@@ -133,7 +133,7 @@ class GuidedStrategy : public Strategy {
   // A step of `knob` that did not pay is often limited by something else (a bigger batch becomes
   // input-bound): its own report says what limits it now. Try that trial's config with the top recommended other knob moved
   // one step. Returns the trial index, -1 when the budget is spent, -2 when there was nothing to try.
-  static int combined_move(Tuner& t, int plateau, const std::string& knob) {
+  static int combined_move(Tuner& t, int plateau, const std::string& knob, int reference) {
     const Trial& p = t.trial(plateau);
     if (!p.ok()) return -2;
     const Config pc = p.config;
@@ -146,7 +146,8 @@ class GuidedStrategy : public Strategy {
       Config c = with(pc, j, next);
       if (t.known_to_oom(c) || t.find(c) >= 0) continue;
       return t.evaluate(c, "trial #" + std::to_string(p_index) + " (" + knob + "=" + pc.at(knob) +
-                               ") did not pay on its own; its diagnosis recommends " + j + " -> " + j + "=" + next);
+                               ") did not pay on its own; its diagnosis recommends " + j + " -> " + j + "=" + next,
+                        0, reference);
     }
     return -2;
   }
@@ -168,7 +169,7 @@ class GuidedStrategy : public Strategy {
         t.note("skip " + knob + "=" + value + ": a smaller batch already ran out of memory");
         return -2;
       }
-      return t.evaluate(c, why);
+      return t.evaluate(c, why, 0, local);  // each run right after a run of the local best
     };
     if (r->def->kind == KnobKind::kInteger) {
       const long long cur = config_int(start, knob, -1);
@@ -201,7 +202,7 @@ class GuidedStrategy : public Strategy {
           }
         }
         // If the step moved the bottleneck, follow that trial's own diagnosis once.
-        const int c = combined_move(t, i, knob);
+        const int c = combined_move(t, i, knob, local);
         if (c == -1) return;
         if (c >= 0 && t.better(c, local)) {
           t.note("combined move kept: trial #" + std::to_string(t.trial(c).index));
@@ -250,7 +251,8 @@ class GuidedStrategy : public Strategy {
       const Trial& a = t.trial(local);
       const Trial& b = t.trial(t.best());
       t.note("keep " + describe_config(a.config, t.space()) + " (trial #" + std::to_string(a.index) + "): " +
-             format_fixed(a.mean) + " vs " + format_fixed(b.mean) + " (+" + format_fixed(100.0 * (a.mean / b.mean - 1.0)) + "%)");
+             format_fixed(a.mean) + " vs " + format_fixed(b.mean) + " (+" +
+             format_fixed(100.0 * (t.ratio(local, t.best()) - 1.0)) + "%)");
       t.set_best(local);
     } else {
       t.note("no significant gain from " + knob + "; keeping " + knob + "=" +
