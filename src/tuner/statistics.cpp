@@ -44,13 +44,26 @@ SteadyState steady_state_of(const nlohmann::json& report) {
     dev.reserve(d.size());
     for (double x : d) dev.push_back(std::fabs(x - m));
     const double spread = 1.4826 * median(dev);  // MAD scaled to a normal sd
-    s.warmup_threshold_ms = m + std::max(3.0 * spread, 0.25 * m);
+    // Twice the 90th percentile (nearest rank) bounds the threshold where steps alternate fast / slow and
+    // the MAD is as large as the gap between the two.
+    std::vector<double> sorted = d;
+    std::sort(sorted.begin(), sorted.end());
+    const double p90 = sorted[static_cast<size_t>(std::ceil(0.9 * static_cast<double>(sorted.size()))) - 1];
+    s.warmup_threshold_ms = std::min(m + std::max(3.0 * spread, 0.25 * m), 2.0 * p90);
     size_t k = 0;
     while (k < d.size() / 2 && d[k] > s.warmup_threshold_ms) s.excluded_ms.push_back(d[k++]);
     s.warmup_excluded = static_cast<int>(k);
-    s.step_ms = median(std::vector<double>(d.begin() + static_cast<std::ptrdiff_t>(k), d.end()));
-    s.steps = static_cast<int>(d.size() - k);
-    s.method = "median of post-warm-up steps";
+    std::vector<double> kept(d.begin() + static_cast<std::ptrdiff_t>(k), d.end());
+    std::sort(kept.begin(), kept.end());
+    // 10% off each end (at least one step each from 3 steps on), the mean of the rest.
+    const size_t n = kept.size();
+    const size_t trim = std::min((n + 9) / 10, (n - 1) / 2);
+    double sum = 0;
+    for (size_t i = trim; i < n - trim; ++i) sum += kept[i];
+    s.step_ms = sum / static_cast<double>(n - 2 * trim);
+    s.steps = static_cast<int>(n);
+    s.trimmed = static_cast<int>(2 * trim);
+    s.method = "trimmed mean of post-warm-up steps";
     return s;
   }
   const double med = number_or(steps, "median_ms", NAN);

@@ -222,9 +222,10 @@ json tune_json(const TuneResult& result, const KnobSpace& space, const TuneRepor
   doc["metric"] = {{"unit", per_sample ? "samples/s" : "steps/s"},
                    {"note", ctx.metric_note.empty()
                                 ? std::string("batch_size / steady-state step time of each run's report.json: the "
-                                              "median of its steps after the leading warm-up steps (those above "
-                                              "median + max(3 x 1.4826 MAD, 25%), at most half; runs[].warmup_"
-                                              "excluded lists them); steps/s when the batch size is unknown")
+                                              "10%-trimmed mean of its steps after the leading warm-up steps "
+                                              "(those above median + max(3 x 1.4826 MAD, 25%), at most half; "
+                                              "runs[].warmup_excluded lists them); steps/s when the batch size "
+                                              "is unknown")
                                 : ctx.metric_note}};
   json sp = json::object();
   for (const KnobRange& r : space) sp[r.def->name] = {{"values", r.values}, {"auto", r.is_auto}};
@@ -266,6 +267,7 @@ json tune_json(const TuneResult& result, const KnobSpace& space, const TuneRepor
                     {"step_ms", r.step_ms > 0 ? json(r.step_ms) : json(nullptr)},
                     {"metric", r.steady.method},
                     {"warmup_excluded", r.steady.warmup_excluded},
+                    {"trimmed", r.steady.trimmed},
                     {"excluded_ms", r.steady.excluded_ms}});
   }
   doc["runs"] = runs;

@@ -68,7 +68,7 @@ TEST(TuneEndToEnd, FindsWorkersForAnUnmodifiedScriptThroughTheShim) {
     EXPECT_EQ(runs[i]["trial"], expected_trial) << i << " " << runs.dump(1);
     // The script's first step (the loader's first fetch, lazy init) is no part of the metric.
     EXPECT_GE(runs[i]["warmup_excluded"].get<int>(), 0);
-    EXPECT_EQ(runs[i]["metric"], "median of post-warm-up steps");
+    EXPECT_EQ(runs[i]["metric"], "trimmed mean of post-warm-up steps");
   }
   EXPECT_EQ(runs[9]["phase"], "confirm");
   // No GPU here: pin_memory=1 is not tried, and both outputs say why.

@@ -68,12 +68,20 @@ TEST(SteadyState, LeadingCompileStepsAreExcludedAndAnOrdinaryFirstStepIsKept) {
   const pt::SteadyState compile = pt::steady_state_of(per_step_report({8900, 3000, 56, 58, 55, 57, 56, 900, 55}));
   EXPECT_EQ(compile.warmup_excluded, 2);
   EXPECT_EQ(compile.excluded_ms, (std::vector<double>{8900, 3000}));
-  EXPECT_DOUBLE_EQ(compile.step_ms, 56);  // the later 900 ms step (a checkpoint) does not move the median
-  EXPECT_EQ(compile.method, "median of post-warm-up steps");
+  // The later 900 ms step (a checkpoint) is trimmed with the shortest one: the mean of 56, 58, 57, 56, 55.
+  EXPECT_NEAR(compile.step_ms, 56.4, 1e-9);
+  EXPECT_EQ(compile.trimmed, 2);
+  EXPECT_EQ(compile.method, "trimmed mean of post-warm-up steps");
 
   const pt::SteadyState ordinary = pt::steady_state_of(per_step_report({60, 56, 58, 55, 57}));
   EXPECT_EQ(ordinary.warmup_excluded, 0);
   EXPECT_DOUBLE_EQ(ordinary.step_ms, 57);
+
+  // Alternating fast / slow steps (two DataLoader workers delivering): the time per step, not the median.
+  const pt::SteadyState alternating =
+      pt::steady_state_of(per_step_report({80, 3, 37, 3, 37, 3, 37, 3, 37, 3, 37, 3, 37, 3, 37, 3, 37, 3, 37, 3, 37}));
+  EXPECT_EQ(alternating.warmup_excluded, 1);
+  EXPECT_DOUBLE_EQ(alternating.step_ms, 20);
 
   // Bimodal steps (every other step waits): never more than half are called warm-up.
   const pt::SteadyState bimodal = pt::steady_state_of(per_step_report({2500, 2500, 2500, 2500, 209, 209, 209, 209}));

@@ -25,7 +25,7 @@ namespace profile_train::tuner {
 //   noise{pooled_relative_sd,degrees_of_freedom,method},
 //   skipped_knobs[{knob,values[],reason}] (values that cannot act on this machine, not tried),
 //   runs[{trial,repeat,phase: baseline|search|confirm,role: alone|reference|candidate,status,throughput|null,
-//         step_ms|null,metric,warmup_excluded,excluded_ms[]}] (every process run, in the order they ran),
+//         step_ms|null,metric,warmup_excluded,trimmed,excluded_ms[]}] (every process run, in the order they ran),
 //   trials[{index,config{knob:value},reason,status,throughput|null,stddev,relative_sd,values[],measurements,
 //           early_stopped,accepted,is_baseline,is_best,duration_s,peak_memory_bytes,message,dirs[],
 //           diagnosis{bottleneck,confidence,summary,recommendations[{id,title,knobs[]}]},
