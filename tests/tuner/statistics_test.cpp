@@ -302,3 +302,20 @@ TEST(PartialResults, OnlyAfterAnInterruptNotAfterMaxTrials) {
   EXPECT_TRUE(cut.partial);
   EXPECT_NE(pt::tune_html(pt::tune_json(cut, space, ctx)).find("partial results"), std::string::npos);
 }
+
+TEST(Inconclusive, AClearGainIsNotLostToANoiseEstimateFromOneDegreeOfFreedom) {
+  // The flaky end-to-end case: --baseline-repeats 2 --repeats 1, the baseline's two runs 11% apart, a real
+  // x2 gain. With one degree of freedom (t = 12.7) the bar was above x2; two more pairs settle it.
+  Surface s = with_slow_first_step();
+  s.noise_rel_sd = 0;
+  s.load = [](int run) { return run == 2 ? 1.11 : 1.0; };  // a relative sd of 7.8%, as measured
+  s.pin_gain = 2.2;
+  pt::TuneOptions opt;
+  opt.baseline_repeats = 2;
+  opt.repeats = 1;
+  const Session o = tune(s, {range("pin_memory=0,1")}, "guided", opt);
+  ASSERT_GE(o.result.best, 0);
+  EXPECT_EQ(o.result.trials[o.result.best].config.at("pin_memory"), "1");
+  EXPECT_TRUE(o.result.confirmation.claimed) << o.result.confirmation.status;
+  EXPECT_EQ(o.result.trials[1].pairs.size(), 3u + 3u);  // 1 + 2 in the search, 3 in the check
+}
