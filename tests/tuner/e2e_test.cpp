@@ -2,8 +2,9 @@
 // num_workers > 0 through the Python shim's overrides, measured interleaved with the baseline and confirmed
 // head to head, skipping pin_memory on this CPU-only machine and stopping at --max-trials without "partial
 // results". Needs the built profile-train binary, a Python with torch, and a working `profile-train run`
-// (skipped with the reason otherwise). It runs 9 Python processes (13 when the search needs two more pairs;
-// about 4-10 s each on a 2-core machine): the one test of the whole loop through real processes.
+// (skipped with the reason otherwise). It runs 9 Python processes (13 when the search needs two more pairs),
+// 4-12 s each on the 2-core machine: 69-160 s measured under load. It is the one test of the whole loop
+// through real processes; the statistics themselves are covered by statistics_test.cpp in milliseconds.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -41,7 +42,7 @@ TEST(TuneEndToEnd, FindsWorkersForAnUnmodifiedScriptThroughTheShim) {
                                 "--repeats", "1", "--baseline-repeats", "3", "--confirm-repeats", "2",
                                 "--max-trials", "2", "--trial-timeout", "120", "--out", (out / "tune").string(), "--",
                                 python.string(), script.string()},
-                               {"SLOW_TRAIN_STEPS=20"}, out / "tune.log", 400, nullptr, 2);
+                               {"SLOW_TRAIN_STEPS=20"}, out / "tune.log", 450, nullptr, 2);
   const std::string log = pt::read_tail(out / "tune.log", 16384);
   ASSERT_TRUE(r.started);
   ASSERT_EQ(r.exit_code, 0) << log;
