@@ -51,7 +51,8 @@ for name in ("grid", "guided"):
         print(f"  #{t['index']:>2} {t['config']} {t['status']:>10} {tp} {d['metric']['unit']}")
     if d.get("best"):
         s = d["speedup"]
-        sigma = f"{s['sigma']:.2f}" if s.get("sigma") is not None else "?"
-        print(f"  best {d['best']['config']}: x{s['value']:.2f} ± {sigma} vs baseline; change: {d['change']['summary']}")
+        iv = f"95% interval {s['low']:.2f}-{s['high']:.2f}" if s.get("low") is not None else s.get("interval", "?")
+        claim = "confirmed" if s.get("claimed") else "not claimed"
+        print(f"  best {d['best']['config']}: x{s['value']:.2f} ({iv}; {claim}) vs baseline; change: {d['change']['summary']}")
 PY
 exit $rc

@@ -64,8 +64,9 @@ if same:
     print(f"guided's config as measured by the grid / grid best: {same[0]['throughput'] / gb['throughput']:.3f}")
 print(f"trials guided/grid: {len(guided['trials'])}/{len(grid['trials'])} = {len(guided['trials']) / len(grid['trials']):.3f}")
 print(f"measured noise (pooled relative sd): grid {100 * grid['noise']['pooled_relative_sd']:.1f}%  guided {100 * guided['noise']['pooled_relative_sd']:.1f}%")
-sg = guided['speedup']['sigma']
-print(f"guided speedup over its baseline: x{guided['speedup']['value']:.2f} ± {sg if sg is None else round(sg, 2)} (1 sigma); change: {guided['change']['summary']}")
+sp = guided['speedup']
+iv = f"95% interval {sp['low']:.2f}-{sp['high']:.2f}" if sp.get('low') is not None else sp.get('interval', '')
+print(f"guided speedup over its baseline: x{sp['value']:.2f} ({iv}, {'confirmed' if sp.get('claimed') else 'not claimed'} head to head); change: {guided['change']['summary']}")
 json.dump({"grid_best": gb["config"], "guided_best": ub["config"], "grid_trials": len(grid["trials"]),
            "guided_trials": len(guided["trials"]), "sweep_ratio": ub["throughput"] / gb["throughput"]},
           open(os.path.join(out, "summary.json"), "w"))

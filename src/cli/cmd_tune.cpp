@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -46,6 +47,7 @@ struct TuneArgs {
   double trial_timeout_s = 900;
   int repeats = 2;
   int baseline_repeats = 3;
+  int confirm_repeats = 3;
   double min_gain = 0.02;
   std::string max_memory;
   std::string out = "profile-train-tune";
@@ -76,6 +78,23 @@ StatusOr<double> parse_bytes(const std::string& s) {
   else return InvalidArgument("--max-memory '" + s + "': unknown unit '" + unit + "'");
   if (!(v > 0)) return InvalidArgument("--max-memory '" + s + "': must be positive");
   return v * mul;
+}
+
+// Whether this host's CPU computes bf16 natively (AMX or AVX512-BF16 in /proc/cpuinfo); nullopt when unreadable.
+// Trials run here, so it stands in for facts.cpu.bf16_native when a report lacks it (the built-in workload).
+std::optional<bool> host_bf16_native() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (in && std::getline(in, line)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    std::istringstream words(line.substr(line.find(':') == std::string::npos ? 0 : line.find(':') + 1));
+    std::string w;
+    while (words >> w) {
+      if (w == "amx_bf16" || w == "avx512_bf16") return true;
+    }
+    return false;
+  }
+  return std::nullopt;
 }
 
 // The raw arguments after `--workload MODEL` (CLI11 splits unknown flags from their values, so the order is
@@ -124,6 +143,7 @@ StatusOr<TuneSetup> make_setup(const TuneArgs& a, const std::vector<std::string>
     return InvalidArgument("--strategy '" + a.strategy + "': expected guided or grid");
   }
   if (a.repeats < 1 || a.baseline_repeats < 1) return InvalidArgument("--repeats must be at least 1");
+  if (a.confirm_repeats < 0) return InvalidArgument("--confirm-repeats must be 0 or more");
   char buf[4096];
   const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
   if (n <= 0) return Internal("cannot resolve /proc/self/exe");
@@ -221,7 +241,9 @@ StatusOr<TuneSetup> make_setup(const TuneArgs& a, const std::vector<std::string>
   o.trial_timeout_s = a.trial_timeout_s;
   o.repeats = a.repeats;
   o.baseline_repeats = std::max(a.repeats, a.baseline_repeats);
+  o.confirm_repeats = a.confirm_repeats;
   o.min_gain = a.min_gain;
+  o.host_bf16_native = host_bf16_native();
   o.interrupted = &g_interrupted;
   if (!a.max_memory.empty()) {
     auto b = parse_bytes(a.max_memory);
@@ -325,8 +347,8 @@ int run_tune(const TuneArgs& args, const std::vector<std::string>& workload_flag
     if (trial.ok()) {
       err << format_fixed(trial.mean) << (trial.per_sample ? " samples/s" : " steps/s");
       if (trial.values.size() > 1 && trial.mean > 0) err << " ±" << format_fixed(100.0 * trial.stddev / trial.mean) << "%";
-      if (t.baseline() >= 0 && t.trial(t.baseline()).ok()) {
-        err << " (x" << format_fixed(trial.mean / t.trial(t.baseline()).mean, 2) << " vs baseline)";
+      if (t.baseline() >= 0 && t.trial(t.baseline()).ok() && trial.index - 1 != t.baseline()) {
+        err << " (x" << format_fixed(t.ratio(trial.index - 1, t.baseline()), 2) << " vs baseline)";
       }
       if (trial.early_stopped) err << " [early stop: clearly slower]";
     } else {
@@ -353,8 +375,14 @@ int run_tune(const TuneArgs& args, const std::vector<std::string>& workload_flag
   // Final summary.
   const nlohmann::json doc = tn::tune_json(result, space, ctx);
   err << "profile-train tune: " << result.trials.size() << " trials, " << terminal_safe(result.stop_reason);
+  if (result.partial) err << " (partial results)";
   if (result.noise_samples > 0) err << "; measured noise ±" << format_fixed(100.0 * result.pooled_relative_sd) << "%";
   err << "\n";
+  for (const auto& k : result.skipped) {
+    std::string values;
+    for (const auto& v : k.values) values += (values.empty() ? "" : ",") + v;
+    err << "  skipped " << terminal_safe(k.knob) << "=" << terminal_safe(values) << ": " << terminal_safe(k.reason) << "\n";
+  }
   if (result.baseline < 0 || result.best < 0) {
     err << "profile-train tune: the baseline could not be measured";
     if (!result.trials.empty()) {
@@ -369,11 +397,25 @@ int run_tune(const TuneArgs& args, const std::vector<std::string>& workload_flag
   const std::string unit = best.per_sample ? " samples/s" : " steps/s";
   err << "  baseline #" << base.index << "  " << terminal_safe(tn::describe_config(base.config, space)) << ": " << format_fixed(base.mean)
       << unit << "\n";
+  if (const tn::Confirmation& cf = result.confirmation; cf.candidate >= 0) {
+    const tn::Trial& c = result.trials[cf.candidate];
+    err << "  head to head #" << c.index << " vs #" << base.index << ": ";
+    if (cf.ran) {
+      err << "x" << format_fixed(cf.estimate.ratio, 2);
+      if (cf.estimate.interval_known()) {
+        err << " (95% interval " << format_fixed(cf.estimate.low, 2) << "-" << format_fixed(cf.estimate.high, 2) << ")";
+      }
+      err << " over " << cf.estimate.pairs << " interleaved pairs: ";
+    }
+    err << terminal_safe(cf.status) << "\n";
+  }
+  const nlohmann::json& sp = doc["speedup"];
   err << "  best     #" << best.index << "  " << terminal_safe(tn::describe_config(best.config, space)) << ": " << format_fixed(best.mean)
-      << unit << "  (x" << format_fixed(doc["speedup"]["value"].get<double>(), 2) << " ± "
-      << (doc["speedup"]["sigma"].is_number() ? format_fixed(doc["speedup"]["sigma"].get<double>(), 2)
-                                              : std::string("? (noise not measured)"))
-      << ")\n";
+      << unit << "  (x" << format_fixed(sp["value"].get<double>(), 2);
+  if (sp["low"].is_number()) {
+    err << ", 95% interval " << format_fixed(sp["low"].get<double>(), 2) << "-" << format_fixed(sp["high"].get<double>(), 2);
+  }
+  err << (result.best == result.baseline ? "" : sp.value("claimed", false) ? ", confirmed" : ", not confirmed") << ")\n";
   const nlohmann::json& change = doc["change"];
   err << "  change: " << terminal_safe(change.value("summary", std::string())) << "\n";
   if (s.runner.target.kind == tn::TuneTarget::Kind::kCommand && change.contains("python")) {
@@ -412,6 +454,9 @@ Runner add_tune(CLI::App& app, std::vector<std::string> command) {
   sub->add_option("--trial-timeout", args->trial_timeout_s, "kill one measurement after this many seconds");
   sub->add_option("--repeats", args->repeats, "measurements per trial (noise estimate), default 2");
   sub->add_option("--baseline-repeats", args->baseline_repeats, "measurements of the baseline, default 3");
+  sub->add_option("--confirm-repeats", args->confirm_repeats,
+                  "fresh interleaved (baseline, winner) pairs of the final head-to-head check, default 3 (0: no check, "
+                  "no gain claimed)");
   sub->add_option("--min-gain", args->min_gain, "smallest relative gain worth keeping, default 0.02");
   sub->add_option("--max-memory", args->max_memory, "peak-memory cap, e.g. 40G: trials above it count as OOM");
   sub->add_option("--out", args->out, "output folder (tune.json, tune.html, trials/)");

@@ -40,22 +40,28 @@ long long batch_from_facts(const nlohmann::json& report) {
   return (std::isfinite(b) && b >= 1) ? static_cast<long long>(b) : 0;
 }
 
+double Pair::log_ratio() const {
+  return value > 0 && reference_value > 0 ? std::log(value / reference_value) : 0.0;
+}
+
 Status metric_from_report(const nlohmann::json& report, const Config& config, long long known_batch,
                           Measurement* m) {
   if (!report.is_object()) return BadInput("no report.json");
-  const double mean_ms = number_at(report, {"steps", "mean_ms"});
   const double count = number_at(report, {"steps", "count"});
-  if (!std::isfinite(mean_ms) || mean_ms <= 0) {
-    return BadInput("report.json has no step time (steps.mean_ms is missing or not positive)");
+  const SteadyState steady = steady_state_of(report);
+  const double step_ms = steady.step_ms;
+  if (!(step_ms > 0)) {
+    return BadInput("report.json has no step time (steps.per_step / median_ms / mean_ms missing or not positive)");
   }
   if (std::isfinite(count) && count < 1) return BadInput("report.json measured no steps (steps.count = 0)");
   long long batch = config_int(config, "batch_size", 0);
   if (batch <= 0) batch = batch_from_facts(report);
   if (batch <= 0) batch = known_batch;
-  m->step_ms = mean_ms;
+  m->step_ms = step_ms;
+  m->steady = steady;
   m->steps = std::isfinite(count) ? static_cast<long long>(count) : 0;
   m->per_sample = batch > 0;
-  m->throughput = (batch > 0 ? static_cast<double>(batch) : 1.0) * 1000.0 / mean_ms;
+  m->throughput = (batch > 0 ? static_cast<double>(batch) : 1.0) * 1000.0 / step_ms;
   // Peak memory: the GPU allocator's peak when captured, else the shim's fact.
   double peak = number_at(report, {"gpu", "memory", "peak_allocated_bytes"});
   if (!std::isfinite(peak)) peak = number_at(report, {"facts", "gpu", "memory_peak_bytes"});

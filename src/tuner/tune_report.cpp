@@ -14,6 +14,10 @@ namespace profile_train::tuner {
 
 using report::detail::html_escape;  // the writers' escaping: also replaces invalid UTF-8
 
+constexpr const char* kIntervalMethod =
+    "exp(mean +- t(dof) x sd / sqrt(n)) of ln(winner / baseline) over fresh interleaved pairs, the sd pooling "
+    "their spread with the session's paired noise";
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -59,6 +63,26 @@ bool report_on_gpu(const json& report) {
 }
 
 std::string py_bool(const std::string& v) { return v == "1" ? "True" : "False"; }
+
+// Trial / baseline: exp(mean ln ratio) of its search pairs against the baseline, else the ratio of means.
+double vs_baseline(const Trial& t, const TuneResult& result) {
+  const Trial& base = result.trials.at(result.baseline);
+  if (&t == &base) return 1.0;
+  double sum = 0;
+  int n = 0;
+  for (const Pair& p : t.pairs) {
+    if (p.reference == result.baseline) {
+      sum += p.log_ratio();
+      ++n;
+    }
+  }
+  return n > 0 ? std::exp(sum / n) : t.mean / base.mean;
+}
+
+std::string interval_text(const PairedEstimate& e) {
+  return "x" + format_fixed(e.ratio, 2) + " (95% interval " + format_fixed(e.low, 2) + "-" + format_fixed(e.high, 2) +
+         ", " + std::to_string(e.pairs) + " pairs)";
+}
 
 }  // namespace
 
@@ -197,8 +221,11 @@ json tune_json(const TuneResult& result, const KnobSpace& space, const TuneRepor
   }
   doc["metric"] = {{"unit", per_sample ? "samples/s" : "steps/s"},
                    {"note", ctx.metric_note.empty()
-                                ? std::string("batch_size / steps.mean_ms of each trial's report.json (measured "
-                                              "window, warmup excluded); steps/s when the batch size is unknown")
+                                ? std::string("batch_size / steady-state step time of each run's report.json: the "
+                                              "10%-trimmed mean of its steps after the leading warm-up steps "
+                                              "(those above median + max(3 x 1.4826 MAD, 25%), at most half; "
+                                              "runs[].warmup_excluded lists them); steps/s when the batch size "
+                                              "is unknown")
                                 : ctx.metric_note}};
   json sp = json::object();
   for (const KnobRange& r : space) sp[r.def->name] = {{"values", r.values}, {"auto", r.is_auto}};
@@ -207,18 +234,43 @@ json tune_json(const TuneResult& result, const KnobSpace& space, const TuneRepor
   doc["budget"] = {{"max_trials", o.max_trials},         {"time_budget_s", o.time_budget_s},
                    {"trial_timeout_s", o.trial_timeout_s}, {"repeats", o.repeats},
                    {"baseline_repeats", std::max(o.repeats, o.baseline_repeats)},
-                   {"min_gain", o.min_gain},             {"noise_k", o.noise_k}};
+                   {"min_gain", o.min_gain},             {"noise_k", o.noise_k},
+                   {"confirm_repeats", o.confirm_repeats}};
   if (o.max_memory_bytes) doc["budget"]["max_memory_bytes"] = *o.max_memory_bytes;
   int measurements = 0;
   for (const Trial& t : result.trials) measurements += t.measurements;
   doc["status"] = {{"complete", result.complete},
+                   {"partial", result.partial},
                    {"stop_reason", result.stop_reason},
                    {"trials", result.trials.size()},
                    {"measurements", measurements},
                    {"elapsed_s", result.elapsed_s},
                    {"oom_trials", result.oom_trials},
                    {"failed_trials", result.failed_trials}};
-  doc["noise"] = {{"pooled_relative_sd", result.pooled_relative_sd}, {"degrees_of_freedom", result.noise_samples}};
+  doc["noise"] = {{"pooled_relative_sd", result.pooled_relative_sd},
+                  {"degrees_of_freedom", result.noise_samples},
+                  {"method", "spread of ln(candidate / reference) over interleaved pairs (around each pair group's "
+                             "mean) and of consecutive repeats of the baseline, divided by sqrt(2) for one run"}};
+  json skipped = json::array();
+  for (const SkippedKnob& k : result.skipped) {
+    skipped.push_back({{"knob", k.knob}, {"values", k.values}, {"reason", k.reason}});
+  }
+  doc["skipped_knobs"] = skipped;
+  json runs = json::array();
+  for (const RunRecord& r : result.runs) {
+    runs.push_back({{"trial", r.trial},
+                    {"repeat", r.repeat},
+                    {"phase", r.phase},
+                    {"role", r.role},
+                    {"status", std::string(to_string(r.status))},
+                    {"throughput", r.throughput > 0 ? json(r.throughput) : json(nullptr)},
+                    {"step_ms", r.step_ms > 0 ? json(r.step_ms) : json(nullptr)},
+                    {"metric", r.steady.method},
+                    {"warmup_excluded", r.steady.warmup_excluded},
+                    {"trimmed", r.steady.trimmed},
+                    {"excluded_ms", r.steady.excluded_ms}});
+  }
+  doc["runs"] = runs;
 
   const Trial* base = result.baseline >= 0 ? &result.trials[result.baseline] : nullptr;
   const Trial* best = result.best >= 0 ? &result.trials[result.best] : nullptr;
@@ -243,7 +295,13 @@ json tune_json(const TuneResult& result, const KnobSpace& space, const TuneRepor
               {"message", t.message},
               {"dirs", t.dirs},
               {"diagnosis", t.diagnosis}};
-    if (base != nullptr && t.ok() && base->mean > 0) j["vs_baseline"] = t.mean / base->mean;
+    json pairs = json::array();
+    for (const Pair& p : t.pairs) {
+      pairs.push_back({{"reference", result.trials.at(p.reference).index}, {"reference_value", p.reference_value},
+                       {"value", p.value}, {"phase", p.confirm ? "confirm" : "search"}});
+    }
+    j["pairs"] = pairs;
+    if (base != nullptr && t.ok() && base->mean > 0) j["vs_baseline"] = vs_baseline(t, result);
     trials.push_back(std::move(j));
   }
   doc["trials"] = trials;
@@ -278,16 +336,44 @@ json tune_json(const TuneResult& result, const KnobSpace& space, const TuneRepor
   doc["per_knob"] = per_knob;
   doc["baseline"] = base ? trial_ref(*base) : json(nullptr);
   doc["best"] = best ? trial_ref(*best) : json(nullptr);
+  const Confirmation& cf = result.confirmation;
+  json confirmation = nullptr;
+  if (cf.candidate >= 0) {
+    confirmation = {{"candidate", result.trials.at(cf.candidate).index},
+                    {"ran", cf.ran},
+                    {"status", cf.status},
+                    {"claimed", cf.claimed},
+                    {"pairs", cf.estimate.pairs},
+                    {"ratio", cf.ran ? json(cf.estimate.ratio) : json(nullptr)},
+                    {"low", cf.ran && cf.estimate.interval_known() ? json(cf.estimate.low) : json(nullptr)},
+                    {"high", cf.ran && cf.estimate.interval_known() ? json(cf.estimate.high) : json(nullptr)},
+                    {"degrees_of_freedom", cf.estimate.dof},
+                    {"method", kIntervalMethod}};
+  }
+  doc["confirmation"] = confirmation;
   if (base != nullptr && best != nullptr) {
-    const Speedup s = speedup_of(*best, *base, result.pooled_relative_sd);
-    if (s.sigma_known) {
-      doc["speedup"] = {{"value", s.value}, {"sigma", s.sigma}, {"low", s.value - 2 * s.sigma},
-                        {"high", s.value + 2 * s.sigma}, {"interval", "±2 sigma"}};
+    json sp;
+    if (best == base) {
+      sp = {{"value", 1.0}, {"low", nullptr}, {"high", nullptr}, {"claimed", false},
+            {"interval", "none: the baseline is kept"}};
+    } else if (cf.ran && cf.candidate == result.best) {
+      sp = {{"value", cf.estimate.ratio}, {"low", cf.estimate.low}, {"high", cf.estimate.high},
+            {"claimed", cf.claimed}, {"interval", "95%, head to head: " + std::string(kIntervalMethod)}};
     } else {
-      doc["speedup"] = {{"value", s.value}, {"sigma", nullptr}, {"low", nullptr}, {"high", nullptr},
-                        {"interval", "noise not measured (every trial ran once: use --repeats 2 or more)"}};
+      sp = {{"value", vs_baseline(*best, result)}, {"low", nullptr}, {"high", nullptr}, {"claimed", false},
+            {"interval", "not measured: the head-to-head check was " + (cf.status.empty() ? std::string("not run") : cf.status)}};
     }
-    doc["change"] = code_change(base->config, best->config, ctx.target, report_on_gpu(best->report));
+    doc["speedup"] = sp;
+    json change = code_change(base->config, best->config, ctx.target, report_on_gpu(best->report));
+    if (best == base && cf.ran && !cf.claimed) {
+      const Trial& c = result.trials.at(cf.candidate);
+      change["summary"] = "keep the baseline configuration: trial #" + std::to_string(c.index) + " (" +
+                          describe_config(c.config, space) + ") looked faster in the search, but the head-to-head "
+                          "check did not confirm it: " + interval_text(cf.estimate);
+    } else if (best != base && !cf.claimed) {
+      change["summary"] = "unconfirmed (" + sp["interval"].get<std::string>() + "): " + change["summary"].get<std::string>();
+    }
+    doc["change"] = change;
   } else {
     doc["speedup"] = nullptr;
     doc["change"] = nullptr;
@@ -320,7 +406,7 @@ std::string tune_html(const json& tune) {
   const json& st = tune.contains("status") ? tune["status"] : json::object();
   h << "<p class=\"muted\">strategy " << html_escape(s(tune, "strategy")) << " · " << html_escape(s(st, "trials"))
     << " trials (" << html_escape(s(st, "measurements")) << " runs) · " << html_escape(s(st, "stop_reason"))
-    << (st.value("complete", false) ? "" : " · <b>partial results</b>") << " · metric " << html_escape(unit)
+    << (st.value("partial", false) ? " · <b>partial results</b>" : "") << " · metric " << html_escape(unit)
     << "</p>\n";
   const json& target = tune.contains("target") ? tune["target"] : json::object();
   std::string cmd;
@@ -339,8 +425,12 @@ std::string tune_html(const json& tune) {
   h << "<h2>Best vs baseline</h2>\n";
   if (base.is_object() && best.is_object()) {
     h << "<p class=\"big\">" << num(best["throughput"]) << " vs " << num(base["throughput"]) << " "
-      << html_escape(unit) << ": <b>×" << num(sp.is_object() ? sp["value"] : json(), 2) << " ± "
-      << num(sp.is_object() ? sp["sigma"] : json(), 2) << "</b> (1σ)</p>\n";
+      << html_escape(unit) << ": <b>×" << num(sp.is_object() ? sp["value"] : json(), 2) << "</b>";
+    if (sp.is_object() && sp["low"].is_number()) {
+      h << " (95% interval ×" << num(sp["low"], 2) << "–×" << num(sp["high"], 2) << ")";
+    }
+    h << (sp.is_object() && sp.value("claimed", false) ? " confirmed head to head" : "") << "</p>\n";
+    if (sp.is_object()) h << "<p class=\"muted\">interval: " << html_escape(s(sp, "interval")) << "</p>\n";
     auto cfg = [&](const json& c) {
       std::string out;
       if (c.is_object()) {
@@ -355,6 +445,19 @@ std::string tune_html(const json& tune) {
       << html_escape(cfg(best["config"])) << "</code></p>\n";
   } else {
     h << "<p>No baseline could be measured.</p>\n";
+  }
+
+  if (tune.contains("skipped_knobs") && tune["skipped_knobs"].is_array() && !tune["skipped_knobs"].empty()) {
+    h << "<h2>Not tried on this machine</h2>\n<ul>\n";
+    for (const auto& k : tune["skipped_knobs"]) {
+      std::string values;
+      if (k.contains("values") && k["values"].is_array()) {
+        for (const auto& v : k["values"]) values += (values.empty() ? "" : ",") + (v.is_string() ? v.get<std::string>() : v.dump());
+      }
+      h << "<li><code>" << html_escape(s(k, "knob")) << "=" << html_escape(values) << "</code>: "
+        << html_escape(s(k, "reason")) << "</li>\n";
+    }
+    h << "</ul>\n";
   }
 
   // The change to apply.

@@ -2,6 +2,8 @@
 // process handling, and the process runner against a stand-in `profile-train run` script.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <signal.h>
 #include <unistd.h>
 
@@ -233,6 +235,11 @@ TEST(Report, JsonAndHtmlWithEscapingAndTheChange) {
   r.complete = true;
   r.stop_reason = "search finished";
   r.pooled_relative_sd = 0.015;
+  r.confirmation.ran = true;
+  r.confirmation.candidate = 1;
+  r.confirmation.claimed = true;
+  r.confirmation.status = "confirmed";
+  r.confirmation.estimate = pt::paired_ratio({std::log(2.0), std::log(2.04), std::log(2.02)}, {});
   pt::KnobSpace space = {*pt::parse_knob_arg("num_workers=0,4"), *pt::parse_knob_arg("pin_memory=0,1"),
                          *pt::parse_knob_arg("amp=off,bf16")};
   pt::TuneReportContext ctx;
@@ -240,10 +247,15 @@ TEST(Report, JsonAndHtmlWithEscapingAndTheChange) {
   ctx.target.kind = pt::TuneTarget::Kind::kCommand;
   ctx.target.args = {"python", "train.py", "--name", "<img src=x onerror=alert(1)>"};
   const nlohmann::json doc = pt::tune_json(r, space, ctx);
-  EXPECT_EQ(doc["schema_version"], "1.0");
-  EXPECT_NEAR(doc["speedup"]["value"].get<double>(), 2.02, 1e-9);
-  EXPECT_GT(doc["speedup"]["sigma"].get<double>(), 0.0);
-  EXPECT_LT(doc["speedup"]["sigma"].get<double>(), 0.1);
+  EXPECT_EQ(doc["schema_version"], "1.1");
+  // The speedup is the head-to-head check's, with its interval.
+  EXPECT_NEAR(doc["speedup"]["value"].get<double>(), 2.02, 0.001);
+  EXPECT_LT(doc["speedup"]["low"].get<double>(), 2.02);
+  EXPECT_GT(doc["speedup"]["low"].get<double>(), 1.9);
+  EXPECT_GT(doc["speedup"]["high"].get<double>(), 2.02);
+  EXPECT_TRUE(doc["speedup"]["claimed"].get<bool>());
+  EXPECT_EQ(doc["confirmation"]["candidate"], 2);
+  EXPECT_EQ(doc["confirmation"]["pairs"], 3);
   EXPECT_EQ(doc["target"]["applied_through"], "shim overrides (PROFILE_TRAIN_OVERRIDES)");
   const auto& py = doc["change"]["python"];
   ASSERT_EQ(py.size(), 2u);
@@ -258,11 +270,14 @@ TEST(Report, JsonAndHtmlWithEscapingAndTheChange) {
   EXPECT_NE(html.find("<svg"), std::string::npos);
   EXPECT_NE(html.find("num_workers=4, pin_memory=True"), std::string::npos);
   EXPECT_EQ(profile_train::report::detail::html_escape("a&<>\"'"), "a&amp;&lt;&gt;&quot;&#39;");
-  // Every trial measured once and no pooled noise: the uncertainty is unknown, not zero.
-  r.trials[0].values = {100};
-  r.trials[1].values = {202};
-  r.pooled_relative_sd = 0;
+  // No head-to-head check (e.g. the time budget ran out): the interval is unknown, not zero, and no gain is
+  // claimed.
+  r.confirmation = {};
+  r.confirmation.candidate = 1;
+  r.confirmation.status = "skipped: time budget spent";
   const nlohmann::json once = pt::tune_json(r, space, ctx);
-  EXPECT_TRUE(once["speedup"]["sigma"].is_null());
+  EXPECT_TRUE(once["speedup"]["low"].is_null());
+  EXPECT_FALSE(once["speedup"]["claimed"].get<bool>());
   EXPECT_NEAR(once["speedup"]["value"].get<double>(), 2.02, 1e-9);
+  EXPECT_NE(once["change"]["summary"].get<std::string>().find("unconfirmed"), std::string::npos);
 }

@@ -35,6 +35,12 @@ struct Surface {
   std::function<bool(const Config&)> crashes;  // configs that crash
   double noise_rel_sd = 0.0;         // multiplicative noise of each measurement
   unsigned seed = 1;
+  // Per-step times in the report (20 steps) with a compile-like first step of about this many ms (x 0.5..1.5,
+  // drawn per run); 0: the report has steps.mean_ms only.
+  double first_step_ms = 0;
+  std::function<double(int)> load;   // step-time factor of the n-th run (1-based): a loaded period of the machine
+  bool no_gpu = false;               // facts.gpu.available = false
+  int bf16_native = -1;              // facts.cpu.bf16_native: -1 absent, 0 false, 1 true
 
   static long long get(const Config& c, const char* k, long long d) {
     return profile_train::tuner::config_int(c, k, d);
@@ -85,11 +91,27 @@ struct Surface {
     const double batch = static_cast<double>(get(c, "batch_size", 32));
     if (overhead_ms / step_ms > 0.3) recs.push_back({{"id", "batch-size"}, {"title", "bigger batch"}});
     (void)batch;
+    nlohmann::json facts = {{"dataloader", {{"batch_size", get(c, "batch_size", 32)}, {"num_workers", workers}}}};
+    if (no_gpu) facts["gpu"] = {{"available", false}};
+    if (bf16_native >= 0) facts["cpu"] = {{"cores", cores}, {"bf16_native", bf16_native == 1}};
     return {{"schema_version", "1.0"},
             {"steps", {{"count", 20}, {"mean_ms", step_ms}}},
             {"verdict", {{"bottleneck", bottleneck}, {"confidence", 0.8}, {"summary", "synthetic"}}},
             {"recommendations", recs},
-            {"facts", {{"dataloader", {{"batch_size", get(c, "batch_size", 32)}, {"num_workers", workers}}}}}};
+            {"facts", facts}};
+  }
+  // steps.per_step with the first step `first` ms and the other 19 `step_ms`; mean_ms as a report has it.
+  static void add_per_step(nlohmann::json& report, double first, double step_ms) {
+    nlohmann::json per = nlohmann::json::array();
+    double sum = 0;
+    for (int i = 0; i < 20; ++i) {
+      const double d = i == 0 ? first : step_ms;
+      per.push_back({{"index", i}, {"duration_ms", d}});
+      sum += d;
+    }
+    report["steps"]["per_step"] = per;
+    report["steps"]["per_step_complete"] = true;
+    report["steps"]["mean_ms"] = sum / 20;
   }
 };
 
@@ -118,7 +140,12 @@ class FakeRunner : public profile_train::tuner::TrialRunner {
       std::normal_distribution<double> n(1.0, surface_.noise_rel_sd);
       step_ms /= std::max(0.5, n(rng_));
     }
+    if (surface_.load) step_ms *= surface_.load(runs_);
     m.report = surface_.report(config, step_ms, wait);
+    if (surface_.first_step_ms > 0) {
+      std::uniform_real_distribution<double> jitter(0.5, 1.5);
+      Surface::add_per_step(m.report, surface_.first_step_ms * jitter(rng_), step_ms);
+    }
     const profile_train::Status st = profile_train::tuner::metric_from_report(m.report, config, 0, &m);
     m.status = st.ok() ? RunStatus::kOk : RunStatus::kNoMetric;
     return m;

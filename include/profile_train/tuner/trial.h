@@ -12,6 +12,7 @@
 
 #include "profile_train/common/status.h"
 #include "profile_train/tuner/knobs.h"
+#include "profile_train/tuner/statistics.h"
 
 namespace profile_train::tuner {
 
@@ -39,8 +40,9 @@ struct Measurement {
   RunStatus status = RunStatus::kCrashed;
   double throughput = 0;       // samples/s when per_sample, else steps/s; > 0 only when status == kOk
   bool per_sample = false;
-  double step_ms = 0;          // mean step wall time over the measured window (warmup excluded)
-  long long steps = 0;         // steps in the measured window
+  double step_ms = 0;          // steady-state step time (statistics.h: median of the post-warm-up steps)
+  long long steps = 0;         // steps in the report's measured window
+  SteadyState steady;          // how step_ms was taken: method, warm-up steps left out
   std::optional<double> peak_memory_bytes;
   double duration_s = 0;       // wall time of the whole process
   int exit_code = 0;           // process exit status (128 + signal when killed)
@@ -56,9 +58,9 @@ class TrialRunner {
   virtual Measurement run(const Config& config, const RunContext& context) = 0;
 };
 
-// Fills throughput / per_sample / step_ms / steps / peak memory of `m` from a report.json: the metric is
-// batch_size / steps.mean_ms (samples/s) where the batch size is known (config's batch_size, else
-// facts.dataloader.batch_size, else `known_batch` when > 0), otherwise 1000 / steps.mean_ms (steps/s).
+// Fills throughput / per_sample / step_ms / steady / steps / peak memory of `m` from a report.json: the metric
+// is batch_size / steady-state step time (samples/s) where the batch size is known (config's batch_size, else
+// facts.dataloader.batch_size, else `known_batch` when > 0), otherwise 1000 / step time (steps/s).
 // BadInput when the report has no usable step time.
 Status metric_from_report(const nlohmann::json& report, const Config& config, long long known_batch,
                           Measurement* m);
@@ -70,13 +72,23 @@ long long batch_from_facts(const nlohmann::json& report);
 // allocator failing, CUBLAS/cuDNN allocation failures).
 bool looks_like_oom(std::string_view log_text);
 
+// One candidate run and the run of its reference that immediately preceded it (ABAB interleaving).
+struct Pair {
+  int reference = -1;        // index of the reference trial
+  double reference_value = 0;
+  double value = 0;          // the candidate's throughput
+  bool confirm = false;      // measured by the final head-to-head check
+  double log_ratio() const;  // ln(value / reference_value)
+};
+
 // All measurements of one configuration, aggregated.
 struct Trial {
   int index = 0;                 // 1-based
   Config config;
   std::string reason;            // why the search tried it ("baseline", "recommendation dataloader-workers", ...)
   RunStatus status = RunStatus::kCrashed;  // kOk when at least one measurement succeeded and none failed
-  std::vector<double> values;    // throughput of each successful measurement
+  std::vector<double> values;    // throughput of each successful measurement (its own and as a reference)
+  std::vector<Pair> pairs;       // its runs against a reference, each right after a run of that reference
   double mean = 0;               // mean of values
   double stddev = 0;             // sample standard deviation of values (0 with one value)
   bool per_sample = false;

@@ -14,22 +14,29 @@
 
 namespace profile_train::tuner {
 
-// tune.json, format 1.x (minor versions only add keys):
+// tune.json, format 1.x (minor versions only add keys; 1.1: status.partial, budget.confirm_repeats,
+// noise.method, skipped_knobs, runs, trials[].pairs, confirmation, speedup{claimed} with a 95% interval from the
+// head-to-head check in low/high):
 //   schema_version, tool{name,version}, created_utc,
 //   target{kind: workload|command, model/binary/args | argv/placeholders, applied_through},
 //   strategy, metric{unit: samples/s|steps/s, note}, space{knob:{values[],auto}},
 //   budget{max_trials,time_budget_s,trial_timeout_s,repeats,baseline_repeats,min_gain,noise_k[,max_memory_bytes]},
-//   status{complete,stop_reason,trials,measurements,elapsed_s,oom_trials,failed_trials},
-//   noise{pooled_relative_sd,degrees_of_freedom},
+//   status{complete,partial,stop_reason,trials,measurements,elapsed_s,oom_trials,failed_trials},
+//   noise{pooled_relative_sd,degrees_of_freedom,method},
+//   skipped_knobs[{knob,values[],reason}] (values that cannot act on this machine, not tried),
+//   runs[{trial,repeat,phase: baseline|search|confirm,role: alone|reference|candidate,status,throughput|null,
+//         step_ms|null,metric,warmup_excluded,trimmed,excluded_ms[]}] (every process run, in the order they ran),
 //   trials[{index,config{knob:value},reason,status,throughput|null,stddev,relative_sd,values[],measurements,
 //           early_stopped,accepted,is_baseline,is_best,duration_s,peak_memory_bytes,message,dirs[],
-//           diagnosis{bottleneck,confidence,summary,recommendations[{id,title,knobs[]}]},vs_baseline}],
+//           diagnosis{bottleneck,confidence,summary,recommendations[{id,title,knobs[]}]},
+//           pairs[{reference,reference_value,value,phase}],vs_baseline}],
 //   per_knob{knob:[{value,trials,best_throughput,at_best_config}]},
 //   baseline|best {trial,config,throughput,stddev,repeats} | null,
-//   speedup{value,sigma|null,low,high,interval} | null,
+//   confirmation{candidate,ran,status,claimed,pairs,ratio,low,high,degrees_of_freedom,method} | null,
+//   speedup{value,low|null,high|null,claimed,interval} | null,
 //   change{summary,changes[{knob,from,to}],python[{what,code}],command[]?,shim_overrides{}?} | null,
 //   log[] (the search's decisions)
-inline constexpr std::string_view kTuneSchemaVersion = "1.0";
+inline constexpr std::string_view kTuneSchemaVersion = "1.1";
 
 struct TuneReportContext {
   TuneTarget target;                 // what was tuned (argv / workload flags)

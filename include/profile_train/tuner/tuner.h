@@ -1,8 +1,12 @@
-// The tuning session (budget, repeats, noise, significance, early stop) and the search strategies:
+// The tuning session (budget, repeats, noise, significance, early stop, the final head-to-head check) and the
+// search strategies:
 //  - guided (default): baseline with repeats -> diagnose (the report's recommendations and verdict) -> try the
 //    knob the top applicable recommendation maps to -> keep a change only when its gain beats the measured
 //    noise -> re-diagnose from the new best -> ... until no knob helps or the budget is spent.
 //  - grid: the full cartesian product, for comparison.
+// Every candidate run immediately follows a fresh run of the configuration it is compared with (ABAB), and
+// the winner is confirmed against the baseline with fresh interleaved pairs before it is reported
+// (statistics.h). Knobs that cannot act on the machine the baseline ran on are skipped (skipped_values).
 // Owner: tuner component. Single-threaded; the runner is called synchronously.
 #pragma once
 
@@ -29,15 +33,45 @@ struct TuneOptions {
   double trial_timeout_s = 0;    // per measurement; 0 = no limit
   int repeats = 2;               // measurements per trial
   int baseline_repeats = 3;      // measurements of the baseline (noise estimate); at least `repeats`
+  int confirm_repeats = 3;       // fresh (baseline, winner) pairs of the head-to-head check; 0 = no check
   double min_gain = 0.02;        // a change must gain more than this fraction ...
   double noise_k = 2.0;          // ... and more than noise_k standard errors of the difference
   double early_stop_fraction = 0.15;  // first measurement this much below the best -> skip the repeats
   double slow_kill_factor = 4.0; // kill a measurement running > this x the best trial's (batch-scaled) time
   std::optional<double> max_memory_bytes;  // peak memory cap (trials above it count as over-memory)
+  std::optional<bool> host_bf16_native;    // this CPU computes bf16 natively (for reports without facts.cpu)
   std::function<double()> now_s;           // clock in seconds (default: steady clock); injectable for tests
   const std::atomic<bool>* interrupted = nullptr;  // set by a SIGINT handler: stop after the current trial
   std::function<void(const Trial&, const class Tuner&)> on_trial;  // after every trial (progress line)
   std::function<void(const class Tuner&)> on_update;  // after every trial and every new best (tune.json)
+};
+
+// One process run, in the order they ran.
+struct RunRecord {
+  int trial = 0;                 // 1-based trial index
+  int repeat = 0;                // 0-based measurement of that trial
+  std::string phase;             // "baseline" (alone), "search" (a pair of the search), "confirm" (head to head)
+  std::string role;              // "alone", "reference" (first of a pair), "candidate" (second of a pair)
+  RunStatus status = RunStatus::kCrashed;
+  double throughput = 0;         // 0 when the run failed
+  double step_ms = 0;            // steady-state step time
+  SteadyState steady;
+};
+
+// Values of a knob not tried because they cannot act on this machine (pin_memory without a GPU, ...).
+struct SkippedKnob {
+  std::string knob;
+  std::vector<std::string> values;
+  std::string reason;
+};
+
+// The final head-to-head check of the search's winner against the baseline.
+struct Confirmation {
+  bool ran = false;              // false: no winner other than the baseline, or skipped (see status)
+  int candidate = -1;            // trial index of the winner that was checked
+  PairedEstimate estimate;       // over the check's fresh pairs, pooled with the session's paired noise
+  bool claimed = false;          // interval above 1.0 and the ratio above 1 + min_gain: the gain is reported
+  std::string status;            // "confirmed", "not confirmed", "skipped: ...", "" when there was no winner
 };
 
 struct TuneResult {
@@ -46,9 +80,13 @@ struct TuneResult {
   int best = -1;                 // index into trials
   std::string stop_reason;       // "search finished", "max trials reached", "time budget spent", "interrupted", ...
   bool complete = false;         // false when the budget or Ctrl-C cut the search short
+  bool partial = false;          // true only when Ctrl-C (or a failed baseline) cut it short: not after a budget
   std::vector<std::string> log;  // the search's decisions, in order
-  double pooled_relative_sd = 0; // pooled relative standard deviation of repeats (0 when not measured)
+  double pooled_relative_sd = 0; // relative noise of one run: paired sd / sqrt(2) (0 when not measured)
   int noise_samples = 0;         // degrees of freedom behind pooled_relative_sd
+  std::vector<RunRecord> runs;   // every process run, in order
+  std::vector<SkippedKnob> skipped;
+  Confirmation confirmation;
   double elapsed_s = 0;          // wall time of the search
   int oom_trials = 0;            // trials that ran out of memory or went over --max-memory
   int failed_trials = 0;         // trials that crashed, timed out or gave no metric
@@ -62,28 +100,38 @@ class Tuner {
   TuneResult run();
 
   // ---- used by strategies -----------------------------------------------------------------------------
-  // Measures `config` (repeats as configured; `repeats_override` > 0 forces a count). Returns the trial
-  // index, or -1 when the budget is spent / interrupted. A config already measured returns its old index
-  // without a new trial.
-  int evaluate(const Config& config, const std::string& reason, int repeats_override = 0);
+  // Measures `config` (repeats as configured; `repeats_override` > 0 forces a count): alone while there is
+  // no baseline, else each run right after a fresh run of `reference` (default: the best trial). Returns the
+  // trial index, or -1 when the budget is spent / interrupted. A config already measured returns its old
+  // index without a new trial.
+  int evaluate(const Config& config, const std::string& reason, int repeats_override = 0, int reference = -1);
   // The already-measured trial for `config`, or -1.
   int find(const Config& config) const;
   bool budget_left() const;  // false once max trials / time budget / Ctrl-C stop the search (reason kept)
   bool interrupted() const;
-  // True when trial `candidate` beats trial `reference` by more than threshold().
+  // True when trial `candidate` beats trial `reference` by more than threshold(): on their pairs when
+  // `candidate` was measured against `reference`, else on the two means.
   bool significantly_better(int candidate, int reference) const;
-  // significantly_better, but a marginal win is first confirmed by measuring both trials twice more.
+  // significantly_better after measuring fresh pairs when the two were never run side by side; a marginal
+  // win is first confirmed with two more pairs.
   bool better(int candidate, int reference);
-  // The relative gain `candidate` must exceed over `reference`: max(min_gain, noise_k x t-factor(dof) x
-  // standard error of the difference of the means from the pooled relative noise).
+  // The relative gain `candidate` must exceed over `reference`: max(min_gain, noise_k x t(dof)/1.96 x the
+  // standard error of the mean paired log-ratio (of the difference of the means without pairs)).
   double threshold(int candidate, int reference) const;
+  // candidate / reference: exp(mean log-ratio) of their pairs (either way round), else the ratio of means.
+  double ratio(int candidate, int reference) const;
+  // ln(candidate / reference) of the pairs of `candidate` measured right after `reference` (search phase).
+  std::vector<double> log_ratios(int candidate, int reference) const;
+  // The session's paired noise, leaving out the pairs of `skip_candidate` against `skip_reference`.
+  PairedNoise paired_noise(int skip_candidate = -1, int skip_reference = -1) const;
+  // Marks the baseline; the first time, also drops the knob values its report shows cannot act here.
+  void set_baseline(int index);
   // A config that is at least as large as a batch size that ran out of memory with the same other knobs.
   bool known_to_oom(const Config& config) const;
   void note(std::string line);   // appended to the decision log
   void set_best(int index);      // marks a trial accepted and makes it the best
   int best() const { return result_.best; }
   int baseline() const { return result_.baseline; }
-  void set_baseline(int index) { result_.baseline = index; }
   const Trial& trial(int index) const { return result_.trials.at(index); }
   const std::vector<Trial>& trials() const { return result_.trials; }
   const KnobSpace& space() const { return space_; }
@@ -91,20 +139,28 @@ class Tuner {
   const TuneOptions& options() const { return options_; }
   const TuneResult& result() const { return result_; }
   double elapsed_s() const;
-  // Pooled relative standard deviation over trials with >= 2 successful measurements, and its d.o.f.
+  // Relative noise of one run (the paired noise / sqrt 2), and its d.o.f.
   std::pair<double, int> pooled_noise() const;
 
  private:
   double timeout_for(const Config& config) const;
-  // Runs up to `n` more measurements of `t` (stops at a failure; early stop below best_mean when > 0).
-  void measure(Trial& t, int n, double best_mean);
+  bool time_spent() const;
+  // Runs up to `n` more measurements of `t` alone (stops at a failure).
+  void measure(Trial& t, int n, const std::string& phase);
+  // Runs up to `n` pairs: `reference` then `t` (stops at a failure; early stop when the first pair is clearly
+  // slower and `early_stop`).
+  void measure_pairs(Trial& t, int reference, int n, bool confirm, bool early_stop);
+  // One run of `t`; false when it failed (t's status set unless `keep_status`) or nothing ran.
+  bool run_once(Trial& t, const std::string& phase, const std::string& role, bool keep_status, double* value);
   void finish_trial(Trial& t);
+  void confirm_winner();
 
   KnobSpace space_;
   TuneOptions options_;
   TrialRunner& runner_;
   TuneResult result_;
   double start_s_ = 0;
+  bool space_adapted_ = false;    // skipped_values applied (once, at the first baseline)
   mutable std::string stop_;      // set (by budget_left) when the budget / interrupt ends the search
 };
 
@@ -127,5 +183,10 @@ std::vector<std::string> knobs_for_bottleneck(std::string_view bottleneck);
 std::vector<std::string> diagnosed_knobs(const nlohmann::json& report);
 // Compact diagnosis kept per trial in tune.json.
 nlohmann::json summarize_diagnosis(const nlohmann::json& report);
+// The values of `space` (other than each knob's baseline value) that cannot act on the machine `report` ran
+// on: pin_memory, fp16 autocast, cudnn_benchmark and tf32 without a GPU; bf16 autocast without a GPU on a
+// CPU without native bf16 (facts.cpu.bf16_native, else `host_bf16_native`). Unknown facts skip nothing.
+std::vector<SkippedKnob> skipped_values(const KnobSpace& space, const nlohmann::json& report,
+                                        std::optional<bool> host_bf16_native);
 
 }  // namespace profile_train::tuner

@@ -1,0 +1,442 @@
+// The tuning session: budget, interleaved measurements, noise, significance, early stop, the final
+// head-to-head check; strategies drive it.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+
+#include "profile_train/common/format.h"
+#include "strategy_util.h"
+
+namespace profile_train::tuner {
+namespace {
+
+using detail::memory_failure;
+
+double steady_now_s() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+// The Student-t / normal ratio for `dof` degrees of freedom: with few, the noise estimate itself is uncertain
+// and the bar is raised by it.
+double t_factor(int dof) { return dof > 0 ? t95(dof) / 1.96 : 1.0; }
+
+double mean_of(const std::vector<double>& v) {
+  double sum = 0;
+  for (double x : v) sum += x;
+  return v.empty() ? 0.0 : sum / static_cast<double>(v.size());
+}
+
+}  // namespace
+
+Tuner::Tuner(KnobSpace space, TuneOptions options, TrialRunner& runner)
+    : space_(std::move(space)), options_(std::move(options)), runner_(runner) {
+  if (!options_.now_s) options_.now_s = steady_now_s;
+  options_.repeats = std::max(1, options_.repeats);
+  options_.baseline_repeats = std::max(options_.repeats, options_.baseline_repeats);
+}
+
+double Tuner::elapsed_s() const { return options_.now_s() - start_s_; }
+
+bool Tuner::interrupted() const {
+  return options_.interrupted != nullptr && options_.interrupted->load();
+}
+
+bool Tuner::budget_left() const {
+  // The first reason found is kept as the session's stop reason.
+  auto stop = [&](const char* why) {
+    if (stop_.empty()) stop_ = why;
+    return false;
+  };
+  if (interrupted()) return stop("interrupted");
+  if (options_.max_trials > 0 && static_cast<int>(result_.trials.size()) >= options_.max_trials) {
+    return stop("max trials reached");
+  }
+  if (time_spent()) return stop("time budget spent");
+  return true;
+}
+
+bool Tuner::time_spent() const { return options_.time_budget_s > 0 && elapsed_s() >= options_.time_budget_s; }
+
+const KnobRange* Tuner::range(const std::string& knob) const {
+  for (const KnobRange& r : space_) {
+    if (r.def->name == knob) return &r;
+  }
+  return nullptr;
+}
+
+int Tuner::find(const Config& config) const {
+  const std::string key = config_key(config);
+  for (size_t i = 0; i < result_.trials.size(); ++i) {
+    if (config_key(result_.trials[i].config) == key) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+void Tuner::note(std::string line) { result_.log.push_back(std::move(line)); }
+
+void Tuner::set_best(int index) {
+  result_.best = index;
+  result_.trials.at(index).accepted = true;
+  if (options_.on_update) options_.on_update(*this);
+}
+
+void Tuner::set_baseline(int index) {
+  result_.baseline = index;
+  if (space_adapted_) return;
+  space_adapted_ = true;
+  result_.skipped = skipped_values(space_, trial(index).report, options_.host_bf16_native);
+  for (const SkippedKnob& s : result_.skipped) {
+    for (KnobRange& r : space_) {
+      if (r.def->name == s.knob) std::erase_if(r.values, [&](const std::string& v) {
+        return std::find(s.values.begin(), s.values.end(), v) != s.values.end();
+      });
+    }
+    std::string values;
+    for (const auto& v : s.values) values += (values.empty() ? "" : ",") + v;
+    note("skip " + s.knob + "=" + values + ": " + s.reason);
+  }
+}
+
+// ---- noise and significance ---------------------------------------------------------------------------
+
+std::vector<double> Tuner::log_ratios(int candidate, int reference) const {
+  std::vector<double> d;
+  for (const Pair& p : trial(candidate).pairs) {
+    if (p.reference == reference && !p.confirm) d.push_back(p.log_ratio());
+  }
+  return d;
+}
+
+PairedNoise Tuner::paired_noise(int skip_candidate, int skip_reference) const {
+  PairedNoise n;
+  // Consecutive runs of one configuration measured alone (the baseline's repeats): true difference 0.
+  for (size_t k = 1; k < result_.runs.size(); ++k) {
+    const RunRecord& a = result_.runs[k - 1];
+    const RunRecord& b = result_.runs[k];
+    if (a.role == "alone" && b.role == "alone" && a.trial == b.trial && a.throughput > 0 && b.throughput > 0) {
+      n.add_null(std::log(b.throughput / a.throughput));
+    }
+  }
+  // The spread of each group of pairs (one candidate against one reference, search or check) around its mean.
+  for (size_t c = 0; c < result_.trials.size(); ++c) {
+    std::map<std::pair<int, bool>, std::vector<double>> groups;
+    for (const Pair& p : result_.trials[c].pairs) groups[{p.reference, p.confirm}].push_back(p.log_ratio());
+    for (const auto& [key, d] : groups) {
+      if (static_cast<int>(c) == skip_candidate && key.first == skip_reference) continue;
+      n.add_group(d);
+    }
+  }
+  return n;
+}
+
+std::pair<double, int> Tuner::pooled_noise() const {
+  const PairedNoise n = paired_noise();
+  return {n.sd() / std::sqrt(2.0), n.dof};
+}
+
+double Tuner::ratio(int candidate, int reference) const {
+  if (candidate == reference) return 1.0;
+  const std::vector<double> d = log_ratios(candidate, reference);
+  if (!d.empty()) return std::exp(mean_of(d));
+  const std::vector<double> back = log_ratios(reference, candidate);
+  if (!back.empty()) return std::exp(-mean_of(back));
+  const Trial& c = trial(candidate);
+  const Trial& r = trial(reference);
+  return r.mean > 0 ? c.mean / r.mean : 0.0;
+}
+
+bool Tuner::significantly_better(int candidate, int reference) const {
+  const Trial& c = trial(candidate);
+  const Trial& r = trial(reference);
+  if (!c.ok() || !r.ok() || r.mean <= 0) return false;
+  return ratio(candidate, reference) - 1.0 > threshold(candidate, reference);
+}
+
+double Tuner::threshold(int candidate, int reference) const {
+  // Paired: the standard error of the mean log-ratio of the pairs, their own spread pooled with the session's.
+  for (const auto& [c, r] : {std::pair{candidate, reference}, std::pair{reference, candidate}}) {
+    const std::vector<double> d = log_ratios(c, r);
+    if (d.empty()) continue;
+    const PairedEstimate e = paired_ratio(d, paired_noise(c, r));
+    const double se = e.sd / std::sqrt(static_cast<double>(d.size()));
+    return std::max(options_.min_gain, options_.noise_k * t_factor(e.dof) * se);
+  }
+  // Never side by side: the difference of the two means, from the relative noise of one run.
+  const auto [rel_sd, dof] = pooled_noise();
+  const Trial& c = trial(candidate);
+  const Trial& r = trial(reference);
+  const double se_rel = rel_sd * std::sqrt(1.0 / static_cast<double>(std::max<size_t>(1, c.values.size())) +
+                                           1.0 / static_cast<double>(std::max<size_t>(1, r.values.size())));
+  return std::max(options_.min_gain, options_.noise_k * t_factor(dof) * se_rel);
+}
+
+bool Tuner::better(int candidate, int reference) {
+  if (!trial(candidate).ok() || !trial(reference).ok()) return false;
+  // More runs of trials already measured are no new trials: only the time budget and Ctrl-C stop them.
+  const bool can_measure = !interrupted() && !time_spent();
+  if (log_ratios(candidate, reference).empty() && log_ratios(reference, candidate).empty() && can_measure) {
+    note("measuring trial #" + std::to_string(trial(candidate).index) + " side by side with #" +
+         std::to_string(trial(reference).index));
+    measure_pairs(result_.trials.at(candidate), reference, options_.repeats, false, false);
+    finish_trial(result_.trials.at(candidate));
+  }
+  if (!significantly_better(candidate, reference)) {
+    // Inconclusive: a gain above min_gain that only misses a bar raised by a noise estimate from few degrees
+    // of freedom (t(1) = 12.7) gets two more pairs, once. With --baseline-repeats 2 --repeats 1 a x2.2 gain
+    // missed the bar whenever the baseline's two runs differed by 8%.
+    const double gain = ratio(candidate, reference) - 1.0;
+    const size_t pairs = log_ratios(candidate, reference).size();
+    if (gain <= options_.min_gain || pairs == 0 || pairs >= 3 || paired_noise().dof >= 6 || !can_measure) return false;
+    note("inconclusive: trial #" + std::to_string(trial(candidate).index) + " (+" +
+         std::to_string(static_cast<int>(100 * gain + 0.5)) + "%) against #" + std::to_string(trial(reference).index) +
+         " with the noise from " + std::to_string(paired_noise().dof) + " degrees of freedom; two more pairs");
+    measure_pairs(result_.trials.at(candidate), reference, 2, false, false);
+    finish_trial(result_.trials.at(candidate));
+    if (options_.on_update) options_.on_update(*this);
+    return significantly_better(candidate, reference);
+  }
+  // A marginal win (less than twice the bar; while the noise is estimated from fewer than 6 degrees of
+  // freedom, less than max(4 x the bar, 25%)) is confirmed by two more pairs: with 2-3 pairs a lucky draw
+  // clears the bar too often.
+  const double gain = ratio(candidate, reference) - 1.0;
+  const double bar = threshold(candidate, reference);
+  const bool noise_known = paired_noise().dof >= 6;
+  const bool clear = noise_known ? gain >= 2.0 * bar : gain >= std::max(4.0 * bar, 0.25);
+  const size_t pairs = log_ratios(candidate, reference).size();
+  if (clear || pairs >= 6 || pairs == 0 || !can_measure) return true;
+  note("confirming trial #" + std::to_string(trial(candidate).index) + " (+" +
+       std::to_string(static_cast<int>(100 * gain + 0.5)) + "%) against #" + std::to_string(trial(reference).index) +
+       " with two more pairs");
+  measure_pairs(result_.trials.at(candidate), reference, 2, false, false);
+  finish_trial(result_.trials.at(candidate));
+  if (options_.on_update) options_.on_update(*this);
+  return significantly_better(candidate, reference);
+}
+
+bool Tuner::known_to_oom(const Config& config) const {
+  auto it = config.find("batch_size");
+  if (it == config.end()) return false;
+  const long long batch = config_int(config, "batch_size", 0);
+  Config others = config;
+  others.erase("batch_size");
+  for (const Trial& t : result_.trials) {
+    if (!memory_failure(t)) continue;
+    Config t_others = t.config;
+    const long long t_batch = config_int(t_others, "batch_size", 0);
+    t_others.erase("batch_size");
+    if (t_batch > 0 && batch >= t_batch && config_key(t_others) == config_key(others)) return true;
+  }
+  return false;
+}
+
+double Tuner::timeout_for(const Config& config) const {
+  double limit = options_.trial_timeout_s > 0 ? options_.trial_timeout_s : 0;
+  auto tighten = [&](double v) { limit = (limit <= 0) ? v : std::min(limit, v); };
+  if (options_.time_budget_s > 0) tighten(std::max(1.0, options_.time_budget_s - elapsed_s()));
+  if (options_.slow_kill_factor > 0 && result_.best >= 0) {
+    const Trial& b = trial(result_.best);
+    if (b.ok() && b.measurements > 0) {
+      // A fixed-step run takes time proportional to batch / throughput: scale by the batch ratio so a larger
+      // batch is not mistaken for a slow one; a few seconds of slack cover process start-up.
+      const double per = b.duration_s / b.measurements;
+      double scale = 1;
+      if (b.per_sample) {
+        const double cb = static_cast<double>(config_int(config, "batch_size", 0));
+        const double bb = static_cast<double>(config_int(b.config, "batch_size", 0));
+        if (cb > 0 && bb > 0) scale = std::max(1.0, cb / bb);
+      }
+      tighten(options_.slow_kill_factor * per * scale + 5.0);
+    }
+  }
+  return limit;
+}
+
+// ---- measurements -------------------------------------------------------------------------------------
+
+void Tuner::finish_trial(Trial& t) {
+  if (!t.values.empty()) {
+    t.mean = mean_of(t.values);
+    double ss = 0;
+    for (double v : t.values) ss += (v - t.mean) * (v - t.mean);
+    t.stddev = t.values.size() > 1 ? std::sqrt(ss / static_cast<double>(t.values.size() - 1)) : 0.0;
+  }
+  t.diagnosis = summarize_diagnosis(t.report);
+}
+
+int Tuner::evaluate(const Config& config, const std::string& reason, int repeats_override, int reference) {
+  if (int i = find(config); i >= 0) return i;
+  if (!budget_left()) return -1;
+  Trial t;
+  t.index = static_cast<int>(result_.trials.size()) + 1;
+  t.config = config;
+  t.reason = reason;
+  t.status = RunStatus::kOk;
+  const int n = repeats_override > 0 ? repeats_override : options_.repeats;
+  if (reference < 0) reference = result_.best;
+  if (reference >= 0 && trial(reference).ok()) {
+    measure_pairs(t, reference, n, false, true);
+  } else {
+    measure(t, n, "baseline");
+  }
+  if (t.status == RunStatus::kOk && t.values.empty()) {
+    t.status = RunStatus::kInterrupted;
+    t.message = "interrupted before a measurement finished";
+  }
+  finish_trial(t);
+  if (memory_failure(t)) ++result_.oom_trials;
+  else if (!t.ok() && t.status != RunStatus::kInterrupted) ++result_.failed_trials;
+  result_.trials.push_back(std::move(t));
+  const int index = static_cast<int>(result_.trials.size()) - 1;
+  if (options_.on_trial) options_.on_trial(result_.trials.back(), *this);
+  if (options_.on_update) options_.on_update(*this);
+  return index;
+}
+
+bool Tuner::run_once(Trial& t, const std::string& phase, const std::string& role, bool keep_status,
+                     double* value) {
+  if (interrupted()) return false;
+  RunContext ctx;
+  ctx.trial_index = t.index;
+  ctx.repeat = t.measurements;
+  ctx.timeout_s = timeout_for(t.config);
+  if (options_.trial_timeout_s > 0 && ctx.timeout_s < options_.trial_timeout_s) {
+    ctx.timeout_reason = "stopped early: clearly slower than the best trial, or the time budget ran out";
+  } else if (ctx.timeout_s > 0) {
+    ctx.timeout_reason = "per-trial timeout";
+  }
+  Measurement m = runner_.run(t.config, ctx);
+  ++t.measurements;
+  t.duration_s += m.duration_s;
+  if (!m.dir.empty()) t.dirs.push_back(m.dir);
+  if (!m.report.is_null()) t.report = std::move(m.report);
+  if (m.status == RunStatus::kOk && options_.max_memory_bytes && m.peak_memory_bytes &&
+      *m.peak_memory_bytes > *options_.max_memory_bytes) {
+    m.status = RunStatus::kOverMemory;
+    m.message = "peak memory " + format_fixed(*m.peak_memory_bytes / 1048576.0) + " MiB is above --max-memory";
+  }
+  if (m.peak_memory_bytes) t.peak_memory_bytes = std::max(t.peak_memory_bytes.value_or(0.0), *m.peak_memory_bytes);
+  const bool ok = m.status == RunStatus::kOk && m.throughput > 0;
+  RunRecord rec;
+  rec.trial = t.index;
+  rec.repeat = ctx.repeat;
+  rec.phase = phase;
+  rec.role = role;
+  rec.status = ok ? RunStatus::kOk : (m.status == RunStatus::kOk ? RunStatus::kNoMetric : m.status);
+  rec.throughput = ok ? m.throughput : 0;
+  rec.step_ms = m.step_ms;
+  rec.steady = m.steady;
+  result_.runs.push_back(std::move(rec));
+  if (!ok) {
+    if (!keep_status) {
+      t.status = result_.runs.back().status;
+      t.message = m.message;
+    } else {
+      note("a " + role + " run of trial #" + std::to_string(t.index) + " failed (" +
+           std::string(to_string(result_.runs.back().status)) + "): " + m.message);
+    }
+    return false;
+  }
+  t.values.push_back(m.throughput);
+  t.per_sample = m.per_sample;
+  *value = m.throughput;
+  return true;
+}
+
+void Tuner::measure(Trial& t, int n, const std::string& phase) {
+  for (int r = 0; r < n; ++r) {
+    if (r > 0 && time_spent()) break;
+    double v = 0;
+    if (!run_once(t, phase, "alone", false, &v)) break;  // a failed measurement is not repeated
+  }
+}
+
+void Tuner::measure_pairs(Trial& t, int reference, int n, bool confirm, bool early_stop) {
+  const std::string phase = confirm ? "confirm" : "search";
+  for (int i = 0; i < n; ++i) {
+    if (interrupted() || (i > 0 && time_spent())) break;
+    double rv = 0, cv = 0;
+    if (!run_once(result_.trials.at(reference), phase, "reference", true, &rv)) {
+      // The reference failed this time: the candidate's remaining runs go alone (compared on the means).
+      if (!confirm && !interrupted()) measure(t, n - i, phase);
+      break;
+    }
+    if (!run_once(t, phase, "candidate", confirm, &cv)) break;
+    t.pairs.push_back({reference, rv, cv, confirm});
+    // Early stop: the first pair is clearly slower; more pairs would not change the decision.
+    if (early_stop && i == 0 && n > 1) {
+      const double margin = std::max(options_.early_stop_fraction, 4.0 * pooled_noise().first);
+      if (cv < rv * (1.0 - margin)) {
+        t.early_stopped = true;
+        break;
+      }
+    }
+  }
+  finish_trial(result_.trials.at(reference));
+}
+
+// ---- the head-to-head check ---------------------------------------------------------------------------
+
+void Tuner::confirm_winner() {
+  Confirmation& c = result_.confirmation;
+  const int b = result_.baseline, w = result_.best;
+  if (b < 0 || w < 0 || w == b || !trial(w).ok()) return;
+  c.candidate = w;
+  const std::string who = "trial #" + std::to_string(trial(w).index);
+  if (options_.confirm_repeats <= 0) c.status = "skipped (--confirm-repeats 0)";
+  else if (interrupted()) c.status = "skipped: interrupted";
+  else if (time_spent()) c.status = "skipped: time budget spent";
+  if (!c.status.empty()) {
+    note("head-to-head check of " + who + " against the baseline " + c.status + ": its gain is not claimed");
+    return;
+  }
+  note("head-to-head check: " + who + " against the baseline #" + std::to_string(trial(b).index) + ", " +
+       std::to_string(options_.confirm_repeats) + " fresh interleaved pairs");
+  measure_pairs(result_.trials.at(w), b, options_.confirm_repeats, true, false);
+  finish_trial(result_.trials.at(w));
+  std::vector<double> d;
+  for (const Pair& p : trial(w).pairs) {
+    if (p.confirm && p.reference == b) d.push_back(p.log_ratio());
+  }
+  c.ran = !d.empty();
+  c.estimate = paired_ratio(d, paired_noise(w, b));
+  c.claimed = c.ran && c.estimate.interval_known() && c.estimate.low > 1.0 &&
+              c.estimate.ratio - 1.0 > options_.min_gain;
+  c.status = c.claimed ? "confirmed" : c.ran ? "not confirmed" : "not confirmed (the check's runs failed)";
+  note("head-to-head: x" + format_fixed(c.estimate.ratio, 3) + " (95% interval " + format_fixed(c.estimate.low, 3) +
+       "-" + format_fixed(c.estimate.high, 3) + ", " + std::to_string(c.estimate.pairs) + " pairs): " + c.status +
+       (c.claimed ? "" : "; keeping the baseline"));
+  if (!c.claimed) result_.best = b;
+  if (options_.on_update) options_.on_update(*this);
+}
+
+TuneResult Tuner::run() {
+  start_s_ = options_.now_s();
+  std::unique_ptr<Strategy> strategy = make_strategy(options_.strategy);
+  if (!strategy) {
+    result_.stop_reason = "unknown strategy '" + options_.strategy + "'";
+    return result_;
+  }
+  strategy->search(*this);
+  if (stop_.empty() && interrupted()) stop_ = "interrupted";
+  confirm_winner();
+  if (stop_.empty() && interrupted()) stop_ = "interrupted";
+  result_.complete = stop_.empty();
+  result_.partial = stop_ == "interrupted" || result_.baseline < 0;
+  result_.stop_reason = stop_.empty() ? "search finished" : stop_;
+  auto [sd, dof] = pooled_noise();
+  result_.pooled_relative_sd = sd;
+  result_.noise_samples = dof;
+  result_.elapsed_s = elapsed_s();
+  if (options_.on_update) options_.on_update(*this);
+  return result_;
+}
+
+std::unique_ptr<Strategy> make_strategy(std::string_view name) {
+  if (name == "guided") return detail::make_guided_strategy();
+  if (name == "grid") return detail::make_grid_strategy();
+  return nullptr;
+}
+
+}  // namespace profile_train::tuner
