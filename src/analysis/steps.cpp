@@ -210,6 +210,24 @@ void keep_training_steps(const LoopRanges& r, StepInfo& info) {
                          " step(s) holding neither a backward nor an optimizer step (evaluation, or cut short)");
 }
 
+// A first optimizer-bounded step holding fewer backward passes than every later step began before the capture
+// did (a --warmup-steps window opening between the micro-batches of an accumulation): it is dropped.
+void drop_partial_first_step(const LoopRanges& r, StepInfo& info) {
+  if (info.steps.size() < 2 || r.backward.empty()) return;
+  auto backwards = [&](const Step& s) {
+    auto lo = std::lower_bound(r.backward.begin(), r.backward.end(), s.host_start,
+                               [](const Interval& i, TimeNs x) { return i.start < x; });
+    auto hi = std::lower_bound(lo, r.backward.end(), s.host_end, [](const Interval& i, TimeNs x) { return i.start < x; });
+    return hi - lo;
+  };
+  std::ptrdiff_t fewest_later = std::numeric_limits<std::ptrdiff_t>::max();
+  for (size_t i = 1; i < info.steps.size(); ++i) fewest_later = std::min(fewest_later, backwards(info.steps[i]));
+  if (backwards(info.steps.front()) >= fewest_later) return;
+  info.steps.erase(info.steps.begin());
+  info.notes.push_back("dropped the first step: it holds fewer backward passes than every later step (the capture "
+                       "started inside it)");
+}
+
 // The program's most time-covering repeated annotation (user_annotation, outermost on its thread, >= 2
 // occurrences, covering at least half of the span from its first start to its last end): a loop body.
 std::vector<Step> repeating_range_steps(const trace::Trace& t, StepInfo& info) {
@@ -285,6 +303,7 @@ StepInfo detect_steps(const trace::Trace& t, const TraceIndex& idx) {
         "steps are bounded by the Optimizer.step ranges (a step ends where its optimizer step ends)") ||
         use(backward_bounded_steps(loop), StepSource::kBackwardAnnotation,
             "no optimizer step: one step per backward range, from the forward and fetches before it");
+    if (info.source == StepSource::kOptimizerAnnotation) drop_partial_first_step(loop, info);
   }
   if (info.steps.empty() && !profiler_steps.empty()) take_profiler_steps();
   if (info.steps.empty()) {

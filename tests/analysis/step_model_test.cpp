@@ -320,3 +320,17 @@ TEST(Phases, KinetoBackwardFromAutogradOperatorsAndNoPhasesWithoutRanges) {
   none.annotation("ProfilerStep#0", 0, 1000).annotation("ProfilerStep#1", 1000, 1000);
   EXPECT_TRUE(report(none.build())["phases"].is_null());
 }
+
+TEST(StepModel, FirstStepCutByTheCaptureWindowIsDropped) {
+  // The capture began between the micro-batches of an accumulation of 4: the first step holds 2 of them.
+  Loop l;
+  l.fetch().fwd().bwd().fetch().fwd().bwd().opt();
+  for (int s = 0; s < 3; ++s) {
+    for (int m = 0; m < 4; ++m) l.fetch().fwd().bwd();
+    l.opt();
+  }
+  const auto t = l.build();
+  const auto r = report(t);
+  EXPECT_EQ(r["steps"]["count"], 3);
+  EXPECT_EQ(backwards_per_step(t, r), std::vector<int>(3, 4));
+}
