@@ -3,10 +3,12 @@
 // Traces are synthetic training loops laid out the way the Python shim records them (times in microseconds).
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <numeric>
 
 #include "profile_train/analysis/analyze.h"
 #include "profile_train/analysis/analyzers.h"
+#include "mini_schema.h"
 #include "trace_builder.h"
 
 using namespace profile_train;
@@ -66,7 +68,17 @@ class Loop {
   int steps_ = 0;
 };
 
-nlohmann::json report(const trace::Trace& t) { return analysis::build_report(t); }
+// The report of `t`, checked against reports/report.schema.json.
+nlohmann::json report(const trace::Trace& t) {
+  static const profile_train::testing::MiniSchema schema([] {
+    std::ifstream in(std::string(PT_SOURCE_DIR) + "/reports/report.schema.json");
+    return nlohmann::json::parse(in);
+  }());
+  auto r = analysis::build_report(t);
+  const auto errors = schema.validate(r);
+  EXPECT_TRUE(errors.empty()) << errors.front();
+  return r;
+}
 
 // Backward ranges starting inside each step window of the report.
 std::vector<int> backwards_per_step(const trace::Trace& t, const nlohmann::json& r) {
