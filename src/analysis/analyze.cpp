@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "profile_train/analysis/analyzers.h"
+#include "steps_section.h"
 
 #ifndef PT_TOOL_VERSION
 #define PT_TOOL_VERSION "0.0.0"
@@ -508,15 +509,6 @@ json comm_section(const Ctx& c, const RoleRanges& roles) {
   return o;
 }
 
-json breakdown_json(const StepBreakdown& b, double denom, bool as_ms) {
-  json o;
-  for (int i = 0; i < kNumRoles; ++i) {
-    if (as_ms) o[kRoleNames[i]] = r6(ms(b.role_ns[i]) / denom);
-    else o[kRoleNames[i]] = denom > 0 ? r6(b.role_ns[i] / denom) : 0.0;
-  }
-  return o;
-}
-
 }  // namespace
 
 nlohmann::json build_report(const trace::Trace& t, const AnalysisOptions& options) {
@@ -524,91 +516,31 @@ nlohmann::json build_report(const trace::Trace& t, const AnalysisOptions& option
   const StepInfo si = detect_steps(t, idx);
   const RoleRanges roles = build_role_ranges(t, idx);
 
-  Ctx c{t, idx, si, {}, device_busy(t, idx), optimizer_ranges(t), 0, 0};
+  Intervals kern_main;
+  for (size_t i : idx.kernels)
+    if (device_of(t.events[i]) == idx.main_device) kern_main.push_back({t.events[i].start_ns, t.events[i].end_ns()});
+  kern_main = merge_intervals(std::move(kern_main));
+  StepsSection sec = steps_section(t, idx, si, roles, kern_main, options);
+  // Every section below covers the steady-state steps (steps.steady_state says which were left out).
+  StepInfo steady = si;
+  steady.steps = sec.steady;
+  Ctx c{t, idx, steady, {}, device_busy(t, idx), optimizer_ranges(t), 0, 0};
   Intervals w;
-  for (const auto& s : si.steps) {
+  for (const auto& s : steady.steps) {
     w.push_back({s.start, s.end});
     c.total_ns += s.duration();
   }
   c.windows = merge_intervals(std::move(w));
-  c.nsteps = static_cast<double>(si.steps.size());
+  c.nsteps = static_cast<double>(steady.steps.size());
   std::set<std::string> missing;
 
   json r;
   r["schema_version"] = kReportSchemaVersion;
   r["tool"] = {{"name", "profile-train"}, {"version", PT_TOOL_VERSION}};
-
-  // ---- steps + breakdown
-  StepBreakdown sum;
-  std::vector<double> dur_ms;
-  dur_ms.reserve(si.steps.size());
-  Intervals kern_main;
-  for (size_t i : idx.kernels)
-    if (device_of(t.events[i]) == idx.main_device) kern_main.push_back({t.events[i].start_ns, t.events[i].end_ns()});
-  kern_main = merge_intervals(std::move(kern_main));
-  TimeNs data_wait_min = std::numeric_limits<TimeNs>::max();  // the data wait every step has (see below)
-  for (const auto& s : si.steps) {
-    const StepBreakdown b = carve_step(roles, s.start, s.end);
-    constexpr int kDataRole = 5;  // kRoleNames order
-    data_wait_min = std::min(data_wait_min, b.role_ns[kDataRole]);
-    for (int i = 0; i < kNumRoles; ++i) sum.role_ns[i] += b.role_ns[i];
-    sum.total_ns += b.total_ns;
-    dur_ms.push_back(ms(s.duration()));
-  }
-  // Per-step rows only for the steps kept (carved a second time: cheap for a bounded number of steps).
-  const std::vector<size_t> kept = options.all_steps ? std::vector<size_t>() : bounded_step_selection(dur_ms, kPerStepKept);
-  auto step_row = [&](size_t i) {
-    const Step& s = si.steps[i];
-    const StepBreakdown b = carve_step(roles, s.start, s.end);
-    return json{{"index", i},
-                {"name", s.name},
-                {"start_ns", s.start},
-                {"duration_ms", r6(ms(s.duration()))},
-                {"breakdown", breakdown_json(b, double(b.total_ns), false)},
-                {"gpu_utilization", idx.has_gpu_activity && b.total_ns > 0
-                                        ? json(r6(double(total_length(clip_intervals(kern_main, s.start, s.end))) / double(b.total_ns)))
-                                        : json(nullptr)}};
-  };
-  const bool complete = kept.empty() || kept.size() == si.steps.size();
-  json per_step = json::array();
-  if (complete) {
-    for (size_t i = 0; i < si.steps.size(); ++i) per_step.push_back(step_row(i));
-  } else {
-    for (size_t i : kept) per_step.push_back(step_row(i));
-  }
-  json steps;
-  steps["count"] = si.steps.size();
-  if (!si.steps.empty()) {
-    const double mean = std::accumulate(dur_ms.begin(), dur_ms.end(), 0.0) / dur_ms.size();
-    double var = 0;
-    for (double d : dur_ms) var += (d - mean) * (d - mean);
-    steps["mean_ms"] = r6(mean);
-    steps["median_ms"] = r6(median(dur_ms));
-    steps["min_ms"] = r6(*std::min_element(dur_ms.begin(), dur_ms.end()));
-    steps["max_ms"] = r6(*std::max_element(dur_ms.begin(), dur_ms.end()));
-    steps["stddev_ms"] = r6(std::sqrt(var / dur_ms.size()));
-  } else {
-    for (const char* k : {"mean_ms", "median_ms", "min_ms", "max_ms", "stddev_ms"}) steps[k] = nullptr;
-  }
-  steps["per_step"] = std::move(per_step);
-  steps["per_step_complete"] = complete;
-  steps["histogram"] = step_histogram(dur_ms, kStepHistogramBins);
-  // The data wait that even the best step has, as a share of the mean step: a loader slower than the GPU
-  // every step (a throughput deficit) has a high floor; a bursty one (slow batches, epoch start-up) has a low
-  // floor. Deeper prefetching can only absorb the part above the floor.
-  steps["data_wait_floor"] = si.steps.empty() || sum.total_ns <= 0
-                                 ? json(nullptr)
-                                 : json(r6(double(data_wait_min) * c.nsteps / double(sum.total_ns)));
-  r["steps"] = std::move(steps);
-  if (sum.total_ns > 0) {
-    r["breakdown"] = breakdown_json(sum, double(sum.total_ns), false);
-    r["breakdown_ms"] = breakdown_json(sum, c.nsteps, true);
-  } else {
-    json nb;
-    for (const char* k : kRoleNames) nb[k] = nullptr;
-    r["breakdown"] = nb;
-    r["breakdown_ms"] = nb;
-  }
+  r["steps"] = std::move(sec.steps);
+  r["breakdown"] = std::move(sec.breakdown);
+  r["breakdown_ms"] = std::move(sec.breakdown_ms);
+  r["phases"] = std::move(sec.phases);
 
   // ---- device
   const trace::DeviceInfo* dev = t.device(idx.main_device);
@@ -635,6 +567,14 @@ nlohmann::json build_report(const trace::Trace& t, const AnalysisOptions& option
   r["communication"] = comm_section(c, roles);
   r["operators"] = operators_section(c);
   r["facts"] = infer_facts(t, idx);
+  if (sec.accumulation > 0) {
+    // Counted in the trace: backward passes per optimizer step. It replaces what the shim counted from
+    // DataLoader fetches, which a prefetching loader inflates.
+    r["facts"]["training"] = {{"gradient_accumulation_steps", sec.accumulation}, {"step_boundary", "optimizer step"}};
+    auto& inferred = r["facts"]["inferred"];
+    if (inferred.is_array() && std::find(inferred.begin(), inferred.end(), "training.gradient_accumulation_steps") == inferred.end())
+      inferred.push_back("training.gradient_accumulation_steps");
+  }
 
   // ---- data quality (+ unmatched correlations)
   int64_t unmatched = 0, gpu_without_corr = 0;

@@ -19,7 +19,9 @@ const char* to_string(StepSource s) {
     case StepSource::kProfilerStep: return "profiler_step";
     case StepSource::kNvtxStep: return "nvtx_step";
     case StepSource::kOptimizerAnnotation: return "optimizer_annotation";
+    case StepSource::kBackwardAnnotation: return "backward_annotation";
     case StepSource::kDataLoaderAnnotation: return "dataloader_annotation";
+    case StepSource::kRepeatingRange: return "repeating_range";
     case StepSource::kWholeTrace: return "whole_trace";
   }
   return "whole_trace";
@@ -177,29 +179,133 @@ void adjust_to_device(const trace::Trace& t, const TraceIndex& idx, StepInfo& in
 
 }  // namespace
 
+namespace {
+
+// The ProfilerStep# ranges of a native capture come from the Python shim (one per DataLoader fetch, or per
+// optimizer step once it saw one) rather than from the program when the shim wrote facts.
+bool steps_from_shim(const trace::Trace& t) {
+  if (t.meta.format != "native") return false;
+  const auto cap = t.facts.find("capture");
+  return cap != t.facts.end() && cap->is_object() && cap->value("shim", false);
+}
+
+bool any_in(const Intervals& v, TimeNs start, TimeNs end) {
+  auto it = std::upper_bound(v.begin(), v.end(), start, [](TimeNs x, const Interval& i) { return x < i.end; });
+  return it != v.end() && it->start < end;
+}
+
+// Keeps the steps holding a backward or an optimizer step when some do (the others are evaluation batches).
+void keep_training_steps(const LoopRanges& r, StepInfo& info) {
+  auto training = [&](const Step& s) {
+    return any_in(r.optimizer, s.host_start, s.host_end) || any_in(r.backward, s.host_start, s.host_end) ||
+           any_in(r.autograd, s.host_start, s.host_end);
+  };
+  if (std::none_of(info.steps.begin(), info.steps.end(), training)) return;
+  const size_t before = info.steps.size();
+  info.steps.erase(std::remove_if(info.steps.begin(), info.steps.end(), [&](const Step& s) { return !training(s); }),
+                   info.steps.end());
+  info.dropped_eval_steps = static_cast<int64_t>(before - info.steps.size());
+  if (info.dropped_eval_steps > 0)
+    info.notes.push_back("left out " + std::to_string(info.dropped_eval_steps) +
+                         " step(s) holding neither a backward nor an optimizer step (evaluation, or cut short)");
+}
+
+// A first optimizer-bounded step holding fewer backward passes than every later step began before the capture
+// did (a --warmup-steps window opening between the micro-batches of an accumulation): it is dropped.
+void drop_partial_first_step(const LoopRanges& r, StepInfo& info) {
+  if (info.steps.size() < 2 || r.backward.empty()) return;
+  auto backwards = [&](const Step& s) {
+    auto lo = std::lower_bound(r.backward.begin(), r.backward.end(), s.host_start,
+                               [](const Interval& i, TimeNs x) { return i.start < x; });
+    auto hi = std::lower_bound(lo, r.backward.end(), s.host_end, [](const Interval& i, TimeNs x) { return i.start < x; });
+    return hi - lo;
+  };
+  std::ptrdiff_t fewest_later = std::numeric_limits<std::ptrdiff_t>::max();
+  for (size_t i = 1; i < info.steps.size(); ++i) fewest_later = std::min(fewest_later, backwards(info.steps[i]));
+  if (backwards(info.steps.front()) >= fewest_later) return;
+  info.steps.erase(info.steps.begin());
+  info.notes.push_back("dropped the first step: it holds fewer backward passes than every later step (the capture "
+                       "started inside it)");
+}
+
+// The program's most time-covering repeated annotation (user_annotation, outermost on its thread, >= 2
+// occurrences, covering at least half of the span from its first start to its last end): a loop body.
+std::vector<Step> repeating_range_steps(const trace::Trace& t, StepInfo& info) {
+  struct Occ { std::vector<const Event*> list; TimeNs total = 0; };
+  std::map<std::pair<int64_t, int64_t>, std::vector<const Event*>> by_thread;
+  for (const auto& e : t.events)
+    if (!e.is_gpu && e.cat == Category::kUserAnnotation && e.dur_ns > 0) by_thread[{e.pid, e.tid}].push_back(&e);
+  const Occ* best = nullptr;
+  std::string best_name;
+  std::pair<int64_t, int64_t> best_thread;
+  std::map<std::pair<std::pair<int64_t, int64_t>, std::string>, Occ> occ;
+  for (auto& [thread, list] : by_thread) {
+    TimeNs open_end = std::numeric_limits<TimeNs>::min();
+    for (const Event* e : list) {  // sorted by start, enclosing first
+      if (e->start_ns < open_end) continue;  // nested
+      open_end = e->end_ns();
+      Occ& o = occ[{thread, t.name(*e)}];
+      o.list.push_back(e);
+      o.total += e->dur_ns;
+    }
+  }
+  for (const auto& [key, o] : occ) {
+    if (o.list.size() < 2 || is_step_annotation(key.second)) continue;
+    const TimeNs span = o.list.back()->end_ns() - o.list.front()->start_ns;
+    if (span <= 0 || 2 * o.total < span) continue;
+    if (best == nullptr || o.total > best->total) {
+      best = &o;
+      best_name = key.second;
+      best_thread = key.first;
+    }
+  }
+  std::vector<Step> steps;
+  if (best == nullptr) return steps;
+  for (size_t i = 0; i < best->list.size(); ++i) {
+    const TimeNs s = best->list[i]->start_ns;
+    const TimeNs e = i + 1 < best->list.size() ? best->list[i + 1]->start_ns : best->list[i]->end_ns();
+    steps.push_back({best_name + "#" + std::to_string(i), s, e, s, e, 0});
+  }
+  info.main_pid = best_thread.first;
+  info.main_tid = best_thread.second;
+  info.repeating_range = best_name;
+  return steps;
+}
+
+}  // namespace
+
 StepInfo detect_steps(const trace::Trace& t, const TraceIndex& idx) {
   StepInfo info;
   int64_t pid = -1, tid = -1;
-  auto steps = ranges_on_main_thread(t, &is_step_annotation, &pid, &tid);
-  if (!steps.empty()) {
+  const bool shim = steps_from_shim(t);
+  auto profiler_steps = ranges_on_main_thread(t, &is_step_annotation, &pid, &tid);
+  auto take_profiler_steps = [&] {
     info.source = t.meta.format == "native" ? StepSource::kNvtxStep : StepSource::kProfilerStep;
     info.main_pid = pid;
     info.main_tid = tid;
-    for (const Event* e : steps) info.steps.push_back({t.name(*e), e->start_ns, e->end_ns(), e->start_ns, e->end_ns(), 0});
-  }
+    for (const Event* e : profiler_steps)
+      info.steps.push_back({t.name(*e), e->start_ns, e->end_ns(), e->start_ns, e->end_ns(), 0});
+    keep_training_steps(loop_ranges(t, pid, tid), info);
+  };
+  if (!profiler_steps.empty() && !shim) take_profiler_steps();
   if (info.steps.empty()) {
-    auto opt = ranges_on_main_thread(t, &is_optimizer_step_annotation, &pid, &tid);
-    if (opt.size() >= 2) {
-      info.source = StepSource::kOptimizerAnnotation;
-      info.main_pid = pid;
-      info.main_tid = tid;
-      for (size_t i = 1; i < opt.size(); ++i) {
-        const TimeNs s = opt[i - 1]->end_ns(), e = opt[i]->end_ns();
-        info.steps.push_back({"iteration#" + std::to_string(i), s, e, s, e, 0});
-      }
-      info.notes.push_back("no ProfilerStep#: steps are the windows between consecutive Optimizer.step ranges");
-    }
+    const LoopRanges loop = shim && !profiler_steps.empty() ? loop_ranges(t, pid, tid) : loop_ranges(t);
+    auto use = [&](std::vector<Step> steps, StepSource source, const char* note) {
+      if (steps.empty()) return false;
+      info.steps = std::move(steps);
+      info.source = source;
+      info.main_pid = loop.pid;
+      info.main_tid = loop.tid;
+      info.notes.push_back(note);
+      return true;
+    };
+    use(optimizer_bounded_steps(loop), StepSource::kOptimizerAnnotation,
+        "steps are bounded by the Optimizer.step ranges (a step ends where its optimizer step ends)") ||
+        use(backward_bounded_steps(loop), StepSource::kBackwardAnnotation,
+            "no optimizer step: one step per backward range, from the forward and fetches before it");
+    if (info.source == StepSource::kOptimizerAnnotation) drop_partial_first_step(loop, info);
   }
+  if (info.steps.empty() && !profiler_steps.empty()) take_profiler_steps();
   if (info.steps.empty()) {
     auto dl = ranges_on_main_thread(t, &is_dataloader_annotation, &pid, &tid);
     if (dl.size() >= 2) {
@@ -211,6 +317,14 @@ StepInfo detect_steps(const trace::Trace& t, const TraceIndex& idx) {
         info.steps.push_back({"iteration#" + std::to_string(i), s, e, s, e, 0});
       }
       info.notes.push_back("no ProfilerStep#: steps are the windows between consecutive DataLoader __next__ calls");
+    }
+  }
+  if (info.steps.empty()) {
+    info.steps = repeating_range_steps(t, info);
+    if (!info.steps.empty()) {
+      info.source = StepSource::kRepeatingRange;
+      info.notes.push_back("no step, optimizer, backward or DataLoader ranges: steps are the repeats of the range \"" +
+                           info.repeating_range + "\"");
     }
   }
   if (info.steps.empty()) {

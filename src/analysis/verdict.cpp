@@ -95,7 +95,7 @@ json decide_verdict(const json& r) {
 
   double penalty = 0.0;
   if (step_src == "whole_trace") penalty += 0.15;
-  else if (step_src != "profiler_step" && step_src != "nvtx_step") penalty += 0.05;
+  else if (step_src != "profiler_step" && step_src != "nvtx_step" && step_src != "optimizer_annotation") penalty += 0.05;
   const double total = val(r, {"data_quality", "events_total"});
   const double bad = val(r, {"data_quality", "malformed_events"}) + val(r, {"data_quality", "clock_anomalies"});
   if (total > 0 && bad / total > 0.01) penalty += 0.1;
@@ -113,8 +113,10 @@ json decide_verdict(const json& r) {
     ev.push_back("step windows: 0");
     return v;
   }
-  const std::string step_ev = "mean step " + fmt(mean_ms, "%.2f") + " ms over " + fmt(steps, "%.0f") +
-                              " step(s) (" + step_src + ")";
+  const double steady = r.contains("steps") && r["steps"].contains("steady_state") ? val(r, {"steps", "steady_state", "count"}) : steps;
+  const std::string step_ev = "mean step " + fmt(mean_ms, "%.2f") + " ms over " +
+                              (steady < steps ? fmt(steady, "%.0f") + " steady-state of " : std::string()) +
+                              fmt(steps, "%.0f") + " step(s) (" + step_src + ")";
   const double dl = val(r, {"breakdown", "data_loading"});
   const double cpu = val(r, {"breakdown", "cpu"});
   const double rt = val(r, {"breakdown", "runtime"});

@@ -46,7 +46,9 @@ std::map<std::string, KernelRow> kernel_rows(const json& r) {
   std::map<std::string, KernelRow> rows;
   const json* top = detail::find_path(r, {"gpu", "top_kernels"});
   if (!top || !top->is_array()) return rows;
-  const double steps = std::max(1.0, number_path(r, {"steps", "count"}).value_or(1.0));
+  // top_kernels cover the steady-state steps (all steps in reports without steady_state).
+  const double steps = std::max(1.0, number_path(r, {"steps", "steady_state", "count"})
+                                         .value_or(number_path(r, {"steps", "count"}).value_or(1.0)));
   for (const auto& k : *top) {
     auto name = string_path(k, {"name"});
     auto total = number_path(k, {"total_ms"});

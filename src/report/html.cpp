@@ -60,6 +60,8 @@ void write_banner(Html& h, const json& r) {
   std::string steps_sub;
   if (auto n = number_path(r, {"steps", "count"})) {
     steps_sub = fmt_count(n) + " steps";
+    if (auto st = number_path(r, {"steps", "steady_state", "count"}); st && *st < *n)
+      steps_sub = fmt_count(st) + " steady-state of " + steps_sub;
     if (auto sd = number_path(r, {"steps", "stddev_ms"})) steps_sub += ", \xC2\xB1" + fmt_ms(sd);
   }
   kpi("kpi-step", "Mean step time", fmt_ms(number_path(r, {"steps", "mean_ms"})), steps_sub);
@@ -453,11 +455,12 @@ std::string render_html(const json& report, const trace::Trace* trace) {
       .raw(detail::asset_head_js()).raw("</script>\n<style>").raw(detail::asset_report_css()).raw("</style>\n</head>\n");
   h.raw("<body data-render=\"pending\">\n");
   write_banner(h, report);
-  h.raw("<nav class=\"toc\"><a href=\"#plan\">Plan</a><a href=\"#breakdown\">Breakdown</a><a href=\"#timeline-section\">Timeline</a>"
+  h.raw("<nav class=\"toc\"><a href=\"#plan\">Plan</a><a href=\"#breakdown\">Breakdown</a><a href=\"#steps\">Steps</a><a href=\"#timeline-section\">Timeline</a>"
         "<a href=\"#kernels\">Kernels</a><a href=\"#operators\">Operators</a><a href=\"#copies\">Copies</a><a href=\"#memory\">Memory</a>"
         "<a href=\"#recommendations\">Recommendations</a><a href=\"#data-quality\">Data quality</a></nav>\n<main>\n");
   detail::write_plan(h, report);
   write_breakdown(h, report);
+  detail::write_steps(h, report);
   detail::write_host_idle(h, report);
   detail::write_recommendations(h, report);
   json timeline;

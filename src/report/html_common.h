@@ -66,6 +66,8 @@ class Html {
 void write_plan(Html& h, const nlohmann::json& report);
 void write_host_idle(Html& h, const nlohmann::json& report);
 void write_recommendations(Html& h, const nlohmann::json& report);
+// html_steps.cpp: how the steps were found, the steady state (steps left out and why) and the phase split.
+void write_steps(Html& h, const nlohmann::json& report);
 // html_operators.cpp: operators and modules (top by GPU time, host self time, during GPU idle).
 void write_operators(Html& h, const nlohmann::json& report);
 

@@ -93,6 +93,36 @@ void write_host_idle(const json& r, std::ostream& out) {
 
 }  // namespace
 
+// The steps left out of the steady state: which, why, how long (the first few, then a count).
+void write_excluded_steps(const json& r, std::ostream& out, const Style& st) {
+  const json* ex = at(r, {"steps", "steady_state", "excluded"});
+  if (ex == nullptr || !ex->is_array() || ex->empty()) return;
+  const double n = num(r, {"steps", "steady_state", "excluded_count"});
+  out << "          excluded " << fmt("%.0f", n) << " step(s), " << fmt("%.2f", num(r, {"steps", "steady_state", "excluded_ms"}))
+      << " ms (mean over all steps " << fmt("%.2f", num(r, {"steps", "steady_state", "mean_all_ms"})) << " ms):";
+  constexpr size_t kShown = 5;
+  for (size_t i = 0; i < ex->size() && i < kShown; ++i) {
+    const json& x = (*ex)[i];
+    out << (i ? ", " : " ") << "step " << fmt("%.0f", num(x, {"index"})) << " " << text(x.value("reason", std::string()))
+        << " " << fmt("%.2f", num(x, {"duration_ms"})) << " ms";
+  }
+  if (n > static_cast<double>(std::min(ex->size(), kShown))) out << st.dim(", ...");
+  out << "\n";
+}
+
+// Forward / backward / optimizer / data wait of the step on the training thread's host side.
+void write_phases(const json& r, std::ostream& out, const Style& st) {
+  const json* p = at(r, {"phases", "ms_per_step"});
+  if (p == nullptr || !p->is_object()) return;
+  out << st.bold("Phases") << "    (host, training thread, per step)";
+  for (const char* k : {"forward", "backward", "optimizer", "data_wait", "other"}) {
+    if (!has_num(r, {"phases", "ms_per_step", k})) continue;
+    out << "  " << k << " " << fmt("%.2f", num(r, {"phases", "ms_per_step", k})) << " ms ("
+        << fmt("%.1f", 100.0 * num(r, {"phases", "fraction", k})) << "%)";
+  }
+  out << "\n";
+}
+
 void write_text_summary(const json& r, std::ostream& out, const TextOptions& options) {
   const Style st{options.color};
   const std::string bottleneck = str(r, {"verdict", "bottleneck"}, "unknown");
@@ -108,14 +138,18 @@ void write_text_summary(const json& r, std::ostream& out, const TextOptions& opt
 
   // Steps.
   const double count = num(r, {"steps", "count"});
+  const double steady = has_num(r, {"steps", "steady_state", "count"}) ? num(r, {"steps", "steady_state", "count"}) : count;
   if (has_num(r, {"steps", "mean_ms"})) {
     out << st.bold("Step") << "      " << fmt("%.2f", num(r, {"steps", "mean_ms"})) << " ms mean"
         << " (median " << fmt("%.2f", num(r, {"steps", "median_ms"})) << ", min " << fmt("%.2f", num(r, {"steps", "min_ms"}))
-        << ", max " << fmt("%.2f", num(r, {"steps", "max_ms"})) << ") over " << fmt("%.0f", count) << " step(s) ["
-        << str(r, {"source", "step_detection"}) << "]\n";
+        << ", max " << fmt("%.2f", num(r, {"steps", "max_ms"})) << ") over ";
+    if (steady < count) out << fmt("%.0f", steady) << " steady-state of ";
+    out << fmt("%.0f", count) << " step(s) [" << str(r, {"source", "step_detection"}) << "]\n";
+    write_excluded_steps(r, out, st);
   } else {
     out << st.bold("Step") << "      no step window\n";
   }
+  write_phases(r, out, st);
 
   // A distributed run whose collectives the trace could not see: say so instead of printing 0%.
   const json* measured = at(r, {"communication", "measured"});

@@ -51,6 +51,11 @@ constexpr Leaf kLeaves[] = {
     {"steps.stddev_ms", T::kNumber},
     {"steps.per_step", T::kList},
     {"steps.data_wait_floor", T::kNumber},
+    {"steps.steady_state.count", T::kNumber},
+    {"steps.steady_state.excluded_count", T::kNumber},
+    {"steps.steady_state.excluded_ms", T::kNumber},
+    {"steps.steady_state.mean_all_ms", T::kNumber},
+    {"steps.steady_state.median_all_ms", T::kNumber},
     {"gpu.utilization", T::kNumber},
     {"gpu.sm_efficiency", T::kNumber},
     {"gpu.achieved_occupancy", T::kNumber},
@@ -174,6 +179,10 @@ Table build_table() {
   for (std::string_view key : kBreakdownRoleNames) {
     all.emplace_back("breakdown." + std::string(key), T::kNumber);
     all.emplace_back("breakdown_ms." + std::string(key), T::kNumber);
+  }
+  for (const char* key : {"forward", "backward", "optimizer", "data_wait", "other"}) {
+    all.emplace_back(std::string("phases.ms_per_step.") + key, T::kNumber);
+    all.emplace_back(std::string("phases.fraction.") + key, T::kNumber);
   }
   for (const char* key : kIdleActivityKeys) all.emplace_back(std::string("host.idle_activity.") + key, T::kNumber);
   for (const char* kind : {"fp32", "conv", "idle", "h2d"}) {  // the operator carrying most of each kind of time

@@ -60,6 +60,16 @@ TEST(Diff, FiguresVerdictKernelsAndCopies) {
   EXPECT_TRUE(d["recommendations"]["new"].empty());
 }
 
+TEST(Diff, KernelTimePerStepIsOverTheSteadyStateSteps) {
+  // B had 5 steps, one a warm-up left out: its top_kernels cover the 4 steady-state steps.
+  const json a = fixture("report_input_pipeline.json");
+  json b = a;
+  b["steps"]["count"] = 5;
+  b["steps"]["steady_state"] = {{"count", 4}};
+  const json d = diff_reports(a, b, "A", "B");
+  for (const auto& k : d["kernels"]) EXPECT_NEAR(k["delta_ms_per_step"].get<double>(), 0.0, 1e-9) << k.dump();
+}
+
 TEST(Diff, TextShowsHeadlineFirstAndNoColorWhenOff) {
   const json a = fixture("report_input_pipeline.json");
   const json d = diff_reports(a, improved(a), "before.json", "after.json");

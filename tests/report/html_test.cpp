@@ -129,6 +129,33 @@ TEST(Timeline, HugeStepIsMergedUnderTheBudgetAndEveryEventIsAccountedFor) {
   EXPECT_LT(html.size(), size_t{10} << 20);
 }
 
+TEST(Html, StepsSectionShowsTheExcludedStepsAndThePhases) {
+  json report = fixture("report_input_pipeline.json");
+  report["steps"]["count"] = 10;
+  report["steps"]["steady_state"] = {
+      {"count", 9}, {"excluded_count", 1}, {"excluded_ms", 8900.0}, {"mean_all_ms", 940.0}, {"median_all_ms", 56.0},
+      {"mad_all_ms", 1.0},
+      {"excluded", json::array({{{"index", 0}, {"name", "iteration#0<b>"}, {"reason", "warm-up"}, {"duration_ms", 8900.0}}})}};
+  report["phases"] = {{"ms_per_step", {{"forward", 20.0}, {"backward", 30.0}, {"optimizer", nullptr}, {"data_wait", 5.0}, {"other", 1.0}}},
+                      {"fraction", {{"forward", 0.357}, {"backward", 0.536}, {"optimizer", nullptr}, {"data_wait", 0.089}, {"other", 0.018}}},
+                      {"backward_from", "## backward ##"}};
+  const std::string html = render_html(report, nullptr);
+  const size_t at = html.find("id=\"steps-excluded\"");
+  ASSERT_NE(at, std::string::npos);
+  const std::string table = html.substr(at, html.find("</table>", at) - at);
+  EXPECT_NE(table.find("warm-up"), std::string::npos);
+  EXPECT_NE(table.find("iteration#0&lt;b&gt;"), std::string::npos);
+  EXPECT_NE(html.find("9 steady-state of 10 steps"), std::string::npos);
+  EXPECT_NE(html.find("data-phase=\"backward\""), std::string::npos);
+  const size_t opt = html.find("data-phase=\"optimizer\"");
+  ASSERT_NE(opt, std::string::npos);
+  EXPECT_NE(html.substr(opt, html.find("</tr>", opt) - opt).find("\xE2\x80\x94"), std::string::npos);  // unknown: a dash
+  // Without steady-state exclusions or phases: the section says so and has neither table.
+  const std::string plain = render_html(fixture("report_input_pipeline.json"), nullptr);
+  EXPECT_EQ(plain.find("id=\"steps-excluded\""), std::string::npos);
+  EXPECT_EQ(plain.find("id=\"phases\""), std::string::npos);
+}
+
 TEST(Html, RendersWithoutTraceAndWithAnEmptyReport) {
   const std::string a = render_html(fixture("report_input_pipeline.json"), nullptr);
   EXPECT_NE(a.find("no timeline"), std::string::npos);

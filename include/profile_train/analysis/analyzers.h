@@ -55,7 +55,16 @@ bool is_conv_kernel(std::string_view kernel_name);
 std::string kernel_category(std::string_view kernel_name);  // "communication", "conv", "gemm", ...
 
 // ---- Steps ------------------------------------------------------------------------------------------------
-enum class StepSource { kProfilerStep, kNvtxStep, kOptimizerAnnotation, kDataLoaderAnnotation, kWholeTrace };
+// How the step windows were found (source.step_detection; reports/REPORT_FORMAT.md, "Steps").
+enum class StepSource {
+  kProfilerStep,          // ProfilerStep#N ranges of a Kineto trace (placed by the program's prof.step())
+  kNvtxStep,              // NVTX ProfilerStep#N ranges of a native capture (the program's own, or the shim's)
+  kOptimizerAnnotation,   // bounded by the Optimizer.step ranges: a step ends where its optimizer step ends
+  kBackwardAnnotation,    // no optimizer step: one step per backward, from the forward / fetches before it
+  kDataLoaderAnnotation,  // between consecutive DataLoader __next__ starts
+  kRepeatingRange,        // between consecutive starts of the program's most time-covering repeated range
+  kWholeTrace,
+};
 const char* to_string(StepSource s);
 
 struct Step {
@@ -71,6 +80,8 @@ struct StepInfo {
   std::vector<Step> steps;
   int64_t main_pid = -1, main_tid = -1;  // thread carrying the step annotations (-1 if none)
   int64_t dropped_tail_steps = 0;        // trailing steps dropped because their GPU work was not captured
+  int64_t dropped_eval_steps = 0;        // steps with neither a backward nor an optimizer step (evaluation)
+  std::string repeating_range;           // kRepeatingRange: the range's name
   std::vector<std::string> notes;
 };
 
@@ -89,10 +100,80 @@ struct TraceIndex {
 };
 TraceIndex build_index(const trace::Trace& t);
 
-// Step windows: ProfilerStep#N (CPU side), NVTX ProfilerStep#N (native), Optimizer.step ranges, DataLoader
-// __next__ ranges, else the whole trace. GPU-using steps are extended to the end of the GPU work they launched
-// and start where the previous one ended, as the TensorBoard plugin did (tb_plugin event_parser.py).
+// The training-loop ranges of one thread, each list sorted by start with nested repeats dropped (a range
+// inside another of the same list). Names: "enumerate(DataLoader)#...__next__" / DataPipe (fetch),
+// "## forward ##", "## backward ##", "Optimizer.step#..." (optimizer), "Optimizer.zero_grad#..." (zero_grad).
+// `autograd` is the merged union of Kineto's "autograd::engine::evaluate_function: ..." operators of the
+// process (any thread): the backward pass of a Kineto trace without "## backward ##" ranges.
+struct LoopRanges {
+  int64_t pid = -1, tid = -1;
+  Intervals fetch, forward, backward, optimizer, zero_grad, autograd;
+  bool empty() const { return fetch.empty() && forward.empty() && backward.empty() && optimizer.empty() && zero_grad.empty(); }
+};
+// The loop ranges of the thread carrying most of them (`pid`/`tid` >= 0: of that thread).
+LoopRanges loop_ranges(const trace::Trace& t, int64_t pid = -1, int64_t tid = -1);
+
+// Training steps from the loop ranges (reports/REPORT_FORMAT.md, "Steps"). Optimizer-bounded: step k ends where
+// optimizer step k ends and starts where step k-1 ended, unless forwards without a backward (evaluation) ran in
+// between: then it starts at the fetches / forward before its first backward. Step 0 starts there too, and is
+// left out when no forward or fetch says where it started. Both return host spans; empty when not applicable.
+std::vector<Step> optimizer_bounded_steps(const LoopRanges& r);
+// No optimizer step: one step per backward range, from the fetches / forward before it to where the next one
+// starts (the update after the backward belongs to its step); evaluation between two steps and after the last
+// one is left out: such a step ends at the first evaluation range, at most the median post-backward tail of
+// the contiguous steps after its backward.
+std::vector<Step> backward_bounded_steps(const LoopRanges& r);
+
+// Step windows, in order: ProfilerStep#N ranges the program placed (Kineto, or NVTX of a native capture without
+// the Python shim); optimizer-bounded steps; backward-bounded steps; the shim's ProfilerStep#N (one per fetch);
+// DataLoader __next__ ranges; repeating top-level annotation ranges; the whole trace. ProfilerStep# steps
+// holding neither a backward nor an optimizer step are dropped when others hold one (evaluation batches).
+// GPU-using steps are extended to the end of the GPU work they launched and start where the previous one
+// ended, as the TensorBoard plugin did (tb_plugin event_parser.py).
 StepInfo detect_steps(const trace::Trace& t, const TraceIndex& idx);
+
+// ---- Steady state -------------------------------------------------------------------------------------------
+// Which steps the summary figures cover (reports/REPORT_FORMAT.md, "Steady state"). With m the median and
+// s = 1.4826 x MAD of the step durations (a robust standard deviation), a step is slow when it lasts more than
+// m + 5 s (any amount above m when MAD is 0) and at least R x m. Warm-up: the run of slow steps (R =
+// kWarmupRatio) from step 0, each at least kWarmupGap x the slowest later step that is not an outlier.
+// Outliers: later slow steps (R = kSpikeRatio), excluded only when they are no more than kMaxSpikeShare of the
+// steps and the fastest of them lasts at least kSpikeGap x the slowest other step (a second, rare kind of step;
+// a long tail of slow steps stays in). At most half the steps are warm-up; needs >= 3 steps.
+inline constexpr double kWarmupRatio = 1.5;
+inline constexpr double kWarmupGap = 1.25;
+inline constexpr double kSpikeRatio = 3.0;
+inline constexpr double kSpikeGap = 2.0;
+inline constexpr double kMaxSpikeShare = 0.2;
+struct Exclusion {
+  size_t index = 0;
+  const char* reason = "";  // "warm-up" | "outlier"
+};
+struct SteadyState {
+  std::vector<size_t> kept;           // step indices, ascending
+  std::vector<Exclusion> excluded;    // ascending by index
+  double median_ms = 0, mad_ms = 0;   // over all steps
+};
+SteadyState steady_state(const std::vector<double>& dur_ms);
+
+// ---- Phases (forward / backward / optimizer / data wait) ---------------------------------------------------
+// Host time of a step on the training thread, carved in the order optimizer (Optimizer.step and zero_grad),
+// backward, forward, data_wait (DataLoader fetches); `other` is the rest of the step window. Sums to the window.
+inline constexpr int kNumPhases = 5;
+extern const char* const kPhaseNames[kNumPhases];  // forward, backward, optimizer, data_wait, other
+struct PhaseSplit {
+  TimeNs phase_ns[kNumPhases] = {};
+  TimeNs total_ns = 0;
+};
+// Whether `r` has the ranges a phase split needs (a forward, backward or optimizer range).
+bool has_phases(const LoopRanges& r);
+// The merged ranges of each phase but `other` (kPhaseNames order; the backward is `autograd` when the trace
+// has no "## backward ##" ranges), built once per trace.
+struct PhaseIndex {
+  Intervals ranges[kNumPhases - 1];
+};
+PhaseIndex phase_index(const LoopRanges& r);
+PhaseSplit phase_split(const PhaseIndex& x, TimeNs start, TimeNs end);
 
 // Indices (ascending) of the steps that steps.per_step keeps: the first, the last and the slowest `keep`
 // steps (durations `dur_ms`, in step order; equal durations favour the earlier step); every index when there

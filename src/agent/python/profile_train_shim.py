@@ -2,10 +2,10 @@
 
 Loaded by the sitecustomize.py next to it (put on PYTHONPATH by `profile-train run`). It waits until the program
 imports torch, then patches:
-  - DataLoader iterator __next__       -> `ProfilerStep#N` (step boundaries) and
-                                          `enumerate(DataLoader)#<Iter>.__next__` (data wait); once an
-                                          optimizer step followed >= 2 fetches (gradient accumulation), a step
-                                          spans the fetches up to the optimizer step (facts.training)
+  - DataLoader iterator __next__       -> `ProfilerStep#N` (step boundaries, see step_at_fetch) and
+                                          `enumerate(DataLoader)#<Iter>.__next__` (data wait); after the first
+                                          optimizer step a step ends at the optimizer step (facts.training:
+                                          backward passes per optimizer step)
   - nn.Module.__call__ of the top-level model (first module with parameters called on the main thread)
                                        -> `## forward ##` (and torch.autocast when an amp override asks for it)
   - Tensor.backward / autograd.backward -> `## backward ##`
@@ -148,9 +148,11 @@ class _Shim:
         self.step_open = False
         self.step_index = 0
         self.loader_mode = False     # steps are delimited by DataLoader iterations
-        self.fetches_since_opt = 0   # DataLoader fetches since the last optimizer step
-        self.accumulation = 0        # > 0: micro-batches per optimizer step; a step ends at the optimizer step
-        self.opt_in_step = False     # an optimizer step ran inside the open step
+        self.work_in_step = False    # the open step ran a forward or backward (a fetch before that is a prefetch)
+        self.backward_in_step = False
+        self.opt_bounded = False     # loader mode after the first optimizer step: a step ends at the optimizer step
+        self.backwards_since_opt = 0
+        self.optimizer_ids = set()
         self.fwd_depth = 0
         self.bwd_depth = 0
         self.model_id = None
@@ -187,6 +189,8 @@ class _Shim:
         self.nvtx.push("ProfilerStep#%d" % self.step_index)
         self.step_index += 1
         self.step_open = True
+        self.work_in_step = False
+        self.backward_in_step = False
         self.maybe_write_facts()
 
     def close_step(self, discard=False):
@@ -196,6 +200,54 @@ class _Shim:
                 self.step_index -= 1
             self.nvtx.pop()
             self.step_open = False
+
+    # ---- the step model (where the ProfilerStep# ranges go; the analysis derives the report's steps from the
+    # phase ranges, these bound the --warmup-steps/--steps window) ------------------------------------------
+    def step_at_fetch(self):
+        """A DataLoader fetch opens a step, unless the open one still needs it: it has run no forward or backward
+        yet (a prefetching loader, e.g. accelerate's, fetches batch k+1 before step k runs), or optimizer steps
+        bound the steps and its optimizer step has not run yet (gradient accumulation's micro-batches; an
+        evaluation pass, which the analysis leaves out). Before the first optimizer step each fetch that follows
+        training work opens a step: whether an optimizer step will come is not known yet."""
+        if self.step_open and (not self.work_in_step or self.opt_bounded):
+            return
+        self.open_step()
+
+    def step_at_work(self, training=False):
+        """Forward, backward, zero_grad or an optimizer step with no step open opens one (no DataLoader, or the
+        first work after an optimizer step ended the previous one)."""
+        if not self.step_open and (not self.loader_mode or self.opt_bounded):
+            self.open_step()
+        if training:
+            self.work_in_step = True
+
+    def step_at_forward(self):
+        """Without a DataLoader and before any optimizer step (a manual update loop, or the micro-batches before
+        the first optimizer step), a forward after a backward starts the next step."""
+        if self.step_open and not self.loader_mode and self.backward_in_step and not self.optimizer_ids:
+            self.open_step()
+        self.step_at_work(training=True)
+
+    def step_at_backward(self):
+        self.step_at_work(training=True)
+        self.backward_in_step = True
+        self.backwards_since_opt += 1
+
+    def step_after_optimizer(self, opt):
+        """An optimizer step ends the step: a step is complete once its optimizer step finished (the last one
+        before a `break` at max_steps included). The backward passes since the previous optimizer step are the
+        gradient accumulation, recorded while a single optimizer steps (a GAN's two optimizers share batches)."""
+        self.optimizer_ids.add(id(opt))
+        if self.backwards_since_opt > 0:
+            if len(self.optimizer_ids) == 1:
+                self.facts["training"] = {"gradient_accumulation_steps": self.backwards_since_opt,
+                                          "step_boundary": "optimizer step"}
+            else:
+                self.facts.pop("training", None)
+        self.backwards_since_opt = 0
+        if self.loader_mode:
+            self.opt_bounded = True
+        self.close_step()
 
     # ---- facts --------------------------------------------------------------------------------------------
     def maybe_write_facts(self):
@@ -414,12 +466,7 @@ def _install(torch):
         loader = getattr(self, "_pt_loader", None)
         if loader is not None and "dataloader" not in S.facts:
             loader_facts(loader)
-        S.fetches_since_opt += 1
-        # Gradient accumulation: the micro-batch fetches of one optimizer step stay in one step; fetches beyond
-        # that with no optimizer step (an evaluation loop) get a step each again.
-        if not (S.accumulation and S.step_open and not S.opt_in_step and S.fetches_since_opt <= S.accumulation):
-            S.open_step()
-            S.opt_in_step = False
+        S.step_at_fetch()
         if not S.active:
             return orig_next(self)
         S.nvtx.push("enumerate(DataLoader)#%s.__next__" % type(self).__name__)
@@ -484,8 +531,7 @@ def _install(torch):
             S.note_model(self)
         if id(self) != S.model_id:
             return orig_call(self, *args, **kwargs)
-        if not S.loader_mode and not S.step_open:
-            S.open_step()
+        S.step_at_forward()
         S.fwd_depth += 1
         S.nvtx.push("## forward ##")
         try:
@@ -511,6 +557,7 @@ def _install(torch):
         def backward(*args, **kwargs):
             if S.bwd_depth or not S.active or S.is_worker or not S.main_thread():
                 return fn(*args, **kwargs)
+            S.step_at_backward()
             S.bwd_depth += 1
             S.nvtx.push("## backward ##")
             try:
@@ -565,8 +612,7 @@ def _install(torch):
         if not getattr(opt, "_pt_facts", False):
             opt._pt_facts = True
             optimizer_facts(opt)
-        if not S.loader_mode and not S.step_open:
-            S.open_step()
+        S.step_at_work()
         S.nvtx.push("Optimizer.step#%s.step" % type(opt).__name__)
         opt._pt_step_range = True
 
@@ -575,17 +621,7 @@ def _install(torch):
             return
         opt._pt_step_range = False
         S.nvtx.pop()
-        if not S.loader_mode:
-            S.close_step()
-            return
-        S.opt_in_step = True
-        if not S.accumulation and S.fetches_since_opt >= 2:
-            # With one fetch per optimizer step this mode steps exactly like one step per fetch, so a single
-            # optimizer step after several fetches is enough evidence to switch.
-            S.accumulation = S.fetches_since_opt
-            S.facts["training"] = {"gradient_accumulation_steps": S.fetches_since_opt,
-                                   "step_boundary": "optimizer step"}
-        S.fetches_since_opt = 0
+        S.step_after_optimizer(opt)
 
     opt_mod.register_optimizer_step_pre_hook(pre_step)
     opt_mod.register_optimizer_step_post_hook(post_step)
@@ -595,8 +631,7 @@ def _install(torch):
     def zero_grad(self, *args, **kwargs):
         if not S.active or S.is_worker or not S.main_thread():
             return orig_zero(self, *args, **kwargs)
-        if not S.loader_mode and not S.step_open:
-            S.open_step()
+        S.step_at_work()
         S.nvtx.push("Optimizer.zero_grad#%s.zero_grad" % type(self).__name__)
         try:
             return orig_zero(self, *args, **kwargs)

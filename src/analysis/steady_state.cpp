@@ -1,0 +1,106 @@
+// Steady state (which steps the summary figures cover) and the forward / backward / optimizer split of a step.
+#include <algorithm>
+#include <cmath>
+
+#include "profile_train/analysis/analyzers.h"
+
+namespace profile_train::analysis {
+
+namespace {
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+SteadyState steady_state(const std::vector<double>& dur_ms) {
+  SteadyState st;
+  const size_t n = dur_ms.size();
+  st.median_ms = median_of(dur_ms);
+  std::vector<double> dev;
+  dev.reserve(n);
+  for (double d : dur_ms) dev.push_back(std::fabs(d - st.median_ms));
+  st.mad_ms = median_of(dev);
+  std::vector<const char*> reason(n, nullptr);
+  if (n >= 3 && st.median_ms > 0) {
+    const double sigma = 1.4826 * st.mad_ms;  // MAD scaled to a standard deviation for normal data
+    auto outlier = [&](double d, double ratio) {
+      return d >= ratio * st.median_ms && (sigma > 0 ? d > st.median_ms + 5.0 * sigma : d > st.median_ms);
+    };
+    size_t warm = 0;
+    while (warm < n / 2 && outlier(dur_ms[warm], kWarmupRatio)) ++warm;
+    std::vector<size_t> spikes;
+    for (size_t i = warm; i < n; ++i)
+      if (outlier(dur_ms[i], kSpikeRatio)) spikes.push_back(i);
+    auto slowest_other = [&](size_t from, const std::vector<size_t>& skip) {
+      double m = 0;
+      for (size_t i = from, j = 0; i < n; ++i) {
+        while (j < skip.size() && skip[j] < i) ++j;
+        if (j < skip.size() && skip[j] == i) continue;
+        m = std::max(m, dur_ms[i]);
+      }
+      return m;
+    };
+    // A second kind of step is rare and set apart: its fastest is at least kSpikeGap x the slowest other step.
+    // A long tail of slow steps (a bursty loader) has no such gap and stays in.
+    bool spikes_out = !spikes.empty() && static_cast<double>(spikes.size()) <= kMaxSpikeShare * static_cast<double>(n);
+    if (spikes_out) {
+      double fastest = dur_ms[spikes.front()];
+      for (size_t i : spikes) fastest = std::min(fastest, dur_ms[i]);
+      spikes_out = fastest >= kSpikeGap * slowest_other(warm, spikes);
+    }
+    if (!spikes_out) spikes.clear();
+    // Warm-up steps stand out from every later step but the outliers: each lasts kWarmupGap x the slowest of them.
+    const double later = slowest_other(warm, spikes);
+    size_t w = 0;
+    while (w < warm && dur_ms[w] >= kWarmupGap * later) reason[w++] = "warm-up";
+    for (size_t i : spikes) reason[i] = "outlier";
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (reason[i] == nullptr) st.kept.push_back(i);
+    else st.excluded.push_back({i, reason[i]});
+  }
+  return st;
+}
+
+const char* const kPhaseNames[kNumPhases] = {"forward", "backward", "optimizer", "data_wait", "other"};
+
+bool has_phases(const LoopRanges& r) {
+  return !r.forward.empty() || !r.backward.empty() || !r.optimizer.empty() || !r.autograd.empty();
+}
+
+PhaseIndex phase_index(const LoopRanges& r) {
+  PhaseIndex x;
+  Intervals opt = r.optimizer;
+  opt.insert(opt.end(), r.zero_grad.begin(), r.zero_grad.end());
+  x.ranges[2] = merge_intervals(std::move(opt));
+  x.ranges[1] = merge_intervals(r.backward.empty() ? r.autograd : r.backward);
+  x.ranges[0] = merge_intervals(r.forward);
+  x.ranges[3] = merge_intervals(r.fetch);
+  return x;
+}
+
+PhaseSplit phase_split(const PhaseIndex& x, TimeNs start, TimeNs end) {
+  PhaseSplit p;
+  if (end <= start) return p;
+  p.total_ns = end - start;
+  // Carving order: a range nested in an earlier phase (a backward inside an optimizer's closure) is that phase's.
+  Intervals claimed;
+  TimeNs used = 0;
+  for (int phase : {2, 1, 0, 3}) {
+    const Intervals mine = subtract_intervals(clip_intervals(x.ranges[phase], start, end), claimed);
+    p.phase_ns[phase] = total_length(mine);
+    used += p.phase_ns[phase];
+    Intervals both = claimed;
+    both.insert(both.end(), mine.begin(), mine.end());
+    claimed = merge_intervals(std::move(both));
+  }
+  p.phase_ns[4] = p.total_ns - used;
+  return p;
+}
+
+}  // namespace profile_train::analysis

@@ -1,0 +1,23 @@
+// report.json's steps, breakdown, breakdown_ms and phases sections (private to the analysis component).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "profile_train/analysis/analyze.h"
+#include "profile_train/analysis/analyzers.h"
+
+namespace profile_train::analysis {
+
+struct StepsSection {
+  nlohmann::json steps, breakdown, breakdown_ms, phases;
+  std::vector<Step> steady;  // the steady-state steps: the windows every other section is computed over
+  // Backward ranges per optimizer-bounded step (median), when the steps are optimizer-bounded and hold
+  // backward ranges; 0 otherwise.
+  int64_t accumulation = 0;
+};
+
+// `kern_main`: merged kernel intervals of the main device (for the per-step GPU utilization).
+StepsSection steps_section(const trace::Trace& t, const TraceIndex& idx, const StepInfo& si, const RoleRanges& roles,
+                           const Intervals& kern_main, const AnalysisOptions& options);
+
+}  // namespace profile_train::analysis
