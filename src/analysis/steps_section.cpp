@@ -59,7 +59,7 @@ void summary(json& o, const std::vector<double>& v) {
   o["stddev_ms"] = r6(std::sqrt(var / static_cast<double>(v.size())));
 }
 
-// Outermost backward ranges starting in [start, end).
+// Ranges of `v` (sorted by start) starting in [start, end).
 int64_t count_in(const Intervals& v, TimeNs start, TimeNs end) {
   auto lo = std::lower_bound(v.begin(), v.end(), start, [](const Interval& i, TimeNs x) { return i.start < x; });
   auto hi = std::lower_bound(lo, v.end(), end, [](const Interval& i, TimeNs x) { return i.start < x; });
@@ -103,9 +103,15 @@ StepsSection steps_section(const trace::Trace& t, const TraceIndex& idx, const S
       phase_sum.total_ns += p.total_ns;
     }
   }
+  // Accumulation: backward passes per optimizer step, where each step holds one optimizer step (a GAN's steps
+  // hold two, and their backward passes are no accumulation).
   if (si.source == StepSource::kOptimizerAnnotation && !loop.backward.empty()) {
-    for (const auto& s : si.steps) backwards.push_back(static_cast<double>(count_in(loop.backward, s.host_start, s.host_end)));
-    out.accumulation = static_cast<int64_t>(std::llround(median(backwards)));
+    std::vector<double> optimizers;
+    for (const auto& s : si.steps) {
+      backwards.push_back(static_cast<double>(count_in(loop.backward, s.host_start, s.host_end)));
+      optimizers.push_back(static_cast<double>(count_in(loop.optimizer, s.host_start, s.host_end)));
+    }
+    if (median(optimizers) == 1.0) out.accumulation = static_cast<int64_t>(std::llround(median(backwards)));
   }
   const double nsteady = static_cast<double>(st.kept.size());
 

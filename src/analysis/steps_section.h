@@ -11,8 +11,8 @@ namespace profile_train::analysis {
 struct StepsSection {
   nlohmann::json steps, breakdown, breakdown_ms, phases;
   std::vector<Step> steady;  // the steady-state steps: the windows every other section is computed over
-  // Backward ranges per optimizer-bounded step (median), when the steps are optimizer-bounded and hold
-  // backward ranges; 0 otherwise.
+  // Backward ranges per optimizer-bounded step (median), when the steps are optimizer-bounded, hold backward
+  // ranges and one optimizer step each; 0 otherwise.
   int64_t accumulation = 0;
 };
 

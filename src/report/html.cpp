@@ -109,6 +109,7 @@ void write_breakdown(Html& h, const json& r) {
     std::vector<double> ms;
     double total;
     bool mean;
+    std::string excluded;  // why the step is left out of the steady state ("" when it is in)
   };
   std::vector<Bar> bars;
   const json* per_step = detail::find_path(r, {"steps", "per_step"});
@@ -118,7 +119,8 @@ void write_breakdown(Html& h, const json& r) {
   for (size_t i = 0; i < n_steps; i += stride) {
     const json& s = (*per_step)[i];
     const double d = number_path(s, {"duration_ms"}).value_or(0.0);
-    Bar bar{string_path(s, {"name"}).value_or("step " + std::to_string(i)), step_breakdown_ms(s, d), d, false};
+    Bar bar{string_path(s, {"name"}).value_or("step " + std::to_string(i)), step_breakdown_ms(s, d), d, false,
+            string_path(s, {"excluded"}).value_or("")};
     bars.push_back(std::move(bar));
   }
   // Mean bar: breakdown_ms, else breakdown fractions x mean step time.
@@ -133,7 +135,7 @@ void write_breakdown(Html& h, const json& r) {
   if (have_mean) {
     double total = 0;
     for (double v : mean_ms) total += v;
-    bars.push_back(Bar{"mean", mean_ms, mean_step.value_or(total), true});
+    bars.push_back(Bar{"mean", mean_ms, mean_step.value_or(total), true, ""});
   }
   if (bars.empty()) {
     h.raw("<p class=\"na\" id=\"breakdown-chart-missing\">No step breakdown in this report.</p></section>\n");
@@ -173,7 +175,9 @@ void write_breakdown(Html& h, const json& r) {
     const double cx = left + (b.mean ? gap_before_mean : 0) + slot * (static_cast<double>(i) + 0.5);
     const double x = cx - bar_w / 2;
     double y = top + plot_h;
-    h.raw("<g class=\"bar").raw(b.mean ? " bar-mean" : "").raw("\" data-step=\"").text(b.label).raw("\">");
+    h.raw("<g class=\"bar").raw(b.mean ? " bar-mean" : "").raw(b.excluded.empty() ? "" : " bar-excluded\" opacity=\"0.4")
+        .raw("\" data-step=\"").text(b.label).raw("\">");
+    if (!b.excluded.empty()) h.raw("<title>").text(b.label).raw(": left out of the steady state (").text(b.excluded).raw(")</title>");
     for (int c = 0; c < 8; ++c) {
       if (b.ms[c] <= 0) continue;
       const double hh = plot_h * b.ms[c] / nice;

@@ -1,8 +1,8 @@
 // End-to-end: `profile-train run` on look-alikes of real training programs (tests/agent/data/), written by us in
 // the style of the originals: a Hugging Face Trainer-like loop (accelerate-style prefetch, gradient
 // accumulation, max_steps), pytorch/examples word_language_model (manual SGD, no torch.optim, no DataLoader,
-// evaluation and a checkpoint after each epoch) and mnist (train + test each epoch), and a loop whose first step
-// is compile-like slow. Lightning and transformers are not installed here: their loops' step structure
+// evaluation and a checkpoint after each epoch), mnist (train + test each epoch) and dcgan (two optimizers per
+// batch, a periodic slow image dump), and a loop whose first step is compile-like slow. Lightning and transformers are not installed here: their loops' step structure
 // (prefetch, accumulation, max_steps, evaluation) is what these look-alikes reproduce.
 // Each case asserts the exact step count, how the steps were found, the phase split and the facts.
 // Needs PT_PYTHON with torch (skips otherwise); CPU only.
@@ -181,6 +181,24 @@ TEST(RealPrograms, TrainAndTestEachEpoch) {
   for (const auto& s : r["steps"]["per_step"])
     if (s["excluded"].is_null()) EXPECT_LT(num(s["duration_ms"]), 3 * median) << s.dump();
   EXPECT_EQ(r["facts"]["training"]["gradient_accumulation_steps"], 1);
+  expect_phase_split(r, true, true);
+}
+
+// dcgan style: the discriminator's and the generator's optimizer step on each batch, and a slow image dump after
+// iterations 5 and 15: 20 steps (not 40), the two dump steps left out as outliers, no accumulation claimed.
+TEST(RealPrograms, GanTwoOptimizersPerBatchAndRareSlowSteps) {
+  REQUIRE_TORCH();
+  const ProgramRun run = run_program("rp_dcgan", "dcgan_like.py", {"--iters", "20", "--save-every", "10", "--save-s", "0.4"});
+  ASSERT_EQ(run.rc, 0) << run.log;
+  const json& r = run.report;
+  EXPECT_EQ(r["source"]["step_detection"], "optimizer_annotation");
+  EXPECT_EQ(r["steps"]["count"], 20) << r["steps"]["per_step"].dump();
+  std::vector<int> outliers;
+  for (const auto& x : r["steps"]["steady_state"]["excluded"])
+    if (x["reason"] == "outlier") outliers.push_back(x["index"].get<int>());
+  EXPECT_EQ(outliers, (std::vector<int>{6, 16})) << r["steps"]["steady_state"].dump();
+  EXPECT_LT(num(r["steps"]["mean_ms"]), 200) << "the mean includes the image dumps";
+  EXPECT_FALSE(r["facts"].contains("training")) << r["facts"].dump();
   expect_phase_split(r, true, true);
 }
 

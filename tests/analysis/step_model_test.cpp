@@ -187,6 +187,7 @@ TEST(StepModel, TwoOptimizersOnOneBatchAreOneStep) {
   for (int s = 0; s < 5; ++s) l.fetch().fwd().bwd().fwd().bwd().opt().fwd().bwd().opt();
   const auto r = report(l.build());
   EXPECT_EQ(r["steps"]["count"], 5);
+  EXPECT_FALSE(r["facts"].contains("training")) << "three backward passes per step are no accumulation here";
 }
 
 TEST(StepModel, ManualSgdWithoutOptimizerOrLoaderStepsAtBackwards) {

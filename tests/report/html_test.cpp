@@ -146,6 +146,10 @@ TEST(Html, StepsSectionShowsTheExcludedStepsAndThePhases) {
   EXPECT_NE(table.find("warm-up"), std::string::npos);
   EXPECT_NE(table.find("iteration#0&lt;b&gt;"), std::string::npos);
   EXPECT_NE(html.find("9 steady-state of 10 steps"), std::string::npos);
+  // In the per-step chart the excluded step's bar is marked (the fixture's first step stands for it here).
+  json marked = report;
+  marked["steps"]["per_step"][0]["excluded"] = "warm-up";
+  EXPECT_EQ(count_of(render_html(marked, nullptr), "bar-excluded"), 1u);
   EXPECT_NE(html.find("data-phase=\"backward\""), std::string::npos);
   const size_t opt = html.find("data-phase=\"optimizer\"");
   ASSERT_NE(opt, std::string::npos);

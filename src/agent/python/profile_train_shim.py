@@ -151,6 +151,7 @@ class _Shim:
         self.work_in_step = False    # the open step ran a forward or backward (a fetch before that is a prefetch)
         self.backward_in_step = False
         self.opt_bounded = False     # loader mode after the first optimizer step: a step ends at the optimizer step
+        self.opt_done = False        # the open step's optimizer step ran (loader mode: it ends at the next fetch)
         self.backwards_since_opt = 0
         self.optimizer_ids = set()
         self.fwd_depth = 0
@@ -191,6 +192,7 @@ class _Shim:
         self.step_open = True
         self.work_in_step = False
         self.backward_in_step = False
+        self.opt_done = False
         self.maybe_write_facts()
 
     def close_step(self, discard=False):
@@ -209,7 +211,7 @@ class _Shim:
         bound the steps and its optimizer step has not run yet (gradient accumulation's micro-batches; an
         evaluation pass, which the analysis leaves out). Before the first optimizer step each fetch that follows
         training work opens a step: whether an optimizer step will come is not known yet."""
-        if self.step_open and (not self.work_in_step or self.opt_bounded):
+        if self.step_open and not self.opt_done and (not self.work_in_step or self.opt_bounded):
             return
         self.open_step()
 
@@ -234,9 +236,9 @@ class _Shim:
         self.backwards_since_opt += 1
 
     def step_after_optimizer(self, opt):
-        """An optimizer step ends the step: a step is complete once its optimizer step finished (the last one
-        before a `break` at max_steps included). The backward passes since the previous optimizer step are the
-        gradient accumulation, recorded while a single optimizer steps (a GAN's two optimizers share batches)."""
+        """An optimizer step ends the step; with a DataLoader at the next fetch, so that a second optimizer on
+        the same batch (a GAN's) stays in it. The backward passes since the previous optimizer step are the
+        gradient accumulation, recorded while a single optimizer steps."""
         self.optimizer_ids.add(id(opt))
         if self.backwards_since_opt > 0:
             if len(self.optimizer_ids) == 1:
@@ -247,7 +249,9 @@ class _Shim:
         self.backwards_since_opt = 0
         if self.loader_mode:
             self.opt_bounded = True
-        self.close_step()
+            self.opt_done = True
+        else:
+            self.close_step()
 
     # ---- facts --------------------------------------------------------------------------------------------
     def maybe_write_facts(self):
