@@ -3,6 +3,7 @@ DataLoader and Adadelta, then test() over the test loader (forwards only, no_gra
 --epochs epochs. Synthetic 28x28 images stand in for MNIST. No profile-train code in it.
 """
 import argparse
+import time
 
 import torch
 import torch.nn.functional as F
@@ -29,6 +30,7 @@ def main():
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--train-batches", type=int, default=8)
     p.add_argument("--test-batches", type=int, default=5)
+    p.add_argument("--test-sleep-ms", type=float, default=0.0, help="extra time per test batch (a slow metric)")
     args = p.parse_args()
     torch.manual_seed(1)
     torch.set_num_threads(1)
@@ -57,6 +59,8 @@ def main():
                 for _ in range(3):  # the test set is larger than a training batch's work
                     output = model(x)
                 correct += output.argmax(dim=1).eq(target).sum().item()
+                if args.test_sleep_ms:
+                    time.sleep(args.test_sleep_ms / 1000.0)
         print("epoch %d: test accuracy %d/%d" % (epoch, correct, len(test_loader.dataset)))
         scheduler.step()
 
