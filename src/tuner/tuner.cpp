@@ -327,7 +327,7 @@ void Tuner::measure(Trial& t, int n, double best_mean) {
     } else if (ctx.timeout_s > 0) {
       ctx.timeout_reason = "per-trial timeout";
     }
-    Measurement m = runner_.run(t.config, ctx);
+    Measurement m = next_measurement(t.config, ctx);
     ++t.measurements;
     t.duration_s += m.duration_s;
     if (!m.dir.empty()) t.dirs.push_back(m.dir);
@@ -407,6 +407,7 @@ class GridStrategy : public Strategy {
       if (t.known_to_oom(c)) {
         t.note("grid: skip " + describe_config(c, space) + " (a smaller batch ran out of memory)");
       } else {
+        if (t.parallelism() > 1 && t.find(c) < 0) t.evaluate_batch(grid_lookahead(t, pos, first));
         const int i = t.evaluate(c, first ? "baseline (grid)" : "grid", first ? t.options().baseline_repeats : 0);
         if (i < 0) return;  // budget spent / interrupted
         if (t.baseline() < 0 && t.trial(i).ok()) t.set_baseline(i);
@@ -430,7 +431,7 @@ class GuidedStrategy : public Strategy {
  public:
   void search(Tuner& t) override {
     Config base = baseline_config(t.space());
-    int b = t.evaluate(base, "baseline", t.options().baseline_repeats);
+    int b = t.evaluate_batch({{base, "baseline", t.options().baseline_repeats}}).front();
     if (b < 0) return;
     // A baseline that runs out of memory: halve the batch until it fits (the search adapts).
     const KnobRange* batch = t.range("batch_size");
@@ -580,6 +581,7 @@ class GuidedStrategy : public Strategy {
     if (r == nullptr) return;
     Config start = t.trial(t.best()).config;
     int local = t.best();
+    if (t.parallelism() > 1) t.evaluate_batch(explore_lookahead(t, start, knob, why));
     auto try_value = [&](const std::string& value) -> int {
       Config c = with(start, knob, value);
       if (t.known_to_oom(c)) {

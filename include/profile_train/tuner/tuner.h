@@ -3,11 +3,13 @@
 //    knob the top applicable recommendation maps to -> keep a change only when its gain beats the measured
 //    noise -> re-diagnose from the new best -> ... until no knob helps or the budget is spent.
 //  - grid: the full cartesian product, for comparison.
-// Owner: tuner component. Single-threaded; the runner is called synchronously.
+// Owner: tuner component. Single-threaded; the runner is called synchronously (a parallel runner
+// runs a batch of independent measurements inside one call).
 #pragma once
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -66,6 +68,18 @@ class Tuner {
   // index, or -1 when the budget is spent / interrupted. A config already measured returns its old index
   // without a new trial.
   int evaluate(const Config& config, const std::string& reason, int repeats_override = 0);
+  // Configurations whose measurements are independent (the candidate values of one knob, the next grid
+  // points). When the runner runs several measurements at once (parallelism() > 1), every repeat of every new
+  // configuration is measured in one TrialRunner::run_batch; the results are then recorded exactly as
+  // evaluate() would, in order (repeats an early stop skips are measured but dropped). Returns the indices as
+  // evaluate() does. With parallelism() == 1 this is evaluate() in a loop.
+  struct BatchItem {
+    Config config;
+    std::string reason;
+    int repeats_override = 0;
+  };
+  std::vector<int> evaluate_batch(const std::vector<BatchItem>& items);
+  int parallelism() const { return runner_.parallelism(); }
   // The already-measured trial for `config`, or -1.
   int find(const Config& config) const;
   bool budget_left() const;  // false once max trials / time budget / Ctrl-C stop the search (reason kept)
@@ -99,6 +113,8 @@ class Tuner {
   // Runs up to `n` more measurements of `t` (stops at a failure; early stop below best_mean when > 0).
   void measure(Trial& t, int n, double best_mean);
   void finish_trial(Trial& t);
+  // The measurement evaluate_batch already made for (config, repeat), else runner_.run.
+  Measurement next_measurement(const Config& config, const RunContext& context);
 
   KnobSpace space_;
   TuneOptions options_;
@@ -106,6 +122,7 @@ class Tuner {
   TuneResult result_;
   double start_s_ = 0;
   mutable std::string stop_;      // set (by budget_left) when the budget / interrupt ends the search
+  std::map<std::string, Measurement> prefetched_;  // config_key + "#" + repeat, filled by evaluate_batch
 };
 
 class Strategy {
@@ -113,6 +130,15 @@ class Strategy {
   virtual ~Strategy() = default;
   virtual void search(Tuner& tuner) = 0;
 };
+// What the strategies hand to evaluate_batch when the runner is parallel (tuner_batch.cpp):
+// the next up-to-parallelism() grid points from `pos` (mixed radix, the last knob fastest; the first one with
+// the baseline's repeats when `first`), skipping those known to run out of memory;
+std::vector<Tuner::BatchItem> grid_lookahead(const Tuner& t, const std::vector<size_t>& pos, bool first);
+// the values of `knob` that guided's explore() tries first from `start` (the next larger integers, or the
+// other values of a bool / choice knob), up to parallelism() of them.
+std::vector<Tuner::BatchItem> explore_lookahead(const Tuner& t, const Config& start, const std::string& knob,
+                                                const std::string& why);
+
 // "guided" or "grid"; nullptr for an unknown name.
 std::unique_ptr<Strategy> make_strategy(std::string_view name);
 

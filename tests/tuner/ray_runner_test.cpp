@@ -1,0 +1,258 @@
+// The Ray client and runner against a loopback stand-in for the Jobs REST API (fake_ray_jobs.h): addresses,
+// the version check, the entry point's markers, the measurement coming back through the job's log, up to
+// --parallel jobs in flight, and the faults (nothing listening, no Jobs API, a job that fails to start, one
+// PENDING for ever, one stopped from outside, a lost node, Ctrl-C).
+#include <gtest/gtest.h>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "fake_ray_jobs.h"
+#include "profile_train/tuner/ray_client.h"
+#include "profile_train/tuner/ray_runner.h"
+
+namespace fs = std::filesystem;
+namespace pt = profile_train::tuner;
+
+namespace {
+
+fs::path temp_dir(const std::string& name) {
+  const fs::path d = fs::temp_directory_path() / ("pt_ray_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+// A loopback port where nothing listens (bound, then released).
+int dead_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  socklen_t len = sizeof(a);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+pt::RayRunnerOptions options_for(const fs::path& out) {
+  const fs::path data = fs::path(PT_SOURCE_DIR) / "tests" / "tuner" / "data";
+  pt::RayRunnerOptions o;
+  o.process.self_exe = data / "fake_profile_train.sh";
+  o.process.out_dir = out;
+  o.process.target.kind = pt::TuneTarget::Kind::kCommand;
+  o.process.target.args = {"/bin/sh", (data / "fake_train.sh").string(), "{batch_size}"};
+  o.worker_tmp = (out / "worker").string();
+  o.poll_interval_s = 0.05;
+  o.stop_wait_s = 5;
+  o.trial_cpus = 1;
+  return o;
+}
+
+std::vector<std::pair<pt::Config, pt::RunContext>> items(std::initializer_list<const char*> batches) {
+  std::vector<std::pair<pt::Config, pt::RunContext>> out;
+  int i = 0;
+  for (const char* b : batches) {
+    pt::RunContext ctx;
+    ctx.trial_index = ++i;
+    ctx.timeout_s = 30;
+    out.push_back({{{"batch_size", b}, {"num_workers", "2"}}, ctx});
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(RayAddress, NormalizesWhatUsersType) {
+  EXPECT_EQ(*pt::normalize_ray_address("127.0.0.1:8265"), "http://127.0.0.1:8265");
+  EXPECT_EQ(*pt::normalize_ray_address("http://head:8265/"), "http://head:8265");
+  EXPECT_FALSE(pt::normalize_ray_address("").ok());
+  const auto client = pt::normalize_ray_address("ray://head:10001");
+  ASSERT_FALSE(client.ok());
+  EXPECT_NE(client.status().message().find("dashboard"), std::string::npos) << client.status().message();
+  EXPECT_FALSE(pt::normalize_ray_address("auto").ok());
+  EXPECT_FALSE(pt::normalize_ray_address("http://head:8265/api").ok());
+}
+
+TEST(RayClient, NothingListeningIsOneClearIoError) {
+  if (!pt::kRaySupported) GTEST_SKIP() << "built without cpp-httplib";
+  const std::string address = "http://127.0.0.1:" + std::to_string(dead_port());
+  auto client = pt::RayClient::connect(address, 2);
+  ASSERT_TRUE(client.ok());
+  auto v = (*client)->check_version();
+  ASSERT_FALSE(v.ok());
+  EXPECT_EQ(v.status().code(), profile_train::StatusCode::kIoError);
+  EXPECT_NE(v.status().message().find("cannot reach the Ray dashboard at " + address), std::string::npos)
+      << v.status().message();
+  EXPECT_EQ(v.status().message().find('\n'), std::string::npos);
+}
+
+TEST(RayClient, AServerWithoutTheJobsApiIsRefused) {
+  if (!pt::kRaySupported) GTEST_SKIP() << "built without cpp-httplib";
+  fake_ray::FakeJobsServer server(temp_dir("nojobs"), /*jobs_api=*/false);
+  auto client = pt::RayClient::connect(server.address(), 2);
+  ASSERT_TRUE(client.ok());
+  auto v = (*client)->check_version();
+  ASSERT_FALSE(v.ok());
+  EXPECT_EQ(v.status().code(), profile_train::StatusCode::kUnsupported);
+  EXPECT_NE(v.status().message().find("no Jobs API"), std::string::npos) << v.status().message();
+  auto runner = pt::RayTrialRunner::create(options_for(temp_dir("nojobs_out")), server.address());
+  EXPECT_FALSE(runner.ok());
+}
+
+TEST(RayEntrypoint, MarkersAndFilesSurviveARealShell) {
+  const fs::path out = temp_dir("entry");
+  const std::string dir = (out / "w" / "job 1").string();  // a space: quoting
+  const std::string entry = pt::ray_entrypoint(
+      {"/bin/sh", "-c", "echo 'it'\"'\"'s training'; printf '{\"a\": 1}' > \"$0/report.json\"; exit 3", dir}, dir, "tok-1");
+  const auto r = pt::run_child({"/bin/sh", "-c", entry}, {"CUDA_VISIBLE_DEVICES=5"}, out / "log", 20, nullptr, 1);
+  ASSERT_TRUE(r.started);
+  EXPECT_EQ(r.exit_code, 3);  // the job fails as the trial did
+  const pt::EntrypointOutput o = pt::parse_entrypoint_output(pt::read_tail(out / "log", 1 << 16), "tok-1");
+  EXPECT_TRUE(o.finished);
+  EXPECT_EQ(o.exit_code, 3);
+  EXPECT_EQ(o.cuda_visible_devices, "5");
+  EXPECT_FALSE(o.host.empty());
+  ASSERT_TRUE(o.files.count("report.json"));
+  EXPECT_EQ(nlohmann::json::parse(o.files.at("report.json"))["a"], 1);
+  EXPECT_NE(o.log.find("it's training"), std::string::npos) << o.log;
+  EXPECT_EQ(o.log.find("@@PT"), std::string::npos) << o.log;
+  EXPECT_FALSE(fs::exists(dir)) << "the worker's run folder is removed";
+  // Another job's markers are not ours.
+  EXPECT_FALSE(pt::parse_entrypoint_output(pt::read_tail(out / "log", 1 << 16), "tok-2").finished);
+}
+
+TEST(RayRunner, MeasuresThroughTheJobLogWithAtMostParallelInFlight) {
+  if (!pt::kRaySupported) GTEST_SKIP() << "built without cpp-httplib";
+  const fs::path out = temp_dir("ok");
+  fake_ray::FakeJobsServer server(out / "server");
+  pt::RayRunnerOptions o = options_for(out);
+  o.parallel = 2;
+  o.trial_gpus = 1;
+  server.set_nodes(nlohmann::json::array({nlohmann::json::array({{{"CPU", 8.0}, {"GPU", 1.0}}, 1})}));
+  auto runner = pt::RayTrialRunner::create(o, server.address());
+  ASSERT_TRUE(runner.ok()) << runner.status().message();
+  const auto done = (*runner)->run_batch(items({"32", "64", "16"}));
+  ASSERT_EQ(done.size(), 3u);
+  const double expect[] = {32 * 1000.0 / (10 + 32 / 3.0), 64 * 1000.0 / (10 + 64 / 3.0), 16 * 1000.0 / (10 + 16 / 3.0)};
+  for (size_t i = 0; i < 3; ++i) {
+    ASSERT_EQ(done[i].status, pt::RunStatus::kOk) << i << ": " << done[i].message;
+    EXPECT_NEAR(done[i].throughput, expect[i], 0.01);  // results in the order asked, overrides applied
+    EXPECT_TRUE(fs::exists(fs::path(done[i].dir) / "report.json"));
+    EXPECT_TRUE(fs::exists(fs::path(done[i].dir) / "trial.log"));
+  }
+  EXPECT_EQ(server.max_running(), 2);
+  const nlohmann::json req = server.last_request();
+  EXPECT_EQ(req["entrypoint_num_gpus"], 1.0);
+  EXPECT_EQ(req["entrypoint_num_cpus"], 1.0);
+  ASSERT_EQ((*runner)->placements().size(), 3u);
+  EXPECT_EQ((*runner)->placements()[0].node_id, "node-fake-1");
+  EXPECT_EQ((*runner)->placements()[0].final_state, "SUCCEEDED");
+  EXPECT_FALSE((*runner)->placements()[0].host.empty());
+}
+
+TEST(RayRunner, RefusesResourcesNoNodeHasBeforeAnyTrial) {
+  if (!pt::kRaySupported) GTEST_SKIP() << "built without cpp-httplib";
+  const fs::path out = temp_dir("nogpu");
+  fake_ray::FakeJobsServer server(out / "server");
+  server.set_nodes(nlohmann::json::array({nlohmann::json::array({{{"CPU", 2.0}}, 1})}));
+  pt::RayRunnerOptions o = options_for(out);
+  o.trial_gpus = 1;
+  auto runner = pt::RayTrialRunner::create(o, server.address());
+  ASSERT_FALSE(runner.ok());
+  EXPECT_NE(runner.status().message().find("has 1 GPU and 1 CPU"), std::string::npos) << runner.status().message();
+  EXPECT_EQ(server.submitted(), 0);
+  o.check_resources = false;
+  EXPECT_TRUE(pt::RayTrialRunner::create(o, server.address()).ok());
+}
+
+TEST(RayRunner, AJobThatFailsToStartIsACrashWithRaysReason) {
+  if (!pt::kRaySupported) GTEST_SKIP() << "built without cpp-httplib";
+  const fs::path out = temp_dir("nostart");
+  fake_ray::FakeJobsServer server(out / "server");
+  server.set_mode(fake_ray::Mode::kFailToStart);
+  auto runner = pt::RayTrialRunner::create(options_for(out), server.address());
+  ASSERT_TRUE(runner.ok());
+  const auto done = (*runner)->run_batch(items({"32", "64"}));
+  for (const auto& m : done) {
+    EXPECT_EQ(m.status, pt::RunStatus::kCrashed);
+    EXPECT_NE(m.message.find("ended FAILED before the trial's command finished"), std::string::npos) << m.message;
+    EXPECT_NE(m.message.find("Could not create the conda env"), std::string::npos) << m.message;
+  }
+}
+
+TEST(RayRunner, AJobStoppedFromOutsideIsReportedAndTheBatchGoesOn) {
+  if (!pt::kRaySupported) GTEST_SKIP() << "built without cpp-httplib";
+  const fs::path out = temp_dir("outside");
+  fake_ray::FakeJobsServer server(out / "server");
+  server.set_mode(fake_ray::Mode::kStoppedOutside);
+  auto runner = pt::RayTrialRunner::create(options_for(out), server.address());
+  ASSERT_TRUE(runner.ok());
+  const auto done = (*runner)->run_batch(items({"32"}));
+  EXPECT_EQ(done[0].status, pt::RunStatus::kCrashed);
+  EXPECT_NE(done[0].message.find("was stopped outside tune"), std::string::npos) << done[0].message;
+  server.set_mode(fake_ray::Mode::kRun);
+  pt::RunContext ctx;
+  ctx.trial_index = 2;
+  EXPECT_EQ((*runner)->run({{"batch_size", "32"}}, ctx).status, pt::RunStatus::kOk);
+}
+
+TEST(RayRunner, ALostNodeIsACrashWithRaysReason) {
+  if (!pt::kRaySupported) GTEST_SKIP() << "built without cpp-httplib";
+  const fs::path out = temp_dir("node");
+  fake_ray::FakeJobsServer server(out / "server");
+  server.set_mode(fake_ray::Mode::kNodeLost);
+  auto runner = pt::RayTrialRunner::create(options_for(out), server.address());
+  ASSERT_TRUE(runner.ok());
+  const auto m = (*runner)->run_batch(items({"32"})).front();
+  EXPECT_EQ(m.status, pt::RunStatus::kCrashed);
+  EXPECT_NE(m.message.find("was terminated unexpectedly"), std::string::npos) << m.message;
+}
+
+TEST(RayRunner, NoFreeResourcesIsABoundedWaitWithAClearMessage) {
+  if (!pt::kRaySupported) GTEST_SKIP() << "built without cpp-httplib";
+  const fs::path out = temp_dir("pending");
+  fake_ray::FakeJobsServer server(out / "server");
+  server.set_mode(fake_ray::Mode::kPendingForever);
+  pt::RayRunnerOptions o = options_for(out);
+  o.pending_timeout_s = 0.5;
+  auto runner = pt::RayTrialRunner::create(o, server.address());
+  ASSERT_TRUE(runner.ok());
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto m = (*runner)->run_batch(items({"32"})).front();
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 4.0);
+  EXPECT_EQ(m.status, pt::RunStatus::kCrashed);
+  EXPECT_NE(m.message.find("no free resources on the Ray cluster"), std::string::npos) << m.message;
+  EXPECT_NE(m.message.find("still PENDING after 0.5 s"), std::string::npos) << m.message;
+  EXPECT_EQ(server.stops(), 1);
+  EXPECT_EQ((*runner)->abandoned().size(), 1u);
+}
+
+TEST(RayRunner, InterruptStopsEveryJobInFlight) {
+  if (!pt::kRaySupported) GTEST_SKIP() << "built without cpp-httplib";
+  const fs::path out = temp_dir("sigint");
+  fake_ray::FakeJobsServer server(out / "server");
+  std::atomic<bool> interrupted{false};
+  pt::RayRunnerOptions o = options_for(out);
+  o.parallel = 2;
+  o.process.interrupted = &interrupted;
+  auto runner = pt::RayTrialRunner::create(o, server.address());
+  ASSERT_TRUE(runner.ok());
+  std::thread ctrl_c([&] {
+    while (server.max_running() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    interrupted.store(true);
+  });
+  const auto done = (*runner)->run_batch(items({"7", "7", "7"}));  // fake_train.sh hangs on batch 7
+  ctrl_c.join();
+  EXPECT_EQ(done[0].status, pt::RunStatus::kInterrupted) << done[0].message;
+  EXPECT_EQ(done[1].status, pt::RunStatus::kInterrupted) << done[1].message;
+  EXPECT_EQ(done[2].status, pt::RunStatus::kInterrupted);
+  EXPECT_NE(done[2].message.find("before its Ray job was submitted"), std::string::npos);
+  EXPECT_EQ(server.submitted(), 2);
+  EXPECT_FALSE(server.any_live());
+}
