@@ -282,7 +282,8 @@ void RayTrialRunner::finish(Slot& s) {
   s.p.node_id = s.info.node_id;
   if (s.info.terminal()) live_.erase(s.p.submission_id);
   Measurement& m = s.m;
-  m.duration_s = s.p.running_s;
+  // End to end, as a one-at-a-time sweep would pay it: submit + queue (job start) + run.
+  m.duration_s = s.p.submit_s + (s.submitted_at >= 0 ? now - s.submitted_at : 0.0);
   const double t0 = now_s();
   auto logs = client_->logs(s.p.submission_id);
   s.p.log_fetch_s = now_s() - t0;

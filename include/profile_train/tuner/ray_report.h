@@ -27,8 +27,9 @@ struct ExecutionInfo {
 //             saved_s, parallel_speedup, nodes[], gpu_models[], heterogeneous, note?,
 //             overhead{submit_s, queued_s, log_fetch_s} (means over jobs, ray only)}
 // and, per trial, placements[{trial,repeat,dir,job_id,node_id,host,gpu,gpu_name,final_state,submit_s,
-// queued_s,running_s,log_fetch_s,polls}] (ray only). sum_measurement_s is the sum of the measurements' run
-// times: the sweep's wall time had they run one after the other.
+// queued_s,running_s,log_fetch_s,polls}] (ray only). sum_measurement_s is the sum of the measurements'
+// durations (Ray: submit -> terminal state, job start-up included): the sweep's wall time had they run one
+// after the other; saved_s = sum_measurement_s - wall_s (>= 0).
 void add_execution(nlohmann::json& doc, const TuneResult& result, const ExecutionInfo& info);
 
 // The "Where the trials ran" section of tune.html ("" when the document has no execution section).

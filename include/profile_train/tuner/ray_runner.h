@@ -51,7 +51,7 @@ struct RayPlacement {
   double queued_s = 0;              // submit -> first RUNNING seen (PENDING: waiting for resources + job start)
   double running_s = 0;             // first RUNNING -> terminal state seen
   double log_fetch_s = 0;           // GET .../logs round trip
-  double polls = 0;                 // status requests made
+  int polls = 0;                    // status requests made
 };
 nlohmann::json to_json(const RayPlacement& p);
 

@@ -3,7 +3,9 @@
 # footprint (2 CPUs, no GPU, 80 MB object store). Stopping it ends only the processes that carry DIR on their
 # command line (the head's own daemons and workers, and trial jobs whose worker folder is under DIR): other
 # Ray instances on the machine are left alone (no `ray stop`, which would end them all).
-#   ray_head.sh start DIR RAY_EXE   -> prints the dashboard address (http://127.0.0.1:PORT); DIR/address too
+#   ray_head.sh start DIR RAY_EXE [OWNER_PID] -> prints the dashboard address (http://127.0.0.1:PORT); DIR/address
+#                                   too. With OWNER_PID, a watcher stops the head when that process is gone (a
+#                                   test binary that crashes before its tear-down).
 #   ray_head.sh stop DIR
 set -uo pipefail
 cmd="${1:-}"; dir="${2:-}"
@@ -56,6 +58,10 @@ print(" ".join(str(x.getsockname()[1]) for x in s))'))
     for _ in $(seq 1 120); do
       if "$py" -c "import urllib.request,sys; urllib.request.urlopen('$address/api/version', timeout=2)" 2>/dev/null; then
         echo "$address" > "$dir/address"
+        if [ -n "${4:-}" ]; then
+          setsid bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 2; done; exec "$2" stop "$3"' _ "$4" "$0" "$dir" \
+            >/dev/null 2>&1 </dev/null &
+        fi
         echo "$address"
         exit 0
       fi
