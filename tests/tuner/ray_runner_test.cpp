@@ -8,11 +8,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
 #include "fake_ray_jobs.h"
 #include "profile_train/tuner/ray_client.h"
+#include "profile_train/tuner/ray_report.h"
 #include "profile_train/tuner/ray_runner.h"
 
 namespace fs = std::filesystem;
@@ -255,4 +257,125 @@ TEST(RayRunner, InterruptStopsEveryJobInFlight) {
   EXPECT_NE(done[2].message.find("before its Ray job was submitted"), std::string::npos);
   EXPECT_EQ(server.submitted(), 2);
   EXPECT_FALSE(server.any_live());
+}
+
+namespace {
+
+struct CliRun {
+  int exit_code = -1;
+  std::string err;
+};
+
+CliRun tune_cli(const fs::path& out, std::vector<std::string> args, std::vector<std::string> env = {}) {
+  std::vector<std::string> argv = {(fs::path(PT_BINARY_DIR) / "profile-train").string(), "tune", "--out",
+                                   (out / "tune").string()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  for (const char* a : {"--", "/bin/sh", "-c", "exit 0", "{batch_size}"}) argv.push_back(a);
+  const auto r = pt::run_child(argv, env, out / "cli.log", 60, nullptr, 1);
+  return {r.exit_code, pt::read_tail(out / "cli.log", 8192)};
+}
+
+size_t lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
+
+}  // namespace
+
+TEST(TuneRayCli, AnAddressWhereNothingListensIsExit2BeforeAnyTrial) {
+  if (!fs::exists(fs::path(PT_BINARY_DIR) / "profile-train")) GTEST_SKIP() << "profile-train not built";
+  if (!pt::kRaySupported) GTEST_SKIP() << "built without cpp-httplib";
+  const fs::path out = temp_dir("cli_dead");
+  const std::string address = "http://127.0.0.1:" + std::to_string(dead_port());
+  const CliRun r = tune_cli(out, {"--executor", "ray", "--ray-address", address, "--knob", "batch_size=2,4"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_NE(r.err.find("cannot reach the Ray dashboard at " + address), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("no trial was run"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(out / "tune" / "trials"));
+  // RAY_ADDRESS stands in for --ray-address.
+  const CliRun e = tune_cli(out, {"--executor", "ray", "--knob", "batch_size=2,4"}, {"RAY_ADDRESS=" + address});
+  EXPECT_EQ(e.exit_code, 2);
+  EXPECT_NE(e.err.find("cannot reach the Ray dashboard at " + address), std::string::npos) << e.err;
+}
+
+TEST(TuneRayCli, ARayWithoutTheJobsApiIsExit2WithTheReason) {
+  if (!fs::exists(fs::path(PT_BINARY_DIR) / "profile-train")) GTEST_SKIP() << "profile-train not built";
+  if (!pt::kRaySupported) GTEST_SKIP() << "built without cpp-httplib";
+  const fs::path out = temp_dir("cli_nojobs");
+  fake_ray::FakeJobsServer server(out / "server", /*jobs_api=*/false);
+  const CliRun r = tune_cli(out, {"--executor", "ray", "--ray-address", server.address(), "--knob", "batch_size=2,4"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_NE(r.err.find("has no Jobs API"), std::string::npos) << r.err;
+  EXPECT_EQ(server.submitted(), 0);
+}
+
+TEST(TuneRayCli, ExecutorOptionsAreChecked) {
+  if (!fs::exists(fs::path(PT_BINARY_DIR) / "profile-train")) GTEST_SKIP() << "profile-train not built";
+  const fs::path out = temp_dir("cli_opts");
+  const CliRun par = tune_cli(out, {"--parallel", "2", "--knob", "batch_size=2,4"});
+  EXPECT_EQ(par.exit_code, 2);
+  EXPECT_NE(par.err.find("--parallel needs --executor ray"), std::string::npos) << par.err;
+  const CliRun bad = tune_cli(out, {"--executor", "slurm", "--knob", "batch_size=2,4"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("expected local or ray"), std::string::npos) << bad.err;
+  if (pt::kRaySupported) {
+    const CliRun none = tune_cli(out, {"--executor", "ray", "--knob", "batch_size=2,4"}, {"RAY_ADDRESS="});
+    EXPECT_EQ(none.exit_code, 2);
+    EXPECT_NE(none.err.find("needs the dashboard address"), std::string::npos) << none.err;
+  }
+}
+
+TEST(RayReport, ExecutionShowsWhereTrialsRanTheSavedTimeAndMixedGpuModels) {
+  pt::TuneResult result;
+  for (int i = 1; i <= 2; ++i) {
+    pt::Trial t;
+    t.index = i;
+    t.measurements = 2;
+    t.duration_s = 20;  // two measurements of 10 s
+    result.trials.push_back(t);
+  }
+  result.elapsed_s = 25;
+  pt::ExecutionInfo info;
+  info.executor = "ray";
+  info.address = "http://head:8265";
+  info.ray_version = "2.60.0";
+  info.parallel = 2;
+  info.trial_gpus = 1;
+  info.trial_cpus = 4;
+  const char* gpus[] = {"NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB"};
+  for (int i = 0; i < 4; ++i) {
+    pt::RayPlacement p;
+    p.trial_index = 1 + i / 2;
+    p.repeat = i % 2;
+    p.submission_id = "job-" + std::to_string(i);
+    p.node_id = "node-" + std::to_string(i % 2);
+    p.host = "worker-" + std::to_string(i % 2);
+    p.cuda_visible_devices = std::to_string(i % 2);
+    p.gpu_name = gpus[i % 2];
+    p.final_state = "SUCCEEDED";
+    p.submit_s = 0.01;
+    p.queued_s = 1.5;
+    info.placements.push_back(p);
+  }
+  nlohmann::json doc = {{"trials", nlohmann::json::array({{{"index", 1}}, {{"index", 2}}})}};
+  pt::add_execution(doc, result, info);
+  const nlohmann::json& e = doc["execution"];
+  EXPECT_EQ(e["sum_measurement_s"], 40.0);
+  EXPECT_EQ(e["saved_s"], 15.0);
+  EXPECT_DOUBLE_EQ(e["parallel_speedup"].get<double>(), 1.6);
+  EXPECT_EQ(e["nodes"].size(), 2u);
+  EXPECT_TRUE(e["heterogeneous"].get<bool>());
+  EXPECT_NE(e["note"].get<std::string>().find("2 different GPU models"), std::string::npos);
+  EXPECT_DOUBLE_EQ(e["overhead"]["queued_s"].get<double>(), 1.5);
+  ASSERT_EQ(doc["trials"][1]["placements"].size(), 2u);
+  EXPECT_EQ(doc["trials"][1]["placements"][0]["job_id"], "job-2");
+  EXPECT_EQ(doc["trials"][1]["placements"][1]["gpu"], "1");
+  const std::string html = pt::execution_html(doc);
+  EXPECT_NE(html.find("15.0 s saved"), std::string::npos) << html;
+  EXPECT_NE(html.find("worker-1"), std::string::npos);
+  EXPECT_NE(html.find("A100"), std::string::npos);
+  // One GPU model: no note.
+  for (auto& p : info.placements) p.gpu_name = gpus[0];
+  pt::add_execution(doc, result, info);
+  EXPECT_FALSE(doc["execution"]["heterogeneous"].get<bool>());
+  EXPECT_FALSE(doc["execution"].contains("note"));
 }
