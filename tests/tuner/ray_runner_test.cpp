@@ -22,10 +22,26 @@ namespace pt = profile_train::tuner;
 
 namespace {
 
+std::vector<fs::path>& made_dirs() {
+  static std::vector<fs::path> dirs;
+  return dirs;
+}
+
+// Removes the tests' folders at the end of the process.
+class TempDirs : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::error_code ec;
+    for (const auto& d : made_dirs()) fs::remove_all(d, ec);
+  }
+};
+const auto* const kTempDirs = ::testing::AddGlobalTestEnvironment(new TempDirs);
+
 fs::path temp_dir(const std::string& name) {
   const fs::path d = fs::temp_directory_path() / ("pt_ray_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(d);
   fs::create_directories(d);
+  made_dirs().push_back(d);
   return d;
 }
 
