@@ -6,9 +6,11 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <thread>
@@ -22,6 +24,8 @@
 #include "profile_train/common/status.h"
 #include "profile_train/common/terminal.h"
 #include "profile_train/tuner/process_runner.h"
+#include "profile_train/tuner/ray_report.h"
+#include "profile_train/tuner/ray_runner.h"
 #include "profile_train/tuner/tune_report.h"
 #include "profile_train/tuner/tuner.h"
 
@@ -56,6 +60,15 @@ struct TuneArgs {
   std::vector<std::string> run_args;
   std::vector<std::string> command;
   bool quiet = false;
+  // Where the trials run: `local` (one after the other on this machine) or `ray` (one Ray job each).
+  std::string executor = "local";
+  std::string ray_address;        // else RAY_ADDRESS
+  int parallel = 1;               // ray: jobs in flight
+  double trial_gpus = -1;         // ray: entrypoint_num_gpus (-1: 1 on a CUDA run, 0 with --device cpu)
+  double trial_cpus = 1;          // ray: entrypoint_num_cpus
+  double ray_pending_timeout_s = 600;
+  bool ray_no_resource_check = false;
+  std::string ray_runtime_env;    // ray: runtime_env JSON (working_dir, container, ...)
 };
 
 
@@ -135,7 +148,60 @@ struct TuneSetup {
   tn::ProcessRunnerOptions runner;
   fs::path out;
   bool quiet = false;
+  bool ray = false;               // --executor ray
+  std::string ray_address;
+  tn::RayRunnerOptions ray_options;  // .process is filled from `runner` when the runner is made
 };
+
+// --executor / --ray-* / --parallel / --trial-* into the setup.
+Status executor_setup(const TuneArgs& a, const std::vector<std::string>& workload_flags, TuneSetup& s) {
+  if (a.executor != "local" && a.executor != "ray") {
+    return InvalidArgument("--executor '" + a.executor + "': expected local or ray");
+  }
+  if (a.parallel < 1) return InvalidArgument("--parallel must be at least 1");
+  if (a.executor == "local") {
+    if (a.parallel > 1) return InvalidArgument("--parallel needs --executor ray (local trials run one at a time)");
+    return Status::Ok();
+  }
+  if (!tn::kRaySupported) {
+    return Unsupported("--executor ray: this build has no Ray support (install libcpp-httplib-dev and reconfigure)");
+  }
+  s.ray = true;
+  s.ray_address = a.ray_address;
+  if (s.ray_address.empty()) {
+    const char* env = std::getenv("RAY_ADDRESS");
+    s.ray_address = env != nullptr ? env : "";
+  }
+  if (s.ray_address.empty()) {
+    return InvalidArgument("--executor ray needs the dashboard address: --ray-address http://HOST:8265 or RAY_ADDRESS");
+  }
+  if (auto norm = tn::normalize_ray_address(s.ray_address); !norm.ok()) return norm.status();
+  tn::RayRunnerOptions& r = s.ray_options;
+  r.parallel = a.parallel;
+  r.trial_cpus = a.trial_cpus;
+  r.trial_gpus = a.trial_gpus;
+  if (r.trial_gpus < 0) {
+    // One GPU per trial unless the run is on the CPU (the built-in workload with --device cpu).
+    bool cpu = false;
+    for (size_t i = 0; i < workload_flags.size(); ++i) {
+      if (workload_flags[i] == "--device=cpu" || (workload_flags[i] == "--device" && i + 1 < workload_flags.size() &&
+                                                  workload_flags[i + 1] == "cpu")) {
+        cpu = true;
+      }
+    }
+    r.trial_gpus = cpu ? 0 : 1;
+  }
+  if (r.trial_cpus < 0 || r.trial_gpus < 0) return InvalidArgument("--trial-cpus / --trial-gpus must not be negative");
+  r.pending_timeout_s = a.ray_pending_timeout_s;
+  r.check_resources = !a.ray_no_resource_check;
+  if (!a.ray_runtime_env.empty()) {
+    r.runtime_env = nlohmann::json::parse(a.ray_runtime_env, nullptr, false);
+    if (!r.runtime_env.is_object()) {
+      return InvalidArgument("--ray-runtime-env: expected a JSON object, e.g. '{\"working_dir\": \".\"}'");
+    }
+  }
+  return Status::Ok();
+}
 
 StatusOr<TuneSetup> make_setup(const TuneArgs& a, const std::vector<std::string>& workload_flags) {
   TuneSetup s;
@@ -233,6 +299,7 @@ StatusOr<TuneSetup> make_setup(const TuneArgs& a, const std::vector<std::string>
     s.space.push_back(r);
   }
   if (s.space.empty()) return InvalidArgument("no knob to tune");
+  if (Status st = executor_setup(a, workload_flags, s); !st.ok()) return st;
 
   tn::TuneOptions& o = s.options;
   o.strategy = a.strategy;
@@ -296,6 +363,17 @@ int run_tune(const TuneArgs& args, const std::vector<std::string>& workload_flag
     return setup.status().exit_code();
   }
   TuneSetup& s = *setup;
+  std::unique_ptr<tn::RayTrialRunner> ray_runner;
+  if (s.ray) {
+    // The cluster is checked before any trial: reachable, a Ray with the Jobs API, a node that fits one trial.
+    s.ray_options.process = s.runner;
+    auto r = tn::RayTrialRunner::create(s.ray_options, s.ray_address);
+    if (!r.ok()) {
+      std::cerr << "profile-train tune: " << terminal_safe(r.status().message()) << " (no trial was run)\n";
+      return r.status().exit_code();
+    }
+    ray_runner = std::move(*r);
+  }
   if (Status st = validate_before_trials(s); !st.ok()) {
     std::cerr << "profile-train tune: " << terminal_safe(st.message()) << " (no trial was run)\n";
     return st.exit_code();
@@ -324,8 +402,27 @@ int run_tune(const TuneArgs& args, const std::vector<std::string>& workload_flag
     }
     err << " (" << grid << " combinations); results in " << terminal_safe(s.out.string()) << "\n";
   }
+  tn::ExecutionInfo exec;
+  if (ray_runner) {
+    exec.executor = "ray";
+    exec.address = ray_runner->address();
+    exec.ray_version = ray_runner->ray_version();
+    exec.parallel = s.ray_options.parallel;
+    exec.trial_gpus = s.ray_options.trial_gpus;
+    exec.trial_cpus = s.ray_options.trial_cpus;
+    if (!s.quiet) {
+      err << "profile-train tune: trials run as Ray jobs on " << terminal_safe(exec.address) << " (Ray "
+          << terminal_safe(exec.ray_version) << "), " << exec.parallel << " at a time, "
+          << format_fixed(exec.trial_gpus, 0) << " GPU / " << format_fixed(exec.trial_cpus, 0) << " CPU each\n";
+    }
+  }
+  auto with_execution = [&](nlohmann::json doc, const tn::TuneResult& r) {
+    if (ray_runner) exec.placements = ray_runner->placements();
+    tn::add_execution(doc, r, exec);
+    return doc;
+  };
   auto write_outputs = [&](const tn::TuneResult& r) {
-    const nlohmann::json doc = tn::tune_json(r, space, ctx);
+    const nlohmann::json doc = with_execution(tn::tune_json(r, space, ctx), r);
     // Command arguments are not necessarily UTF-8: replaced (U+FFFD) rather than throwing.
     Status a = write_file_atomic(s.out / "tune.json", doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     Status b = write_file_atomic(s.out / "tune.html", tn::tune_html(doc));
@@ -365,15 +462,23 @@ int run_tune(const TuneArgs& args, const std::vector<std::string>& workload_flag
   sigemptyset(&sa.sa_mask);
   ::sigaction(SIGINT, &sa, &old_int);
   ::sigaction(SIGTERM, &sa, &old_term);
-  tn::ProcessTrialRunner runner(s.runner);
+  tn::ProcessTrialRunner local_runner(s.runner);
+  tn::TrialRunner& runner = ray_runner ? static_cast<tn::TrialRunner&>(*ray_runner) : local_runner;
   tn::Tuner tuner(space, s.options, runner);
   const tn::TuneResult result = tuner.run();
+  if (ray_runner) {
+    ray_runner->stop_all();  // nothing submitted is left running (a no-op after a normal end)
+    for (const std::string& id : ray_runner->abandoned()) {
+      err << "profile-train tune: Ray job " << terminal_safe(id)
+          << " was given up while PENDING; Ray applies its stop when it could start\n";
+    }
+  }
   ::sigaction(SIGINT, &old_int, nullptr);
   ::sigaction(SIGTERM, &old_term, nullptr);
   write_outputs(result);
 
   // Final summary.
-  const nlohmann::json doc = tn::tune_json(result, space, ctx);
+  const nlohmann::json doc = with_execution(tn::tune_json(result, space, ctx), result);
   err << "profile-train tune: " << result.trials.size() << " trials, " << terminal_safe(result.stop_reason);
   if (result.partial) err << " (partial results)";
   if (result.noise_samples > 0) err << "; measured noise ±" << format_fixed(100.0 * result.pooled_relative_sd) << "%";
@@ -426,6 +531,13 @@ int run_tune(const TuneArgs& args, const std::vector<std::string>& workload_flag
     for (const auto& a : change["command"]) err << " " << terminal_safe(a.is_string() ? a.get<std::string>() : a.dump());
     err << "\n";
   }
+  if (ray_runner && doc["execution"].is_object()) {
+    const nlohmann::json& e = doc["execution"];
+    err << "  parallelism: " << format_fixed(e.value("sum_measurement_s", 0.0)) << " s of measurements in "
+        << format_fixed(e.value("wall_s", 0.0)) << " s wall time (" << format_fixed(e.value("saved_s", 0.0))
+        << " s saved)\n";
+    if (e.contains("note")) err << "  note: " << terminal_safe(e.value("note", std::string())) << "\n";
+  }
   err << "  wrote " << terminal_safe((s.out / "tune.json").string()) << " and " << terminal_safe((s.out / "tune.html").string()) << "\n";
   return g_interrupted.load() ? exit_code_for_stop_signal(g_stop_signal.load()) : kExitOk;
 }
@@ -464,6 +576,20 @@ Runner add_tune(CLI::App& app, std::vector<std::string> command) {
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   sub->add_flag("--quiet", args->quiet, "no progress lines");
+  sub->add_option("--executor", args->executor,
+                  "local (default: trials one after the other here) or ray (each trial a Ray job, see README)");
+  sub->add_option("--ray-address", args->ray_address,
+                  "the Ray dashboard's address for --executor ray, e.g. http://head:8265 (default: RAY_ADDRESS)");
+  sub->add_option("--parallel", args->parallel, "ray: trials (measurements) in flight at once, default 1");
+  sub->add_option("--trial-gpus", args->trial_gpus,
+                  "ray: GPUs per trial (entrypoint_num_gpus); default 1, 0 for the workload with --device cpu");
+  sub->add_option("--trial-cpus", args->trial_cpus, "ray: CPUs per trial (entrypoint_num_cpus), default 1");
+  sub->add_option("--ray-pending-timeout", args->ray_pending_timeout_s,
+                  "ray: give a trial up when its job waits this many seconds for resources, default 600");
+  sub->add_flag("--ray-no-resource-check", args->ray_no_resource_check,
+                "ray: do not refuse trial resources that no live node has (autoscaling clusters)");
+  sub->add_option("--ray-runtime-env", args->ray_runtime_env,
+                  "ray: runtime_env JSON for every job, e.g. '{\"working_dir\": \".\"}'");
   sub->add_option("--workload", args->workload,
                   "tune the built-in workload (cnn, mlp, transformer); every argument after MODEL is a workload flag");
   sub->add_option("--workload-binary", args->workload_binary,

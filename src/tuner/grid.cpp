@@ -7,7 +7,8 @@ namespace {
 class GridStrategy : public Strategy {
  public:
   void search(Tuner& t) override {
-    const int b = t.evaluate(baseline_config(t.space()), "baseline (grid)", t.options().baseline_repeats);
+    const int b =
+        t.evaluate_batch({{baseline_config(t.space()), "baseline (grid)", t.options().baseline_repeats}}).front();
     if (b < 0) return;
     if (t.trial(b).ok()) {
       t.set_baseline(b);  // drops the values that cannot act on this machine
@@ -21,7 +22,9 @@ class GridStrategy : public Strategy {
       if (t.known_to_oom(c)) {
         t.note("grid: skip " + describe_config(c, space) + " (a smaller batch ran out of memory)");
       } else {
-        // Each run right after a run of the baseline (ABAB); the ranking is by the paired ratio to it.
+        // Each run right after a run of the baseline (ABAB); the ranking is by the paired ratio to it. A
+        // parallel runner measures the next grid points (and their baseline runs) together first.
+        if (t.parallelism() > 1 && t.find(c) < 0) t.evaluate_batch(grid_lookahead(t, pos, false));
         const int i = t.evaluate(c, "grid", 0, t.baseline());
         if (i < 0) return;  // budget spent / interrupted
         if (t.baseline() < 0 && t.trial(i).ok()) t.set_baseline(i);

@@ -12,7 +12,7 @@ class GuidedStrategy : public Strategy {
  public:
   void search(Tuner& t) override {
     Config base = baseline_config(t.space());
-    int b = t.evaluate(base, "baseline", t.options().baseline_repeats);
+    int b = t.evaluate_batch({{base, "baseline", t.options().baseline_repeats}}).front();
     if (b < 0) return;
     // A baseline that runs out of memory: halve the batch until it fits (the search adapts).
     const KnobRange* batch = t.range("batch_size");
@@ -163,6 +163,7 @@ class GuidedStrategy : public Strategy {
     if (r == nullptr) return;
     Config start = t.trial(t.best()).config;
     int local = t.best();
+    if (t.parallelism() > 1) t.evaluate_batch(explore_lookahead(t, start, knob, why));
     auto try_value = [&](const std::string& value) -> int {
       Config c = with(start, knob, value);
       if (t.known_to_oom(c)) {

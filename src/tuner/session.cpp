@@ -306,7 +306,7 @@ bool Tuner::run_once(Trial& t, const std::string& phase, const std::string& role
   } else if (ctx.timeout_s > 0) {
     ctx.timeout_reason = "per-trial timeout";
   }
-  Measurement m = runner_.run(t.config, ctx);
+  Measurement m = next_measurement(t.config, ctx);
   ++t.measurements;
   t.duration_s += m.duration_s;
   if (!m.dir.empty()) t.dirs.push_back(m.dir);

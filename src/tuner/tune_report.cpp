@@ -1,4 +1,5 @@
 #include "profile_train/tuner/tune_report.h"
+#include "profile_train/tuner/ray_report.h"
 
 #include <algorithm>
 #include <chrono>
@@ -553,6 +554,7 @@ std::string tune_html(const json& tune) {
     }
   }
   h << "</table>\n";
+  h << execution_html(tune);
   const json& noise = tune.contains("noise") ? tune["noise"] : json::object();
   h << "<p class=\"muted\">measured noise: pooled relative sd " << num(noise.contains("pooled_relative_sd") ? json(100.0 * noise["pooled_relative_sd"].get<double>()) : json(), 1)
     << "% (" << html_escape(s(noise, "degrees_of_freedom")) << " degrees of freedom). A change is kept only when its "

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -56,6 +57,16 @@ class TrialRunner {
  public:
   virtual ~TrialRunner() = default;
   virtual Measurement run(const Config& config, const RunContext& context) = 0;
+  // Independent measurements, results in the order asked. A runner that can run several at once (the Ray
+  // executor: up to --parallel in flight) overrides this; the default runs them one after the other.
+  virtual std::vector<Measurement> run_batch(const std::vector<std::pair<Config, RunContext>>& items) {
+    std::vector<Measurement> out;
+    out.reserve(items.size());
+    for (const auto& [config, context] : items) out.push_back(run(config, context));
+    return out;
+  }
+  // Measurements this runner keeps in flight at once (the strategies batch only when > 1).
+  virtual int parallelism() const { return 1; }
 };
 
 // Fills throughput / per_sample / step_ms / steady / steps / peak memory of `m` from a report.json: the metric

@@ -36,6 +36,7 @@ namespace profile_train::tuner {
 //   speedup{value,low|null,high|null,claimed,interval} | null,
 //   change{summary,changes[{knob,from,to}],python[{what,code}],command[]?,shim_overrides{}?} | null,
 //   log[] (the search's decisions)
+//   execution{...} (1.x additive; how and where the trials ran: see ray_report.h add_execution)
 inline constexpr std::string_view kTuneSchemaVersion = "1.1";
 
 struct TuneReportContext {

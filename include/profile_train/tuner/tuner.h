@@ -7,11 +7,13 @@
 // Every candidate run immediately follows a fresh run of the configuration it is compared with (ABAB), and
 // the winner is confirmed against the baseline with fresh interleaved pairs before it is reported
 // (statistics.h). Knobs that cannot act on the machine the baseline ran on are skipped (skipped_values).
-// Owner: tuner component. Single-threaded; the runner is called synchronously.
+// Owner: tuner component. Single-threaded; the runner is called synchronously (a parallel runner
+// runs a batch of independent measurements inside one call).
 #pragma once
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -105,6 +107,19 @@ class Tuner {
   // trial index, or -1 when the budget is spent / interrupted. A config already measured returns its old
   // index without a new trial.
   int evaluate(const Config& config, const std::string& reason, int repeats_override = 0, int reference = -1);
+  // Configurations whose measurements are independent (the candidate values of one knob, the next grid
+  // points). When the runner runs several measurements at once (parallelism() > 1), every repeat of every new
+  // configuration is measured in one TrialRunner::run_batch; the results are then recorded exactly as
+  // evaluate() would, in order (repeats an early stop skips are measured but dropped). Returns the indices as
+  // evaluate() does. With parallelism() == 1 this is evaluate() in a loop.
+  struct BatchItem {
+    Config config;
+    std::string reason;
+    int repeats_override = 0;
+    int reference = -1;  // as evaluate(): each run paired with a run of this trial (default: the best)
+  };
+  std::vector<int> evaluate_batch(const std::vector<BatchItem>& items);
+  int parallelism() const { return runner_.parallelism(); }
   // The already-measured trial for `config`, or -1.
   int find(const Config& config) const;
   bool budget_left() const;  // false once max trials / time budget / Ctrl-C stop the search (reason kept)
@@ -154,6 +169,8 @@ class Tuner {
   bool run_once(Trial& t, const std::string& phase, const std::string& role, bool keep_status, double* value);
   void finish_trial(Trial& t);
   void confirm_winner();
+  // The measurement evaluate_batch already made for (config, repeat), else runner_.run.
+  Measurement next_measurement(const Config& config, const RunContext& context);
 
   KnobSpace space_;
   TuneOptions options_;
@@ -162,6 +179,7 @@ class Tuner {
   double start_s_ = 0;
   bool space_adapted_ = false;    // skipped_values applied (once, at the first baseline)
   mutable std::string stop_;      // set (by budget_left) when the budget / interrupt ends the search
+  std::map<std::string, Measurement> prefetched_;  // config_key + "#" + repeat, filled by evaluate_batch
 };
 
 class Strategy {
@@ -169,6 +187,15 @@ class Strategy {
   virtual ~Strategy() = default;
   virtual void search(Tuner& tuner) = 0;
 };
+// What the strategies hand to evaluate_batch when the runner is parallel (tuner_batch.cpp):
+// the next up-to-parallelism() grid points from `pos` (mixed radix, the last knob fastest; the first one with
+// the baseline's repeats when `first`), skipping those known to run out of memory;
+std::vector<Tuner::BatchItem> grid_lookahead(const Tuner& t, const std::vector<size_t>& pos, bool first);
+// the values of `knob` that guided's explore() tries first from `start` (the next larger integers, or the
+// other values of a bool / choice knob), up to parallelism() of them.
+std::vector<Tuner::BatchItem> explore_lookahead(const Tuner& t, const Config& start, const std::string& knob,
+                                                const std::string& why);
+
 // "guided" or "grid"; nullptr for an unknown name.
 std::unique_ptr<Strategy> make_strategy(std::string_view name);
 
