@@ -12,10 +12,7 @@
 #include <unordered_map>
 
 #include "profile_train/analysis/analyzers.h"
-
-#ifndef PT_TOOL_VERSION
-#define PT_TOOL_VERSION "0.0.0"
-#endif
+#include "profile_train/common/version.h"
 
 namespace profile_train::analysis {
 
@@ -526,7 +523,7 @@ nlohmann::json build_report(const trace::Trace& t, const AnalysisOptions& option
 
   json r;
   r["schema_version"] = kReportSchemaVersion;
-  r["tool"] = {{"name", "profile-train"}, {"version", PT_TOOL_VERSION}};
+  r["tool"] = {{"name", "profile-train"}, {"version", kVersion}};
 
   // ---- steps + breakdown
   StepBreakdown sum;
