@@ -313,7 +313,7 @@ json gpu_section(const Ctx& c, std::set<std::string>& missing) {
   TimeNs all = 0;
   for (const auto& r : rows) all += r.second.total;
   json top = json::array();
-  for (size_t i = 0; i < rows.size() && i < 15; ++i) {
+  for (size_t i = 0; i < rows.size() && i < kTopKernels; ++i) {
     const auto& [name, a] = rows[i];
     top.push_back({{"name", name},
                    {"count", a.count},
