@@ -12,11 +12,8 @@
 #include <unordered_map>
 
 #include "profile_train/analysis/analyzers.h"
+#include "profile_train/common/version.h"
 #include "steps_section.h"
-
-#ifndef PT_TOOL_VERSION
-#define PT_TOOL_VERSION "0.0.0"
-#endif
 
 namespace profile_train::analysis {
 
@@ -317,7 +314,7 @@ json gpu_section(const Ctx& c, std::set<std::string>& missing) {
   TimeNs all = 0;
   for (const auto& r : rows) all += r.second.total;
   json top = json::array();
-  for (size_t i = 0; i < rows.size() && i < 15; ++i) {
+  for (size_t i = 0; i < rows.size() && i < kTopKernels; ++i) {
     const auto& [name, a] = rows[i];
     top.push_back({{"name", name},
                    {"count", a.count},
@@ -536,7 +533,7 @@ nlohmann::json build_report(const trace::Trace& t, const AnalysisOptions& option
 
   json r;
   r["schema_version"] = kReportSchemaVersion;
-  r["tool"] = {{"name", "profile-train"}, {"version", PT_TOOL_VERSION}};
+  r["tool"] = {{"name", "profile-train"}, {"version", kVersion}};
   r["steps"] = std::move(sec.steps);
   r["breakdown"] = std::move(sec.breakdown);
   r["breakdown_ms"] = std::move(sec.breakdown_ms);

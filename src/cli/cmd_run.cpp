@@ -546,7 +546,7 @@ Runner add_run(CLI::App& app, std::vector<std::string> command) {
                 "Do not inject CUDA/CUPTI capture (NVTX and Python ranges only): for runs that use torch.profiler, "
                 "Nsight or another CUPTI client themselves");
   sub->add_option("--rules", opts->rules_dirs, "Extra rules directory (added / overriding rules)");
-  sub->add_option("--perfetto", opts->perfetto, "Also write a Perfetto trace to this file");
+  sub->add_option("--perfetto", opts->perfetto, "Also write the timeline as Chrome-trace JSON to FILE");
   sub->add_flag("--all-steps", opts->all_steps,
                 "List every step in report.json steps.per_step (default: the first, last and slowest 50)");
   sub->add_flag("--quiet,-q", opts->quiet, "Print only the summary lines");

@@ -23,6 +23,7 @@
 #include "profile_train/common/format.h"
 #include "profile_train/common/status.h"
 #include "profile_train/common/terminal.h"
+#include "profile_train/common/version.h"
 #include "profile_train/tuner/process_runner.h"
 #include "profile_train/tuner/ray_report.h"
 #include "profile_train/tuner/ray_runner.h"
@@ -387,7 +388,7 @@ int run_tune(const TuneArgs& args, const std::vector<std::string>& workload_flag
   ctx.target = s.runner.target;
   ctx.strategy = s.options.strategy;
   ctx.options = s.options;
-  ctx.tool_version = PROFILE_TRAIN_VERSION;
+  ctx.tool_version = kVersion;
 
   std::ostream& err = std::cerr;
   const tn::KnobSpace space = s.space;

@@ -8,6 +8,7 @@
 
 #include "commands.h"
 #include "profile_train/common/status.h"
+#include "profile_train/common/version.h"
 
 int main(int argc, char** argv) {
   using namespace profile_train;
@@ -30,7 +31,7 @@ int main(int argc, char** argv) {
   }
 
   CLI::App app{"profile-train: diagnose what limits a PyTorch training step and recommend the cheapest fix"};
-  app.set_version_flag("--version", std::string("profile-train ") + PROFILE_TRAIN_VERSION);
+  app.set_version_flag("--version", std::string("profile-train ") + kVersion);
   app.require_subcommand(1);
   std::vector<std::pair<CLI::App*, cli::Runner>> commands;
   auto add = [&](auto&& adder) {

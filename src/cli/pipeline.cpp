@@ -136,7 +136,7 @@ int report_trace(const trace::Trace& trace, const OutputOptions& options, nlohma
     if (failed.ok() && fs::exists(path, ec)) written.push_back(path);
   }
   if (failed.ok() && options.perfetto) {
-    failed = writer_status(report::write_perfetto(trace, *options.perfetto), "Perfetto trace");
+    failed = writer_status(report::write_chrome_trace(trace, *options.perfetto), "Perfetto trace");
     std::error_code ec;
     if (failed.ok() && fs::exists(*options.perfetto, ec)) written.push_back(*options.perfetto);
   }

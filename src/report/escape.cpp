@@ -106,12 +106,4 @@ std::string script_safe_json(const nlohmann::json& j) {
   return out;
 }
 
-std::string truncate_utf8(std::string_view s, size_t max_bytes) {
-  if (s.size() <= max_bytes) return std::string(s);
-  size_t cut = max_bytes;
-  // Back off continuation bytes so a multi-byte character is never split.
-  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
-  return std::string(s.substr(0, cut)) + "\xE2\x80\xA6";
-}
-
 }  // namespace profile_train::report::detail

@@ -156,7 +156,7 @@ StatusOr<expr::Expression> parse_condition(const json& j, const std::string& poi
 Status read_standing(const json& j, const Errors& err, Rule& r) {
   r.cost = cost_for_tier(r.tier);
   if (j.contains("addresses")) {
-    if (Status s = read_string_list(j, "addresses", err, r.addresses, false); !s.ok()) return s;
+    PT_RETURN_IF_ERROR(read_string_list(j, "addresses", err, r.addresses, false));
     for (size_t i = 0; i < r.addresses.size(); ++i) {
       if (!is_bottleneck_name(r.addresses[i]) || r.addresses[i] == "unknown") {
         std::string known;
@@ -198,7 +198,7 @@ Status read_standing(const json& j, const Errors& err, Rule& r) {
       out.when = std::move(cond).value();
       if (!item.at("text").is_string() || item.at("text").get<std::string>().empty())
         return err.at(pointer + "/text", "\"unverified.text\" must be a non-empty template string");
-      if (Status s = parse_template(item.at("text").get<std::string>(), pointer + "/text", err, out.text); !s.ok()) return s;
+      PT_RETURN_IF_ERROR(parse_template(item.at("text").get<std::string>(), pointer + "/text", err, out.text));
       out.level = item.value("level", std::string("check"));
       if (out.level != "check" && out.level != "note")
         return err.at(pointer + "/level", "\"unverified.level\" must be \"check\" or \"note\"");
@@ -284,7 +284,7 @@ StatusOr<Rule> parse_rule(std::string_view text, const std::string& file) {
   if (tier == j.end() || !tier->is_number_integer() || tier->get<int>() < 1 || tier->get<int>() > 4)
     return err.at("/tier", "\"tier\" must be an integer 1..4 (1 = cheapest, lowest risk)");
   r.tier = tier->get<int>();
-  if (Status s = read_standing(j, err, r); !s.ok()) return s;
+  PT_RETURN_IF_ERROR(read_standing(j, err, r));
 
   auto when = j.find("when");
   if (when == j.end() || !when->is_string() || when->get<std::string>().empty())
@@ -325,7 +325,7 @@ StatusOr<Rule> parse_rule(std::string_view text, const std::string& file) {
     }
     if (!text->is_string() || text->get<std::string>().empty())
       return err.at(pointer, "evidence items must be non-empty strings or {text, when} objects");
-    if (Status s = parse_template(text->get<std::string>(), pointer, err, t); !s.ok()) return s;
+    PT_RETURN_IF_ERROR(parse_template(text->get<std::string>(), pointer, err, t));
     r.evidence.push_back(std::move(t));
   }
 
@@ -375,13 +375,13 @@ StatusOr<Rule> parse_rule(std::string_view text, const std::string& file) {
     (std::string(lang) == "python" ? r.fix_python : r.fix_cpp) = code;
   }
 
-  if (Status s = read_string_list(j, "caveats", err, r.caveats, true); !s.ok()) return s;
-  if (Status s = read_string_list(j, "references", err, r.references, true); !s.ok()) return s;
+  PT_RETURN_IF_ERROR(read_string_list(j, "caveats", err, r.caveats, true));
+  PT_RETURN_IF_ERROR(read_string_list(j, "references", err, r.references, true));
   for (size_t i = 0; i < r.references.size(); ++i)
     if (r.references[i].rfind("https://", 0) != 0 && r.references[i].rfind("http://", 0) != 0)
       return err.at("/references/" + std::to_string(i), "references must be URLs (http:// or https://)");
   if (j.contains("knobs")) {
-    if (Status s = read_string_list(j, "knobs", err, r.knobs, false); !s.ok()) return s;
+    PT_RETURN_IF_ERROR(read_string_list(j, "knobs", err, r.knobs, false));
     for (size_t i = 0; i < r.knobs.size(); ++i)
       if (!known_knobs().count(r.knobs[i]))
         return err.at("/knobs/" + std::to_string(i),

@@ -21,6 +21,7 @@
 #include "profile_train/agent/native_format.h"
 #include "profile_train/agent/native_reader.h"
 #include "profile_train/agent/recorder.h"
+#include "profile_train/common/version.h"
 #include "recorder_util.h"
 #include "test_util.h"
 
@@ -115,6 +116,14 @@ TEST(Recorder, ThreadsRecordNestedRangesOnTheirOwnStacks) {
   EXPECT_EQ(t.quality.dropped_records, 0);
   EXPECT_EQ(t.meta.format, "native");
   EXPECT_EQ(t.meta.format_version, "1.0");
+}
+
+// The capture names the agent's version: the project's one version string.
+TEST(Recorder, CaptureCarriesTheProjectVersion) {
+  const fs::path dir = fresh_dir("version");
+  ASSERT_EQ(0, in_child([&] { return start_recorder(config(dir)) ? 0 : 2; }));
+  const Trace t = load_all(dir);
+  EXPECT_EQ(t.meta.producer, std::string("profile-train agent ") + profile_train::kVersion);
 }
 
 TEST(Recorder, OverflowDropsAreCountedNotHidden) {

@@ -36,7 +36,7 @@ constexpr const char* kW4b = "kineto_tb_plugin/resnet50_num_workers_4/worker0.16
 TEST(RealTraces, TbPluginNumWorkers0Figures) {
   LOAD_OR_SKIP(t, kW0a);
   const auto r = build_report(t);
-  // UPSTREAM-ASSERTED by tb_plugin's result_check_file.txt (MANIFEST.md §4).
+  // The TensorBoard profiler plugin's own expected figures for this file (its result_check_file.txt).
   EXPECT_NEAR(r["breakdown"]["data_loading"].get<double>(), 0.3337, 0.005);
   EXPECT_NEAR(r["breakdown"]["kernel"].get<double>(), 0.5551, 0.005);
   EXPECT_NEAR(r["gpu"]["utilization"].get<double>(), 0.5551, 0.005);
@@ -84,8 +84,8 @@ TEST(RealTraces, TbPluginSecondCapturesSameVerdicts) {
   }
 }
 
-// Per-step figures (us) the TensorBoard plugin produced for the same files (MANIFEST.md §4, parsed from
-// tb_plugin's result_check_file.txt into _derived/tb_plugin_expected_overview.json).
+// Per-step figures (us) the TensorBoard plugin produced for the same files (its result_check_file.txt, parsed
+// into the corpus's _derived/tb_plugin_expected_overview.json).
 void expect_tb_per_step(const char* rel, const char* key_part) {
   const fs::path expected_path = traces_dir() / "_derived/tb_plugin_expected_overview.json";
   if (!fs::exists(expected_path)) GTEST_SKIP() << "not found: " << expected_path;

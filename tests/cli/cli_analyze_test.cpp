@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "profile_train/common/version.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -85,6 +87,16 @@ TEST_F(AnalyzeCli, WritesReportAndPrintsVerdictFirst) {
   const std::string first = slurp(dir_ / "out" / "report.json");
   ASSERT_EQ(run("analyze '" + trace.string() + "' --out '" + (dir_ / "out").string() + "' --format json").rc, 0);
   EXPECT_EQ(first, slurp(dir_ / "out" / "report.json"));
+}
+
+// One version string (CMake's project version): --version and report.json's tool.version.
+TEST_F(AnalyzeCli, VersionIsTheProjectVersion) {
+  const Result v = run("--version");
+  EXPECT_EQ(v.rc, 0);
+  EXPECT_EQ(v.out, std::string("profile-train ") + profile_train::kVersion + "\n");
+  ASSERT_EQ(run("analyze '" + data_bound_trace().string() + "' --out '" + (dir_ / "out").string() + "'").rc, 0);
+  const auto report = nlohmann::json::parse(slurp(dir_ / "out" / "report.json"));
+  EXPECT_EQ(report["tool"]["version"], profile_train::kVersion);
 }
 
 TEST_F(AnalyzeCli, FailOnGate) {

@@ -45,7 +45,7 @@ TEST(Catalog, BuiltInHasEveryCatalogIdWithItsTier) {
   }
   EXPECT_EQ(all.size(), std::size(kCatalogIds));
   for (const char* id : kCatalogIds) EXPECT_TRUE(ids.count(id)) << id;
-  // Tiers of PRODUCT.md's catalog.
+  // The catalog's tiers (rules/README.md).
   std::map<std::string, int> tier;
   for (const auto& r : all) tier[r.id] = r.tier;
   for (const char* id : {"use-gpu", "dataloader-workers", "pin-memory", "tf32", "gpu-preprocessing"})

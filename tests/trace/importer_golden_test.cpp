@@ -1,7 +1,7 @@
 // Goldens on the real traces in PT_TRACES_DIR (read in place, never copied).
 // Every trace loads; its per-category counts equal an independent count made with nlohmann::json (a
-// different parser, a different mapping written from MANIFEST.md §5); a few counts and device names are
-// checked against the figures stated in MANIFEST.md §3.
+// different parser, and a mapping of Kineto's categories written independently of the importer's); a few
+// counts and device names are checked against figures counted once from the files themselves (kManifest).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -39,7 +39,7 @@ std::vector<fs::path> all_traces() {
   if (!fs::is_directory(traces_dir()))                                                         \
   GTEST_SKIP() << "real traces not found at " << traces_dir() << " (set -DPT_TRACES_DIR=...)"
 
-// Independent model of what the importer should produce, per MANIFEST.md §5.3.
+// Independent model of what the importer should produce: Kineto `cat` values (every generation) -> model category.
 struct Expected {
   std::map<std::string, int64_t> by_cat;  // model category name -> count
   int64_t memory = 0, flows = 0, total = 0;
@@ -96,7 +96,7 @@ Expected independent_count(const nlohmann::json& doc) {
 TEST(ImporterGolden, EveryTraceMatchesAnIndependentCount) {
   SKIP_WITHOUT_TRACES();
   const auto files = all_traces();
-  ASSERT_GE(files.size(), 20u) << "expected the ~25 traces of MANIFEST.md";
+  ASSERT_GE(files.size(), 20u) << "expected the ~25 traces of the shared corpus";
   for (const auto& f : files) {
     SCOPED_TRACE(f.string());
     auto t = load_trace(f);
@@ -137,7 +137,7 @@ struct ManifestFigures {
   size_t devices;
 };
 
-// Figures stated in MANIFEST.md §2/§3 (ph/cat counts per file).
+// ph/cat counts per file, counted once from the files (they do not change: the corpus is read-only).
 const ManifestFigures kManifest[] = {
     {"kineto_tb_plugin/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz", 75718, 8772, 12, 312, 11923,
      12838, "Tesla V100-DGXS-32GB", 4},

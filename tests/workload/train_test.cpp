@@ -5,6 +5,14 @@
 
 #include <gtest/gtest.h>
 
+#include <torch/cuda.h>
+
+#include "amp.h"
+#include "data.h"
+#include "models.h"
+#include "optimizers.h"
+#include "results.h"
+
 namespace profile_train::workload {
 namespace {
 

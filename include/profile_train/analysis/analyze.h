@@ -15,9 +15,10 @@ inline constexpr const char* kReportSchemaVersion = "1.1";
 // a report of hundreds of MB). The summary figures and steps.histogram always cover every step.
 inline constexpr size_t kPerStepKept = 50;
 inline constexpr size_t kStepHistogramBins = 32;
+// gpu.top_kernels lists the kTopKernels kernels with the most time in the steps.
+inline constexpr size_t kTopKernels = 15;
 
 struct AnalysisOptions {
-  int top_kernels = 15;
   bool all_steps = false;  // every step in steps.per_step (`--all-steps`)
 };
 

@@ -73,6 +73,13 @@ inline Status NotFound(std::string msg) { return {StatusCode::kNotFound, std::mo
 inline Status Internal(std::string msg) { return {StatusCode::kInternal, std::move(msg)}; }
 inline Status ResourceExhausted(std::string msg) { return {StatusCode::kResourceExhausted, std::move(msg)}; }
 
+// Returns the Status of `expr` (evaluated once) from the enclosing function when it is not ok. The function
+// returns Status or a StatusOr<T>.
+#define PT_RETURN_IF_ERROR(expr)                                                       \
+  do {                                                                                 \
+    if (::profile_train::Status pt_status_ = (expr); !pt_status_.ok()) return pt_status_; \
+  } while (false)
+
 template <typename T>
 class [[nodiscard]] StatusOr {
  public:

@@ -23,6 +23,9 @@ bool is_valid_utf8(std::string_view s);
 // `s` with every invalid byte replaced by U+FFFD (resynchronizing on the next byte).
 std::string to_valid_utf8(std::string_view s);
 
+// `s` cut to at most `max_bytes` bytes on a UTF-8 character boundary, with "…" appended when cut.
+std::string truncate_utf8(std::string_view s, size_t max_bytes);
+
 // Replaces invalid UTF-8 in every string value and object key of `j`, in place. Returns how many strings
 // (values and keys) were changed; 0 means `j` can be dumped without an error handler.
 size_t repair_utf8(nlohmann::json& j);

@@ -8,7 +8,7 @@
 
 namespace profile_train {
 
-// verdict.bottleneck (PRODUCT.md contract), in the order of reports/REPORT_FORMAT.md.
+// verdict.bottleneck values, in the order of reports/REPORT_FORMAT.md ("verdict").
 inline constexpr std::array<std::string_view, 9> kBottleneckNames = {
     "input_pipeline", "host_to_device", "cpu_overhead", "synchronization", "gpu_compute",
     "gpu_memory",     "communication",  "cpu_only",     "unknown"};

@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "profile_train/common/utf8.h"
+
 namespace profile_train::report::detail {
 
 // Appends `s` as a quoted JSON string. Invalid UTF-8 bytes become U+FFFD; control characters, `<`, `>`,
@@ -21,7 +23,7 @@ void append_html_escaped(std::string& out, std::string_view s);
 // UTF-8 in strings is replaced) and `<`, `>`, `&`, U+2028, U+2029 are \u-escaped.
 std::string script_safe_json(const nlohmann::json& j);
 
-// `s` cut to at most `max_bytes` bytes on a UTF-8 character boundary, with "…" appended when cut.
-std::string truncate_utf8(std::string_view s, size_t max_bytes);
+// The writers' name truncation is the common UTF-8 helper's (profile_train/common/utf8.h).
+using ::profile_train::truncate_utf8;
 
 }  // namespace profile_train::report::detail

@@ -31,6 +31,6 @@ Status write_job_html(const nlohmann::json& job, const std::filesystem::path& pa
 std::string render_job_html(const nlohmann::json& job);
 
 // Timeline as Chrome-trace JSON (Perfetto UI / chrome://tracing).
-Status write_perfetto(const trace::Trace& trace, const std::filesystem::path& path);
+Status write_chrome_trace(const trace::Trace& trace, const std::filesystem::path& path);
 
 }  // namespace profile_train::report

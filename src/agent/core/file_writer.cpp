@@ -11,6 +11,7 @@
 #include <cstdlib>
 
 #include "core/recorder_state.h"
+#include "profile_train/common/version.h"
 
 namespace profile_train::agent::detail {
 namespace {
@@ -112,7 +113,7 @@ void write_meta() {
   m["unix_ns_at_open"] = unix_ns();
   m["fork_child"] = G.is_fork_child;
   if (G.is_fork_child) m["fork_parent"] = G.fork_parent;
-  m["agent_version"] = "0.1";
+  m["agent_version"] = kVersion;
   m["chunk_records"] = G.cfg.chunk_records;
   m["max_chunks"] = G.cfg.max_chunks;
   m["flush_interval_ms"] = G.cfg.flush_interval_ms;

@@ -93,14 +93,14 @@ StatusOr<size_t> GzipSource::read(char* buf, size_t n) {
   const uInt want = s.zs.avail_out;
   while (s.zs.avail_out == want) {  // loop until at least one byte came out
     if (s.zs.avail_in == 0) {
-      if (Status st = fill(); !st.ok()) return st;
+      PT_RETURN_IF_ERROR(fill());
       if (s.zs.avail_in == 0 && s.in_eof) return BadInput(name() + ": truncated gzip stream");
     }
     const int rc = inflate(&s.zs, Z_NO_FLUSH);
     if (rc == Z_STREAM_END) {
       // Another gzip member may follow (concatenated .gz files); anything else after the trailer is ignored.
       if (s.zs.avail_in < 2) {
-        if (Status st = fill(); !st.ok()) return st;
+        PT_RETURN_IF_ERROR(fill());
       }
       if (s.zs.avail_in >= 2 && s.zs.next_in[0] == 0x1f && s.zs.next_in[1] == 0x8b) {
         inflateReset(&s.zs);
@@ -112,7 +112,7 @@ StatusOr<size_t> GzipSource::read(char* buf, size_t n) {
     if (rc == Z_BUF_ERROR) {
       // No progress possible: needs more input.
       if (s.in_eof) return BadInput(name() + ": truncated gzip stream");
-      if (Status st = fill(); !st.ok()) return st;
+      PT_RETURN_IF_ERROR(fill());
       continue;
     }
     if (rc != Z_OK) {

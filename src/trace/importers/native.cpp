@@ -209,8 +209,7 @@ StatusOr<ParsedFile> parse_file(const std::filesystem::path& p, const LoadOption
   if (!data.ok()) return data.status();
   ParsedFile f;
   f.path = p;
-  Status st = check_header(p, *data, &f.header);
-  if (!st.ok()) return st;
+  PT_RETURN_IF_ERROR(check_header(p, *data, &f.header));
   parse_chunks(*data, f, meta_only);
   if (options.progress) options.progress(data->size(), data->size());
   return f;

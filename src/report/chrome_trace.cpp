@@ -93,7 +93,7 @@ std::string json_str(const std::string& s) {
 
 }  // namespace
 
-Status write_perfetto(const trace::Trace& trace, const std::filesystem::path& path) {
+Status write_chrome_trace(const trace::Trace& trace, const std::filesystem::path& path) {
   auto file = AtomicFile::create(path);
   if (!file.ok()) return file.status();
   AtomicFile& out = *file;

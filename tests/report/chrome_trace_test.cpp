@@ -1,4 +1,4 @@
-// Perfetto / Chrome-trace export: valid JSON, one X event per model event, flows, counters, names escaped.
+// Chrome-trace JSON export (--perfetto): valid JSON, one X event per model event, flows, counters, names escaped.
 // Expected counts are computed here directly from the trace model, not from the writer.
 #include <gtest/gtest.h>
 
@@ -45,7 +45,7 @@ Expected expected_counts(const trace::Trace& t) {
 }
 
 void check_export(const trace::Trace& t, const std::filesystem::path& file) {
-  ASSERT_TRUE(write_perfetto(t, file).ok());
+  ASSERT_TRUE(write_chrome_trace(t, file).ok());
   json doc;
   ASSERT_NO_THROW(doc = json::parse(read_file(file))) << file;
   ASSERT_TRUE(doc.contains("traceEvents") && doc["traceEvents"].is_array());
@@ -78,7 +78,7 @@ void check_export(const trace::Trace& t, const std::filesystem::path& file) {
   EXPECT_EQ(x_tracks.size(), want.cpu_threads + want.gpu_tracks);
 }
 
-TEST(Perfetto, SyntheticTraceCountsFlowsAndEscaping) {
+TEST(ChromeTrace, SyntheticTraceCountsFlowsAndEscaping) {
   auto t = make_training_trace(3, 12, 20'000'000, "kern\"<script>alert(1)</script>\\\x01");
   const auto file = temp_dir("perfetto") / "trace.json";
   check_export(t, file);
@@ -100,21 +100,21 @@ TEST(Perfetto, SyntheticTraceCountsFlowsAndEscaping) {
   EXPECT_EQ(doc["otherData"]["base_time_ns"], 1000000000);
 }
 
-TEST(Perfetto, EmptyTraceIsValidJson) {
+TEST(ChromeTrace, EmptyTraceIsValidJson) {
   trace::Trace t;
   const auto file = temp_dir("perfetto-empty") / "trace.json";
-  ASSERT_TRUE(write_perfetto(t, file).ok());
+  ASSERT_TRUE(write_chrome_trace(t, file).ok());
   const json doc = json::parse(read_file(file));
   EXPECT_TRUE(doc["traceEvents"].empty());
 }
 
-TEST(Perfetto, UnwritablePathIsAnIoError) {
+TEST(ChromeTrace, UnwritablePathIsAnIoError) {
   trace::Trace t;
-  const Status s = write_perfetto(t, temp_dir("perfetto-bad") / "missing" / "t.json");
+  const Status s = write_chrome_trace(t, temp_dir("perfetto-bad") / "missing" / "t.json");
   EXPECT_FALSE(s.ok());
 }
 
-TEST(Perfetto, TbPluginTraceExportMatchesTheModel) {
+TEST(ChromeTrace, TbPluginTraceExportMatchesTheModel) {
   const std::filesystem::path file = std::filesystem::path(PT_TRACES_DIR) /
                                      "kineto_tb_plugin/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz";
   if (!std::filesystem::exists(file)) GTEST_SKIP() << "trace corpus not present: " << file;
