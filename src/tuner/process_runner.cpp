@@ -17,24 +17,17 @@
 #include <thread>
 
 #include "profile_train/common/atomic_file.h"
+#include "runner_util.h"
 
 extern char** environ;
 
 namespace profile_train::tuner {
+using detail::now_s;
+using detail::zero_padded;
+
 namespace {
 
 namespace fs = std::filesystem;
-
-double now_s() {
-  using namespace std::chrono;
-  return duration<double>(steady_clock::now().time_since_epoch()).count();
-}
-
-std::string two_digits(int n, int width) {
-  std::string s = std::to_string(n);
-  while (static_cast<int>(s.size()) < width) s.insert(s.begin(), '0');
-  return s;
-}
 
 // The placeholder names that map to `def` ({batch_size}, {bs}, ...).
 bool names_knob(const std::string& name, const KnobDef& def) {
@@ -267,7 +260,7 @@ StatusOr<std::vector<std::string>> ProcessTrialRunner::command_for(const Config&
 
 Measurement ProcessTrialRunner::run(const Config& config, const RunContext& ctx) {
   Measurement m;
-  const fs::path dir = options_.out_dir / "trials" / (two_digits(ctx.trial_index, 3) + "-r" + std::to_string(ctx.repeat + 1));
+  const fs::path dir = options_.out_dir / "trials" / (zero_padded(ctx.trial_index, 3) + "-r" + std::to_string(ctx.repeat + 1));
   std::error_code ec;
   fs::remove_all(dir, ec);
   fs::create_directories(dir, ec);

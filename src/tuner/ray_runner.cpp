@@ -11,22 +11,15 @@
 
 #include "profile_train/common/atomic_file.h"
 #include "profile_train/common/format.h"
+#include "runner_util.h"
 
 namespace profile_train::tuner {
+using detail::now_s;
+using detail::zero_padded;
+
 namespace {
 
 namespace fs = std::filesystem;
-
-double now_s() {
-  using namespace std::chrono;
-  return duration<double>(steady_clock::now().time_since_epoch()).count();
-}
-
-std::string padded(int n, int width) {
-  std::string s = std::to_string(n);
-  while (static_cast<int>(s.size()) < width) s.insert(s.begin(), '0');
-  return s;
-}
 
 // POSIX shell single quoting: 'it'\''s'.
 std::string sh_quote(const std::string& s) {
@@ -182,7 +175,7 @@ Measurement RayTrialRunner::run(const Config& config, const RunContext& context)
 void RayTrialRunner::submit(Slot& s) {
   s.p.trial_index = s.ctx.trial_index;
   s.p.repeat = s.ctx.repeat;
-  s.dir = options_.process.out_dir / "trials" / (padded(s.ctx.trial_index, 3) + "-r" + std::to_string(s.ctx.repeat + 1));
+  s.dir = options_.process.out_dir / "trials" / (zero_padded(s.ctx.trial_index, 3) + "-r" + std::to_string(s.ctx.repeat + 1));
   s.m.dir = s.dir.string();
   s.p.dir = s.dir.string();
   std::error_code ec;
@@ -194,7 +187,7 @@ void RayTrialRunner::submit(Slot& s) {
     s.done = true;
   };
   if (ec) return fail("cannot create " + s.dir.string() + ": " + ec.message());
-  const std::string id = options_.session + "-" + padded(s.ctx.trial_index, 3) + "-r" +
+  const std::string id = options_.session + "-" + zero_padded(s.ctx.trial_index, 3) + "-r" +
                          std::to_string(s.ctx.repeat + 1) + "-" + std::to_string(++seq_);
   const std::string worker_dir = options_.worker_tmp + "/profile-train-ray/" + id;
   std::vector<std::string> extra_env;
