@@ -12,11 +12,13 @@
 
 #include <chrono>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include "profile_train/analysis/analyzers.h"
 #include "test_util.h"
 
 using namespace pt_agent_test;
@@ -193,10 +195,22 @@ TEST(RealPrograms, GanTwoOptimizersPerBatchAndRareSlowSteps) {
   const json& r = run.report;
   EXPECT_EQ(r["source"]["step_detection"], "optimizer_annotation");
   EXPECT_EQ(r["steps"]["count"], 20) << r["steps"]["per_step"].dump();
-  std::vector<int> outliers;
-  for (const auto& x : r["steps"]["steady_state"]["excluded"])
-    if (x["reason"] == "outlier") outliers.push_back(x["index"].get<int>());
-  EXPECT_EQ(outliers, (std::vector<int>{6, 16})) << r["steps"]["steady_state"].dump();
+  // The two dump steps must be left out. On a loaded machine a training step can stall too (CI once saw a 30 ms
+  // step among 9 ms ones): such a step may be left out as well, but only when it really is a spike by the
+  // documented rule (>= kSpikeRatio x the median); a normal step may not be.
+  const json& ss = r["steps"]["steady_state"];
+  std::set<int> outliers;
+  const double median = num(ss["median_all_ms"]);
+  for (const auto& x : ss["excluded"]) {
+    if (x["reason"] != "outlier") continue;
+    const int i = x["index"].get<int>();
+    outliers.insert(i);
+    if (i != 6 && i != 16) {
+      EXPECT_GE(num(x["duration_ms"]), profile_train::analysis::kSpikeRatio * median) << "a normal step left out\n" << ss.dump();
+    }
+  }
+  EXPECT_TRUE(outliers.count(6) && outliers.count(16)) << "an image-dump step kept\n" << ss.dump();
+  EXPECT_LE(outliers.size(), 4u) << ss.dump();
   EXPECT_LT(num(r["steps"]["mean_ms"]), 200) << "the mean includes the image dumps";
   EXPECT_FALSE(r["facts"].contains("training")) << r["facts"].dump();
   expect_phase_split(r, true, true);
