@@ -29,16 +29,43 @@ uint64_t splitmix64(uint64_t x) {
 
 }  // namespace
 
-void burn_cpu(int64_t us) {
-  if (us <= 0) return;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
+namespace {
+
+// One unit of burn_cpu's work: a dependent chain of 256 sqrt/multiply-adds (no vectorizing, no skipping).
+float burn_units(int64_t units, float acc) {
   volatile float sink = 0.0f;
-  float acc = 1.0f;
-  do {
+  for (int64_t u = 0; u < units; ++u) {
     for (int k = 0; k < 256; ++k) acc = acc * 0.999f + std::sqrt(std::fabs(acc) + static_cast<float>(k));
     sink = acc;
-  } while (std::chrono::steady_clock::now() < deadline);
-  (void)sink;
+  }
+  return sink;
+}
+
+// Units per microsecond on an idle core: the fastest of several ~2 ms samples, so a core shared at start-up
+// (other processes, the first DataLoader workers) does not make later burns short.
+double units_per_us() {
+  static const double rate = [] {
+    double best = 0;
+    float acc = 1.0f;
+    int64_t units = 64;
+    for (int trial = 0; trial < 7; ++trial) {
+      const auto t0 = std::chrono::steady_clock::now();
+      acc = burn_units(units, acc);
+      const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+      if (us > 0) best = std::max(best, static_cast<double>(units) / us);
+      if (us < 2000) units *= 2;  // grow the sample until it lasts ~2 ms
+    }
+    return best > 0 ? best : 1.0;
+  }();
+  return rate;
+}
+
+}  // namespace
+
+void burn_cpu(int64_t us) {
+  if (us <= 0) return;
+  const auto units = static_cast<int64_t>(std::llround(static_cast<double>(us) * units_per_us()));
+  (void)burn_units(std::max<int64_t>(1, units), 1.0f);
 }
 
 struct SyntheticDataset::Tables {

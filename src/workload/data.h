@@ -67,8 +67,10 @@ struct LoaderConfig {
 
 std::unique_ptr<WorkloadLoader> make_loader(SyntheticDataset dataset, const LoaderConfig& cfg);
 
-// Keeps the calling thread's core busy with arithmetic for `us` wall microseconds: the planted per-sample
-// preprocessing (--slow-preprocess-us, like a decode) and the per-step host work (--host-work-us).
+// A fixed amount of arithmetic that takes `us` microseconds on an idle core of this machine: the planted
+// per-sample preprocessing (--slow-preprocess-us, like a decode) and the per-step host work (--host-work-us).
+// Fixed work, not a wall-clock deadline: like a real decode it takes longer when it shares a core, so N
+// DataLoader workers on C < N cores cannot hide more of it than C cores can run.
 void burn_cpu(int64_t us);
 
 // The normalization a well-configured pipeline runs on the device batch: uint8 images or raw features ->

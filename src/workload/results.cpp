@@ -42,6 +42,20 @@ nlohmann::json shape_json(const WorkloadOptions& o) {
   return nullptr;
 }
 
+nlohmann::json cpu_json(const CpuInfo& c) {
+  using nlohmann::json;
+  auto opt = [](const std::optional<bool>& b) { return b ? json(*b) : json(nullptr); };
+  json bf16 = nullptr;
+  if (c.amx_bf16 && c.avx512_bf16) bf16 = *c.amx_bf16 || *c.avx512_bf16;
+  return {{"cores", c.cores},
+          {"torch_threads", c.torch_threads},
+          {"interop_threads", c.interop_threads},
+          {"capability", c.capability.empty() ? json(nullptr) : json(c.capability)},
+          {"amx_bf16", opt(c.amx_bf16)},
+          {"avx512_bf16", opt(c.avx512_bf16)},
+          {"bf16_native", bf16}};
+}
+
 nlohmann::json facts_json(const WorkloadOptions& o, const TrainResult& r) {
   using nlohmann::json;
   json amp_dtype = nullptr;
@@ -70,6 +84,7 @@ nlohmann::json facts_json(const WorkloadOptions& o, const TrainResult& r) {
       {"cudnn", {{"benchmark", r.cudnn_benchmark}}},
       {"tf32", {{"matmul", r.tf32_matmul}, {"cudnn", r.tf32_cudnn}}},
       {"gpu", gpu},
+      {"cpu", cpu_json(r.cpu)},
       {"model", {{"channels_last", o.channels_last}, {"has_conv", r.has_conv}, {"dataparallel", false}}},
       {"distributed", {{"world_size", 1}}},
       {"workload", {{"name", to_string(o.model)}, {"shape", shape_json(o)}, {"planted", o.planted.names()}}},

@@ -15,6 +15,8 @@ struct Summary {
 Summary summarize(std::vector<double> v);
 
 nlohmann::json facts_json(const WorkloadOptions& options, const TrainResult& r);
+// facts.cpu: the fields and the null conventions of the Python shim's cpu_facts().
+nlohmann::json cpu_json(const CpuInfo& c);
 nlohmann::json result_json(const WorkloadOptions& options, const TrainResult& r);
 
 // The model dimensions in use (defaults with the command-line overrides applied).

@@ -6,6 +6,8 @@
 #include <optional>
 #include <thread>
 
+#include <ATen/Parallel.h>
+#include <ATen/Version.h>
 #include <torch/cuda.h>
 
 #include "amp.h"
@@ -79,7 +81,9 @@ StatusOr<TrainResult> train_impl(const WorkloadOptions& o, const ModelConfig& mc
   }
   const bool use_cuda = o.device == DeviceChoice::kCuda || (o.device == DeviceChoice::kAuto && cuda_available);
   const torch::Device device = use_cuda ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
-  const int64_t threads = o.threads > 0 ? o.threads : std::max<int64_t>(1, std::thread::hardware_concurrency());
+  // Default: one intra-op thread per core this process may run on (its affinity, as under taskset or a
+  // container's cpuset), not per core of the machine: more threads than cores only contend.
+  const int64_t threads = o.threads > 0 ? o.threads : affinity_cores();
   torch::set_num_threads(static_cast<int>(threads));
   torch::manual_seed(o.seed);
   if (use_cuda) torch::cuda::manual_seed_all(o.seed);
@@ -93,6 +97,11 @@ StatusOr<TrainResult> train_impl(const WorkloadOptions& o, const ModelConfig& mc
   r.device = use_cuda ? "cuda:0" : "cpu";
   r.batch_size = o.effective_batch_size();
   r.gpu = query_gpu();
+  r.cpu.cores = affinity_cores();
+  r.cpu.torch_threads = at::get_num_threads();
+  r.cpu.interop_threads = static_cast<int64_t>(at::get_num_interop_threads());
+  r.cpu.capability = at::get_cpu_capability();
+  read_cpu_flags(r.cpu);
   r.tf32_matmul = ctx.allowTF32CuBLAS();
   r.tf32_cudnn = ctx.allowTF32CuDNN();
   r.cudnn_benchmark = ctx.benchmarkCuDNN();

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu_info.h"
 #include "device_info.h"
 #include "model_config.h"
 #include "options.h"
@@ -30,6 +31,7 @@ struct TrainResult {
   std::vector<std::string> param_dtypes;
   int64_t peak_memory_bytes = -1;  // CUDA caching allocator peak; -1 when not on CUDA
   GpuInfo gpu;
+  CpuInfo cpu;
   std::string optimizer_class;
   bool optimizer_foreach = false, optimizer_fused = false;
   double weight_decay = 0;
