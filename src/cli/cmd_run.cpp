@@ -34,9 +34,9 @@
 #include "pipeline.h"
 #include "profile_train/agent/native_reader.h"
 #include "profile_train/common/folder_lock.h"
-#include "profile_train/common/process.h"
 #include "profile_train/common/status.h"
 #include "profile_train/common/terminal.h"
+#include "profile_train/platform/process.h"
 #include "profile_train/rules/engine.h"
 
 extern char** environ;
@@ -61,47 +61,6 @@ struct RunOptions {
   double kill_after_s = 10;    // grace between a stop signal (or the command's end) and SIGKILL of what is left
   bool validate_only = false;  // check the options and the command, launch nothing (used by `tune`)
 };
-
-// ---- signals: forwarded to the child's process group ---------------------------------------------------
-// The command runs in its own process group, so a terminal's Ctrl-C reaches only us: every SIGINT / SIGTERM
-// we get is forwarded to the whole group (the command and the workers it started).
-volatile sig_atomic_t g_child_group = 0;
-volatile sig_atomic_t g_interrupted = 0;  // signal number that asked us to stop (SIGINT / SIGTERM)
-
-void on_stop_signal(int sig) {
-  g_interrupted = sig;
-  if (g_child_group > 0) ::kill(-static_cast<pid_t>(g_child_group), sig);
-}
-
-struct SignalGuard {
-  struct sigaction old_int {}, old_term {};
-  SignalGuard() {
-    struct sigaction sa {};
-    sa.sa_handler = on_stop_signal;
-    sa.sa_flags = 0;  // no SA_RESTART: a blocking waitpid returns EINTR and we notice
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
-  }
-  ~SignalGuard() {
-    sigaction(SIGINT, &old_int, nullptr);
-    sigaction(SIGTERM, &old_term, nullptr);
-  }
-};
-
-std::string signal_name(int sig) {
-  switch (sig) {
-    case SIGSEGV: return "SIGSEGV";
-    case SIGABRT: return "SIGABRT";
-    case SIGKILL: return "SIGKILL";
-    case SIGTERM: return "SIGTERM";
-    case SIGINT: return "SIGINT";
-    case SIGBUS: return "SIGBUS";
-    case SIGFPE: return "SIGFPE";
-    case SIGILL: return "SIGILL";
-    default: return "signal " + std::to_string(sig);
-  }
-}
 
 Status check_writable(const fs::path& dir) {
   std::error_code ec;
@@ -140,6 +99,12 @@ std::string driver_probe() {
   return "";
 }
 
+struct ChildResult {
+  int exit_code = -1;  // when exited
+  int signal = 0;      // when killed
+  int leftovers = 0;   // processes of the command still running after it ended, stopped by us
+};
+
 std::vector<std::string> build_env(const RunOptions& o, const fs::path& agent, const fs::path& capture,
                                    const fs::path& shim) {
   static const std::set<std::string> kOurs = {"CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH", "PROFILE_TRAIN_OUT",
@@ -170,128 +135,6 @@ std::vector<std::string> build_env(const RunOptions& o, const fs::path& agent, c
     env.push_back("PYTHONPATH=" + old_pythonpath);
   }
   return env;
-}
-
-struct ChildResult {
-  bool started = false;
-  int exit_code = -1;  // when exited
-  int signal = 0;      // when killed
-  int leftovers = 0;   // processes of the command still running after it ended, stopped by us
-};
-
-// Reaps whatever child has ended; true if `leader` was among them (its status in *leader_status).
-bool reap_children(pid_t leader, int* leader_status) {
-  bool leader_done = false;
-  for (;;) {
-    int st = 0;
-    const pid_t w = ::waitpid(-1, &st, WNOHANG);
-    if (w <= 0) break;
-    if (w == leader) {
-      *leader_status = st;
-      leader_done = true;
-    }
-  }
-  return leader_done;
-}
-
-bool group_alive(pid_t pgid) { return ::kill(-pgid, 0) == 0 || errno == EPERM; }
-
-// Makes `pgid` the terminal's foreground group. SIGTTOU is blocked meanwhile: changing it from a background
-// group would stop us.
-bool set_terminal_group(pid_t pgid) {
-  sigset_t ttou, old;
-  sigemptyset(&ttou);
-  sigaddset(&ttou, SIGTTOU);
-  ::sigprocmask(SIG_BLOCK, &ttou, &old);
-  const bool ok = ::tcsetpgrp(STDIN_FILENO, pgid) == 0;
-  ::sigprocmask(SIG_SETMASK, &old, nullptr);
-  return ok;
-}
-
-// Spawns without a shell, in its own process group, and waits. Stop protocol (README "Stopping a run"):
-// SIGINT / SIGTERM are forwarded to the group; whatever is still running `kill_after_s` later is SIGKILLed.
-// When the command ends, the rest of its group gets SIGTERM, then SIGKILL after kill_after_s; processes it
-// left in other groups (re-parented to us, a subreaper) are SIGKILLed. Launch failures are a Status
-// (command not found: kNotFound), and then nothing ran.
-StatusOr<ChildResult> spawn_and_wait(const RunOptions& o, const std::vector<std::string>& env) {
-  using clock = std::chrono::steady_clock;
-  SignalGuard guard;
-  g_interrupted = 0;
-  become_subreaper();
-  SpawnOptions spawn;
-  spawn.argv = o.command;
-  spawn.env = env;
-  spawn.parent_death_signal = SIGTERM;  // a SIGKILLed profile-train does not leave the training running
-  auto spawned = spawn_process(spawn);
-  if (!spawned.ok()) return spawned.status();
-  const pid_t pid = *spawned;
-  g_child_group = pid;
-  if (g_interrupted) ::kill(-pid, g_interrupted);  // a signal that came while forking
-  ChildResult r;
-  r.started = true;
-  const auto grace = std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(o.kill_after_s));
-  std::optional<clock::time_point> stop_asked;
-  bool killed = false;
-  bool gave_terminal = false;
-  bool told_stopped = false;
-  int status = 0;
-  // Polled (20 ms) rather than blocking: a stop signal that lands just before a blocking wait could not
-  // start the --kill-after clock.
-  for (;;) {
-    int st = 0;
-    const pid_t w = ::waitpid(pid, &st, WUNTRACED | WNOHANG);
-    if (w == pid && WIFSTOPPED(st)) {
-      // Reading from (or configuring) the terminal from a background group stops the command: hand it the
-      // terminal, as a shell does (Ctrl-C then reaches its group directly), and let it go on.
-      const int sig = WSTOPSIG(st);
-      if ((sig == SIGTTIN || sig == SIGTTOU) && !gave_terminal) {
-        if (::isatty(STDIN_FILENO) && set_terminal_group(pid)) {
-          gave_terminal = true;
-          ::kill(-pid, SIGCONT);
-        } else if (!told_stopped) {
-          told_stopped = true;
-          std::cerr << "profile-train run: the command is stopped waiting for the terminal (run profile-train in "
-                       "the foreground)\n";
-        }
-      }
-      continue;
-    }
-    if (w == pid) {
-      status = st;
-      break;
-    }
-    if (w < 0 && errno != EINTR) break;
-    if (g_interrupted) {
-      if (!stop_asked) stop_asked = clock::now();
-      if (!killed && clock::now() - *stop_asked > grace) {
-        ::kill(-pid, SIGKILL);
-        killed = true;
-      }
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  g_child_group = 0;
-  if (gave_terminal) set_terminal_group(::getpgrp());
-  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
-
-  // What the command left running was re-parented to us (a subreaper).
-  int ignored = 0;
-  reap_children(pid, &ignored);
-  r.leftovers = static_cast<int>(child_pids().size());
-  // The rest of its group (DataLoader workers, a backgrounded helper) first: SIGTERM lets their agent flush.
-  if (group_alive(pid)) {
-    ::kill(-pid, SIGTERM);
-    // After a stop signal the group has had its grace already, counted from the signal.
-    const auto until = stop_asked ? std::max(clock::now(), *stop_asked + grace) : clock::now() + grace;
-    while (group_alive(pid) && clock::now() < until) {
-      reap_children(pid, &ignored);
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    if (group_alive(pid)) ::kill(-pid, SIGKILL);
-  }
-  kill_descendants();  // those that left the group (setsid, their own group)
-  return r;
 }
 
 // Adds run-specific keys to a written report.json (additive keys of REPORT_FORMAT.md `source`).
@@ -394,7 +237,7 @@ int validate_before_launch(const RunOptions& o, const fs::path& out, const fs::p
   if (!fs::exists(agent, ec))
     return fail(Internal("the capture agent " + agent.string() + " is missing (build the profile_train_agent target)"),
                 kExitFailure);
-  if (auto exe = find_executable(o.command[0]); !exe.ok()) return fail(exe.status(), kExitBadInput);
+  if (auto exe = platform::find_executable(o.command[0]); !exe.ok()) return fail(exe.status(), kExitBadInput);
   return kExitOk;
 }
 
@@ -421,21 +264,35 @@ int run_command(const RunOptions& o) {
   if (!o.no_python && shim.empty())
     std::cerr << "profile-train run: warning: the Python shim was not found; only NVTX ranges are recorded\n";
 
-  const auto env = build_env(o, agent, capture, shim);
-  auto child = spawn_and_wait(o, env);
+  // Stop protocol (README "Stopping a run"): SIGINT / SIGTERM are forwarded to the command's group; what is
+  // still running --kill-after seconds later is SIGKILLed. When the command ends, the rest of its group gets
+  // SIGTERM, then SIGKILL after --kill-after; what it left in other groups (re-parented to us) is SIGKILLed.
+  platform::ProcessSpec spec;
+  spec.argv = o.command;
+  spec.env = build_env(o, agent, capture, shim);
+  spec.parent_death_signal = SIGTERM;  // a SIGKILLed profile-train does not leave the training running
+  platform::StopPolicy policy;
+  policy.grace_s = o.kill_after_s;
+  policy.forward_signals = true;
+  policy.share_terminal = true;
+  policy.end_orphans = true;
+  auto child = platform::run_process(spec, policy);
   if (!child.ok()) {
     std::cerr << "profile-train run: " << child.status().message() << "\n";
     return kExitBadInput;
   }
-  const ChildResult cr = *child;
-  const bool interrupted = g_interrupted != 0;
-  const int stop_rc = exit_code_for_stop_signal(g_interrupted);
+  ChildResult cr;
+  cr.exit_code = child->term_signal != 0 ? -1 : child->exit_code;
+  cr.signal = child->term_signal;
+  cr.leftovers = child->leftovers;
+  const bool interrupted = child->stop_signal != 0;
+  const int stop_rc = exit_code_for_stop_signal(child->stop_signal);
   const bool failed = cr.signal != 0 || cr.exit_code != 0;
   if (cr.leftovers > 0)
     std::cerr << "profile-train run: stopped " << cr.leftovers << " process" << (cr.leftovers == 1 ? "" : "es")
               << " that the command left running\n";
   if (cr.signal)
-    std::cerr << "profile-train run: the command was killed by " << signal_name(cr.signal)
+    std::cerr << "profile-train run: the command was killed by " << platform::signal_name(cr.signal)
               << (cr.signal == SIGSEGV || cr.signal == SIGBUS || cr.signal == SIGABRT ? " (crash)" : "")
               << "; analyzing the partial capture\n";
   else if (cr.exit_code != 0)
@@ -501,12 +358,12 @@ int run_command(const RunOptions& o) {
     const int rc = report_trace(t, opts, &report);
     if (rc != kExitOk) report_rc = std::max(report_rc, rc);
     nlohmann::json extra = {{"command", cmd}, {"exit_code", cr.signal ? nlohmann::json() : nlohmann::json(cr.exit_code)},
-                            {"signal", cr.signal ? nlohmann::json(signal_name(cr.signal)) : nlohmann::json()},
+                            {"signal", cr.signal ? nlohmann::json(platform::signal_name(cr.signal)) : nlohmann::json()},
                             {"interrupted", interrupted}, {"capture_files", files.size()},
                             {"leftover_processes", cr.leftovers}};
     if (cr.signal == SIGSEGV || cr.signal == SIGBUS || cr.signal == SIGABRT || cr.signal == SIGILL ||
         cr.signal == SIGFPE)
-      extra["crash"] = "the command crashed (" + signal_name(cr.signal) + "); the report covers the capture up "
+      extra["crash"] = "the command crashed (" + platform::signal_name(cr.signal) + "); the report covers the capture up "
                        "to the crash";
     if (Status st = annotate_report(opts.out_dir / "report.json", extra, &report); !st.ok()) {
       std::cerr << "profile-train run: " << terminal_safe(st.message()) << "\n";
