@@ -33,6 +33,7 @@
 #include "job_summary.h"
 #include "pipeline.h"
 #include "profile_train/agent/native_reader.h"
+#include "profile_train/agent/protocol.h"
 #include "profile_train/common/folder_lock.h"
 #include "profile_train/common/status.h"
 #include "profile_train/common/terminal.h"
@@ -45,6 +46,7 @@ namespace profile_train::cli {
 namespace {
 
 namespace fs = std::filesystem;
+namespace protocol = agent::protocol;
 
 struct RunOptions {
   std::string out_dir = "profile-train-out";
@@ -107,9 +109,10 @@ struct ChildResult {
 
 std::vector<std::string> build_env(const RunOptions& o, const fs::path& agent, const fs::path& capture,
                                    const fs::path& shim) {
-  static const std::set<std::string> kOurs = {"CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH", "PROFILE_TRAIN_OUT",
-                                              "PROFILE_TRAIN_WARMUP_STEPS", "PROFILE_TRAIN_STEPS", "PYTHONPATH",
-                                              "PROFILE_TRAIN_STOP_AFTER_STEPS"};
+  static const std::set<std::string> kOurs = {"CUDA_INJECTION64_PATH",       "NVTX_INJECTION64_PATH",
+                                              protocol::kEnvOut,             protocol::kEnvWarmupSteps,
+                                              protocol::kEnvSteps,           "PYTHONPATH",
+                                              protocol::kEnvStopAfterSteps};
   std::vector<std::string> env;
   std::string old_pythonpath;
   for (char** e = environ; e && *e; ++e) {
@@ -125,10 +128,11 @@ std::vector<std::string> build_env(const RunOptions& o, const fs::path& agent, c
   }
   if (!o.no_cupti) env.push_back("CUDA_INJECTION64_PATH=" + agent.string());
   env.push_back("NVTX_INJECTION64_PATH=" + agent.string());
-  env.push_back("PROFILE_TRAIN_OUT=" + capture.string());
-  env.push_back("PROFILE_TRAIN_WARMUP_STEPS=" + std::to_string(o.warmup_steps));
-  env.push_back("PROFILE_TRAIN_STEPS=" + std::to_string(o.steps));
-  if (o.stop_after_steps) env.push_back("PROFILE_TRAIN_STOP_AFTER_STEPS=1");
+  auto var = [](const char* name, const std::string& value) { return std::string(name) + "=" + value; };
+  env.push_back(var(protocol::kEnvOut, capture.string()));
+  env.push_back(var(protocol::kEnvWarmupSteps, std::to_string(o.warmup_steps)));
+  env.push_back(var(protocol::kEnvSteps, std::to_string(o.steps)));
+  if (o.stop_after_steps) env.push_back(var(protocol::kEnvStopAfterSteps, "1"));
   if (!o.no_python && !shim.empty()) {
     env.push_back("PYTHONPATH=" + shim.string() + (old_pythonpath.empty() ? "" : ":" + old_pythonpath));
   } else if (!old_pythonpath.empty()) {
@@ -161,7 +165,8 @@ Status annotate_report(const fs::path& report_path, const nlohmann::json& extra,
 void resolve_ranks(const fs::path& capture, std::vector<trace::native::CaptureFileInfo>& infos) {
   for (auto& info : infos) {
     if (info.rank >= 0) continue;
-    std::ifstream in(capture / ("facts-" + std::to_string(info.pid) + ".json"));
+    std::ifstream in(capture / (std::string(protocol::kFactsFilePrefix) + std::to_string(info.pid) +
+                                std::string(protocol::kFactsFileExtension)));
     if (!in) continue;
     std::stringstream ss;
     ss << in.rdbuf();
@@ -256,8 +261,9 @@ int run_command(const RunOptions& o) {
   fs::create_directories(capture, ec);
   for (const auto& entry : fs::directory_iterator(capture, ec)) {  // a previous run's files would mix in
     const std::string n = entry.path().filename().string();
-    if ((n.rfind("pt-", 0) == 0 && entry.path().extension() == ".ptrace") ||
-        (n.rfind("facts-", 0) == 0 && entry.path().extension() == ".json"))
+    const std::string ext = entry.path().extension().string();
+    if ((n.rfind(protocol::kCaptureFilePrefix, 0) == 0 && ext == protocol::kCaptureFileExtension) ||
+        (n.rfind(protocol::kFactsFilePrefix, 0) == 0 && ext == protocol::kFactsFileExtension))
       fs::remove(entry.path(), ec);
   }
   const fs::path shim = o.no_python ? fs::path() : find_shim_dir();
@@ -303,7 +309,7 @@ int run_command(const RunOptions& o) {
   std::vector<trace::native::CaptureFileInfo> infos;
   std::vector<std::string> unreadable;
   for (const auto& entry : fs::directory_iterator(capture, ec)) {
-    if (entry.path().extension() != ".ptrace") continue;
+    if (entry.path().extension() != protocol::kCaptureFileExtension) continue;
     auto info = trace::native::read_capture_info(entry.path());
     if (!info.ok()) {
       unreadable.push_back(info.status().message());
