@@ -1,45 +1,36 @@
-// `profile-train run [options] -- CMD ARGS...`: launch CMD with the capture agent injected, wait, merge the
-// per-process capture files per rank, analyze and report.
+// `profile-train run [options] -- CMD ARGS...`: check the options, launch CMD with the capture agent injected
+// (CaptureSession), analyze the capture of each rank and report, with the command's outcome in the report.
 //
 // Exit codes: 0 ok; 2 bad usage, bad --rules, unwritable --out, command not found, nothing captured (the
 // command never used NVTX, CUDA or the Python shim); 4 the wrapped command failed (non-zero exit or killed by
 // a signal; the report is still written from the partial capture); 130 / 143 stopped by SIGINT / SIGTERM (the
 // command was stopped, the report written); 1 internal error (e.g. the agent library is missing).
 // Every option is checked before the command is launched.
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <map>
-#include <optional>
-#include <set>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "capture_session.h"
 #include "commands.h"
 #include "job_summary.h"
 #include "pipeline.h"
 #include "profile_train/agent/native_reader.h"
 #include "profile_train/common/folder_lock.h"
-#include "profile_train/common/process.h"
 #include "profile_train/common/status.h"
 #include "profile_train/common/terminal.h"
+#include "profile_train/platform/process.h"
 #include "profile_train/rules/engine.h"
-
-extern char** environ;
 
 namespace profile_train::cli {
 namespace {
@@ -61,47 +52,6 @@ struct RunOptions {
   double kill_after_s = 10;    // grace between a stop signal (or the command's end) and SIGKILL of what is left
   bool validate_only = false;  // check the options and the command, launch nothing (used by `tune`)
 };
-
-// ---- signals: forwarded to the child's process group ---------------------------------------------------
-// The command runs in its own process group, so a terminal's Ctrl-C reaches only us: every SIGINT / SIGTERM
-// we get is forwarded to the whole group (the command and the workers it started).
-volatile sig_atomic_t g_child_group = 0;
-volatile sig_atomic_t g_interrupted = 0;  // signal number that asked us to stop (SIGINT / SIGTERM)
-
-void on_stop_signal(int sig) {
-  g_interrupted = sig;
-  if (g_child_group > 0) ::kill(-static_cast<pid_t>(g_child_group), sig);
-}
-
-struct SignalGuard {
-  struct sigaction old_int {}, old_term {};
-  SignalGuard() {
-    struct sigaction sa {};
-    sa.sa_handler = on_stop_signal;
-    sa.sa_flags = 0;  // no SA_RESTART: a blocking waitpid returns EINTR and we notice
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
-  }
-  ~SignalGuard() {
-    sigaction(SIGINT, &old_int, nullptr);
-    sigaction(SIGTERM, &old_term, nullptr);
-  }
-};
-
-std::string signal_name(int sig) {
-  switch (sig) {
-    case SIGSEGV: return "SIGSEGV";
-    case SIGABRT: return "SIGABRT";
-    case SIGKILL: return "SIGKILL";
-    case SIGTERM: return "SIGTERM";
-    case SIGINT: return "SIGINT";
-    case SIGBUS: return "SIGBUS";
-    case SIGFPE: return "SIGFPE";
-    case SIGILL: return "SIGILL";
-    default: return "signal " + std::to_string(sig);
-  }
-}
 
 Status check_writable(const fs::path& dir) {
   std::error_code ec;
@@ -132,219 +82,9 @@ fs::path find_shim_dir() {
   return {};
 }
 
-// Why GPU activity may be missing, from this machine's point of view (the agent's own reason is kept too).
-std::string driver_probe() {
-  void* h = ::dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
-  if (!h) return "no NVIDIA driver on this machine (libcuda.so.1 not found)";
-  ::dlclose(h);
-  return "";
-}
-
-std::vector<std::string> build_env(const RunOptions& o, const fs::path& agent, const fs::path& capture,
-                                   const fs::path& shim) {
-  static const std::set<std::string> kOurs = {"CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH", "PROFILE_TRAIN_OUT",
-                                              "PROFILE_TRAIN_WARMUP_STEPS", "PROFILE_TRAIN_STEPS", "PYTHONPATH",
-                                              "PROFILE_TRAIN_STOP_AFTER_STEPS"};
-  std::vector<std::string> env;
-  std::string old_pythonpath;
-  for (char** e = environ; e && *e; ++e) {
-    std::string kv = *e;
-    const std::string key = kv.substr(0, kv.find('='));
-    if (key == "PYTHONPATH") old_pythonpath = kv.substr(kv.find('=') + 1);
-    // --no-cupti leaves CUDA injection alone: another tool's stays in place.
-    const bool keep = o.no_cupti && key == "CUDA_INJECTION64_PATH";
-    if (!keep && (key == "CUDA_INJECTION64_PATH" || key == "NVTX_INJECTION64_PATH"))
-      std::cerr << "profile-train run: note: replacing " << kv << " (another tool's injection)\n";
-    if (kOurs.count(key) && !keep) continue;
-    env.push_back(std::move(kv));
-  }
-  if (!o.no_cupti) env.push_back("CUDA_INJECTION64_PATH=" + agent.string());
-  env.push_back("NVTX_INJECTION64_PATH=" + agent.string());
-  env.push_back("PROFILE_TRAIN_OUT=" + capture.string());
-  env.push_back("PROFILE_TRAIN_WARMUP_STEPS=" + std::to_string(o.warmup_steps));
-  env.push_back("PROFILE_TRAIN_STEPS=" + std::to_string(o.steps));
-  if (o.stop_after_steps) env.push_back("PROFILE_TRAIN_STOP_AFTER_STEPS=1");
-  if (!o.no_python && !shim.empty()) {
-    env.push_back("PYTHONPATH=" + shim.string() + (old_pythonpath.empty() ? "" : ":" + old_pythonpath));
-  } else if (!old_pythonpath.empty()) {
-    env.push_back("PYTHONPATH=" + old_pythonpath);
-  }
-  return env;
-}
-
-struct ChildResult {
-  bool started = false;
-  int exit_code = -1;  // when exited
-  int signal = 0;      // when killed
-  int leftovers = 0;   // processes of the command still running after it ended, stopped by us
-};
-
-// Reaps whatever child has ended; true if `leader` was among them (its status in *leader_status).
-bool reap_children(pid_t leader, int* leader_status) {
-  bool leader_done = false;
-  for (;;) {
-    int st = 0;
-    const pid_t w = ::waitpid(-1, &st, WNOHANG);
-    if (w <= 0) break;
-    if (w == leader) {
-      *leader_status = st;
-      leader_done = true;
-    }
-  }
-  return leader_done;
-}
-
-bool group_alive(pid_t pgid) { return ::kill(-pgid, 0) == 0 || errno == EPERM; }
-
-// Makes `pgid` the terminal's foreground group. SIGTTOU is blocked meanwhile: changing it from a background
-// group would stop us.
-bool set_terminal_group(pid_t pgid) {
-  sigset_t ttou, old;
-  sigemptyset(&ttou);
-  sigaddset(&ttou, SIGTTOU);
-  ::sigprocmask(SIG_BLOCK, &ttou, &old);
-  const bool ok = ::tcsetpgrp(STDIN_FILENO, pgid) == 0;
-  ::sigprocmask(SIG_SETMASK, &old, nullptr);
-  return ok;
-}
-
-// Spawns without a shell, in its own process group, and waits. Stop protocol (README "Stopping a run"):
-// SIGINT / SIGTERM are forwarded to the group; whatever is still running `kill_after_s` later is SIGKILLed.
-// When the command ends, the rest of its group gets SIGTERM, then SIGKILL after kill_after_s; processes it
-// left in other groups (re-parented to us, a subreaper) are SIGKILLed. Launch failures are a Status
-// (command not found: kNotFound), and then nothing ran.
-StatusOr<ChildResult> spawn_and_wait(const RunOptions& o, const std::vector<std::string>& env) {
-  using clock = std::chrono::steady_clock;
-  SignalGuard guard;
-  g_interrupted = 0;
-  become_subreaper();
-  SpawnOptions spawn;
-  spawn.argv = o.command;
-  spawn.env = env;
-  spawn.parent_death_signal = SIGTERM;  // a SIGKILLed profile-train does not leave the training running
-  auto spawned = spawn_process(spawn);
-  if (!spawned.ok()) return spawned.status();
-  const pid_t pid = *spawned;
-  g_child_group = pid;
-  if (g_interrupted) ::kill(-pid, g_interrupted);  // a signal that came while forking
-  ChildResult r;
-  r.started = true;
-  const auto grace = std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(o.kill_after_s));
-  std::optional<clock::time_point> stop_asked;
-  bool killed = false;
-  bool gave_terminal = false;
-  bool told_stopped = false;
-  int status = 0;
-  // Polled (20 ms) rather than blocking: a stop signal that lands just before a blocking wait could not
-  // start the --kill-after clock.
-  for (;;) {
-    int st = 0;
-    const pid_t w = ::waitpid(pid, &st, WUNTRACED | WNOHANG);
-    if (w == pid && WIFSTOPPED(st)) {
-      // Reading from (or configuring) the terminal from a background group stops the command: hand it the
-      // terminal, as a shell does (Ctrl-C then reaches its group directly), and let it go on.
-      const int sig = WSTOPSIG(st);
-      if ((sig == SIGTTIN || sig == SIGTTOU) && !gave_terminal) {
-        if (::isatty(STDIN_FILENO) && set_terminal_group(pid)) {
-          gave_terminal = true;
-          ::kill(-pid, SIGCONT);
-        } else if (!told_stopped) {
-          told_stopped = true;
-          std::cerr << "profile-train run: the command is stopped waiting for the terminal (run profile-train in "
-                       "the foreground)\n";
-        }
-      }
-      continue;
-    }
-    if (w == pid) {
-      status = st;
-      break;
-    }
-    if (w < 0 && errno != EINTR) break;
-    if (g_interrupted) {
-      if (!stop_asked) stop_asked = clock::now();
-      if (!killed && clock::now() - *stop_asked > grace) {
-        ::kill(-pid, SIGKILL);
-        killed = true;
-      }
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  g_child_group = 0;
-  if (gave_terminal) set_terminal_group(::getpgrp());
-  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
-
-  // What the command left running was re-parented to us (a subreaper).
-  int ignored = 0;
-  reap_children(pid, &ignored);
-  r.leftovers = static_cast<int>(child_pids().size());
-  // The rest of its group (DataLoader workers, a backgrounded helper) first: SIGTERM lets their agent flush.
-  if (group_alive(pid)) {
-    ::kill(-pid, SIGTERM);
-    // After a stop signal the group has had its grace already, counted from the signal.
-    const auto until = stop_asked ? std::max(clock::now(), *stop_asked + grace) : clock::now() + grace;
-    while (group_alive(pid) && clock::now() < until) {
-      reap_children(pid, &ignored);
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    if (group_alive(pid)) ::kill(-pid, SIGKILL);
-  }
-  kill_descendants();  // those that left the group (setsid, their own group)
-  return r;
-}
-
-// Adds run-specific keys to a written report.json (additive keys of REPORT_FORMAT.md `source`).
-Status annotate_report(const fs::path& report_path, const nlohmann::json& extra, nlohmann::json* report) {
-  std::ifstream in(report_path);
-  if (!in) return Status::Ok();
-  std::stringstream ss;
-  ss << in.rdbuf();
-  auto j = nlohmann::json::parse(ss.str(), nullptr, false);
-  if (!j.is_object()) return Status::Ok();
-  auto& src = j["source"];
-  if (!src.is_object()) src = nlohmann::json::object();
-  for (auto it = extra.begin(); it != extra.end(); ++it) src[it.key()] = it.value();
-  // The command's arguments need not be UTF-8; the previous report.json stays intact if this write fails.
-  Status written = write_report_json(report_path, j);
-  if (report) *report = std::move(j);
-  return written;
-}
-
-// The rank of each capture file: RANK from the environment the agent saw at start-up; else the rank
-// torch.distributed gave the process (the shim's facts-<pid>.json: launchers other than torchrun, such as
-// Lightning's own DDP launcher or mp.spawn, set RANK late or not at all); else, for a process forked from
-// another captured one (a DataLoader worker), its parent's rank. -1 stays "not distributed".
-void resolve_ranks(const fs::path& capture, std::vector<trace::native::CaptureFileInfo>& infos) {
-  for (auto& info : infos) {
-    if (info.rank >= 0) continue;
-    std::ifstream in(capture / ("facts-" + std::to_string(info.pid) + ".json"));
-    if (!in) continue;
-    std::stringstream ss;
-    ss << in.rdbuf();
-    const auto j = nlohmann::json::parse(ss.str(), nullptr, false);
-    if (!j.is_object() || !j.contains("distributed") || !j["distributed"].is_object()) continue;
-    const auto& d = j["distributed"];
-    if (d.contains("rank") && d["rank"].is_number_integer() && d["rank"].get<int64_t>() >= 0)
-      info.rank = static_cast<int32_t>(d["rank"].get<int64_t>());
-  }
-  std::map<int64_t, int32_t> rank_of_pid;
-  for (const auto& info : infos) rank_of_pid[info.pid] = info.rank;
-  for (auto& info : infos) {
-    // Follow the fork chain up (bounded: a worker of a worker at most a few levels deep).
-    int64_t parent = info.ppid;
-    for (int hops = 0; info.rank < 0 && info.fork_child && hops < 8; ++hops) {
-      const auto it = rank_of_pid.find(parent);
-      if (it == rank_of_pid.end()) break;
-      if (it->second >= 0) info.rank = it->second;
-      const auto up = std::find_if(infos.begin(), infos.end(), [&](const auto& o) { return o.pid == parent; });
-      if (up == infos.end() || !up->fork_child) break;
-      parent = up->ppid;
-    }
-  }
-}
-
-std::string summary_line(const std::string& who, const nlohmann::json& report) {
+// One line per rank on stdout: the verdict and the headline figures, and how the command ended when that was
+// not normally (stdout then says it too, not only stderr and report.json).
+std::string summary_line(const std::string& who, const nlohmann::json& report, const CaptureResult& capture) {
   std::ostringstream s;
   s << who << ": ";
   const auto v = report.value("/verdict/bottleneck"_json_pointer, nlohmann::json());
@@ -356,6 +96,7 @@ std::string summary_line(const std::string& who, const nlohmann::json& report) {
   const auto recs = report.find("recommendations");
   if (recs != report.end() && recs->is_array() && !recs->empty() && (*recs)[0].contains("id"))
     s << ", first fix: " << (*recs)[0]["id"].get<std::string>();
+  if (capture.failed() || capture.interrupted()) s << "; " << capture.outcome();
   return s.str();
 }
 
@@ -394,7 +135,7 @@ int validate_before_launch(const RunOptions& o, const fs::path& out, const fs::p
   if (!fs::exists(agent, ec))
     return fail(Internal("the capture agent " + agent.string() + " is missing (build the profile_train_agent target)"),
                 kExitFailure);
-  if (auto exe = find_executable(o.command[0]); !exe.ok()) return fail(exe.status(), kExitBadInput);
+  if (auto exe = platform::find_executable(o.command[0]); !exe.ok()) return fail(exe.status(), kExitBadInput);
   return kExitOk;
 }
 
@@ -408,125 +149,89 @@ int run_command(const RunOptions& o) {
     std::cerr << "profile-train run: " << terminal_safe(lock.status().message()) << " (nothing was launched)\n";
     return lock.status().exit_code();
   }
-  const fs::path capture = out / "capture";
-  std::error_code ec;
-  fs::create_directories(capture, ec);
-  for (const auto& entry : fs::directory_iterator(capture, ec)) {  // a previous run's files would mix in
-    const std::string n = entry.path().filename().string();
-    if ((n.rfind("pt-", 0) == 0 && entry.path().extension() == ".ptrace") ||
-        (n.rfind("facts-", 0) == 0 && entry.path().extension() == ".json"))
-      fs::remove(entry.path(), ec);
-  }
-  const fs::path shim = o.no_python ? fs::path() : find_shim_dir();
-  if (!o.no_python && shim.empty())
+  CaptureOptions capture;
+  capture.command = o.command;
+  capture.capture_dir = out / "capture";
+  capture.agent = agent;
+  capture.shim_dir = o.no_python ? fs::path() : find_shim_dir();
+  if (!o.no_python && capture.shim_dir.empty())
     std::cerr << "profile-train run: warning: the Python shim was not found; only NVTX ranges are recorded\n";
-
-  const auto env = build_env(o, agent, capture, shim);
-  auto child = spawn_and_wait(o, env);
-  if (!child.ok()) {
-    std::cerr << "profile-train run: " << child.status().message() << "\n";
+  capture.warmup_steps = o.warmup_steps;
+  capture.steps = o.steps;
+  capture.stop_after_steps = o.stop_after_steps;
+  capture.no_cupti = o.no_cupti;
+  capture.kill_after_s = o.kill_after_s;
+  auto session = CaptureSession(capture).run();
+  if (!session.ok()) {
+    std::cerr << "profile-train run: " << session.status().message() << "\n";
     return kExitBadInput;
   }
-  const ChildResult cr = *child;
-  const bool interrupted = g_interrupted != 0;
-  const int stop_rc = exit_code_for_stop_signal(g_interrupted);
-  const bool failed = cr.signal != 0 || cr.exit_code != 0;
-  if (cr.leftovers > 0)
-    std::cerr << "profile-train run: stopped " << cr.leftovers << " process" << (cr.leftovers == 1 ? "" : "es")
-              << " that the command left running\n";
+  const CaptureResult& cr = *session;
+  const int stop_rc = exit_code_for_stop_signal(cr.stop_signal);
+  if (cr.leftover_processes > 0)
+    std::cerr << "profile-train run: stopped " << cr.leftover_processes << " process"
+              << (cr.leftover_processes == 1 ? "" : "es") << " that the command left running\n";
   if (cr.signal)
-    std::cerr << "profile-train run: the command was killed by " << signal_name(cr.signal)
+    std::cerr << "profile-train run: the command was killed by " << platform::signal_name(cr.signal)
               << (cr.signal == SIGSEGV || cr.signal == SIGBUS || cr.signal == SIGABRT ? " (crash)" : "")
               << "; analyzing the partial capture\n";
-  else if (cr.exit_code != 0)
-    std::cerr << "profile-train run: the command exited with code " << cr.exit_code << "\n";
-
-  // Capture files, grouped by rank (see resolve_ranks: RANK, else the shim's torch.distributed rank, else
-  // the process that forked it).
-  std::vector<trace::native::CaptureFileInfo> infos;
-  std::vector<std::string> unreadable;
-  for (const auto& entry : fs::directory_iterator(capture, ec)) {
-    if (entry.path().extension() != ".ptrace") continue;
-    auto info = trace::native::read_capture_info(entry.path());
-    if (!info.ok()) {
-      unreadable.push_back(info.status().message());
-      continue;
-    }
-    infos.push_back(std::move(*info));
-  }
-  resolve_ranks(capture, infos);
-  std::map<int32_t, std::vector<fs::path>> by_rank;
-  for (const auto& info : infos) by_rank[info.rank].push_back(info.path);
-  for (const auto& u : unreadable) std::cerr << "profile-train run: skipped " << u << "\n";
-  if (by_rank.empty()) {
-    std::cerr << "profile-train run: the capture agent never attached: no capture file in " << capture.string()
+  else if (cr.exit_code && *cr.exit_code != 0)
+    std::cerr << "profile-train run: the command exited with code " << *cr.exit_code << "\n";
+  for (const auto& u : cr.unreadable) std::cerr << "profile-train run: skipped " << u << "\n";
+  if (cr.ranks.empty()) {
+    std::cerr << "profile-train run: the capture agent never attached: no capture file in "
+              << capture.capture_dir.string()
               << ". NVTX was never used by the command (is it a PyTorch program? was --no-python given to a "
                  "program without NVTX ranges?)\n";
     // Nothing to analyze is the input's problem (not a PyTorch/NVTX/CUDA program), not an internal error.
-    return interrupted ? stop_rc : failed ? kExitChildFailed : kExitBadInput;
+    return cr.interrupted() ? stop_rc : cr.failed() ? kExitChildFailed : kExitBadInput;
   }
-  const std::string probe = driver_probe();
-  nlohmann::json cmd = o.command;
+  const bool ranked = cr.ranks.size() > 1;
   int report_rc = kExitOk;
   std::vector<std::string> summaries;
   std::vector<analysis::RankReport> rank_reports;
-  for (auto& [rank, files] : by_rank) {
-    std::sort(files.begin(), files.end());
-    auto tr = trace::native::load_captures(files);
-    const std::string who = rank >= 0 ? "rank " + std::to_string(rank) : "run";
+  for (const RankCapture& rank : cr.ranks) {
+    auto tr = trace::native::load_captures(rank.files);
+    const std::string who = rank.rank >= 0 ? "rank " + std::to_string(rank.rank) : "run";
     if (!tr.ok()) {
       std::cerr << "profile-train run: " << who << ": " << tr.status().message() << "\n";
       report_rc = std::max(report_rc, static_cast<int>(tr.status().exit_code()));
       continue;
     }
     trace::Trace& t = *tr;
-    if (o.no_cupti)
-      t.meta.gpu_capture_status = "GPU activity was not recorded: --no-cupti was given (CUPTI left to other tools); "
-                                  "NVTX and Python ranges only";
-    else if (!t.meta.gpu_capture_attempted && !probe.empty())
-      t.meta.gpu_capture_status = "GPU activity was not recorded: " + probe + "; NVTX and Python ranges only";
+    apply_capture_status(cr, t);
     OutputOptions opts;
-    opts.out_dir = by_rank.size() > 1 ? out / ("rank" + std::to_string(rank)) : out;
+    opts.out_dir = ranked ? out / ("rank" + std::to_string(rank.rank)) : out;
     for (const auto& r : o.rules_dirs) opts.rules_dirs.emplace_back(r);
     if (!o.perfetto.empty()) {
       fs::path pf = o.perfetto;
-      if (by_rank.size() > 1) pf.replace_filename(pf.stem().string() + ".rank" + std::to_string(rank) +
-                                                  pf.extension().string());
+      if (ranked)
+        pf.replace_filename(pf.stem().string() + ".rank" + std::to_string(rank.rank) + pf.extension().string());
       opts.perfetto = pf;
     }
     opts.quiet = o.quiet;
     opts.all_steps = o.all_steps;
+    // The command and how it ended are part of the report before report.json, report.html and the summary.
+    opts.complete_report = [&](nlohmann::json& report) { merge_capture_result(cr, rank.files.size(), report); };
     if (!t.meta.gpu_capture_attempted) std::cout << who << ": " << t.meta.gpu_capture_status << "\n";
     nlohmann::json report;
     const int rc = report_trace(t, opts, &report);
     if (rc != kExitOk) report_rc = std::max(report_rc, rc);
-    nlohmann::json extra = {{"command", cmd}, {"exit_code", cr.signal ? nlohmann::json() : nlohmann::json(cr.exit_code)},
-                            {"signal", cr.signal ? nlohmann::json(signal_name(cr.signal)) : nlohmann::json()},
-                            {"interrupted", interrupted}, {"capture_files", files.size()},
-                            {"leftover_processes", cr.leftovers}};
-    if (cr.signal == SIGSEGV || cr.signal == SIGBUS || cr.signal == SIGABRT || cr.signal == SIGILL ||
-        cr.signal == SIGFPE)
-      extra["crash"] = "the command crashed (" + signal_name(cr.signal) + "); the report covers the capture up "
-                       "to the crash";
-    if (Status st = annotate_report(opts.out_dir / "report.json", extra, &report); !st.ok()) {
-      std::cerr << "profile-train run: " << terminal_safe(st.message()) << "\n";
-      report_rc = std::max(report_rc, st.exit_code());
-    }
     if (!report.is_null()) {
-      summaries.push_back(summary_line(who, report));
-      if (by_rank.size() > 1) rank_reports.push_back({(opts.out_dir / "report.json").string(), report});
+      summaries.push_back(summary_line(who, report, cr));
+      if (ranked) rank_reports.push_back({(opts.out_dir / "report.json").string(), report});
     }
   }
-  if (by_rank.size() > 1 || !summaries.empty()) {
-    std::cout << "profile-train run: " << by_rank.size() << (by_rank.size() == 1 ? " trace" : " traces (one per rank)")
-              << " in " << out.string() << "\n";
-    for (const auto& s : summaries) std::cout << "  " << s << "\n";
+  if (ranked || !summaries.empty()) {
+    std::cout << "profile-train run: " << cr.ranks.size() << (ranked ? " traces (one per rank)" : " trace") << " in "
+              << terminal_safe(out.string()) << "\n";
+    for (const auto& s : summaries) std::cout << "  " << terminal_safe(s) << "\n";
   }
   // The ranks of one job (torchrun, or a launcher of its own): job.json and summary.html beside the rank folders.
   if (is_one_job(rank_reports))
     report_rc = std::max(report_rc, report_job(rank_reports, out, /*write_json=*/true, /*write_html=*/true, o.quiet));
-  if (interrupted) return stop_rc;
-  if (failed) return kExitChildFailed;
+  if (cr.interrupted()) return stop_rc;
+  if (cr.failed()) return kExitChildFailed;
   return report_rc;
 }
 

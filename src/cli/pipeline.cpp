@@ -110,6 +110,7 @@ int report_trace(const trace::Trace& trace, const OutputOptions& options, nlohma
     return rules.status().exit_code();
   }
   rules::apply_rules(**rules, report);
+  if (options.complete_report) options.complete_report(report);
 
   std::vector<fs::path> inputs(trace.meta.source_files.begin(), trace.meta.source_files.end());
   if (Status s = check_perfetto_path(options, inputs); !s.ok()) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,6 +21,9 @@ struct OutputOptions {
   std::vector<std::filesystem::path> rules_dirs;                // --rules DIR (added / overriding rules)
   bool all_steps = false;                                       // --all-steps: every step in steps.per_step
   bool quiet = false;
+  // Called on the finished report (after the rules) before any file is written or the summary printed: what
+  // only the caller knows goes in here (`run`: the command and how it ended, merge_capture_result).
+  std::function<void(nlohmann::json&)> complete_report;
 };
 
 // Analyzes one loaded trace, applies the rules (built-in + rules_dirs), writes report.json / report.html /

@@ -1,25 +1,14 @@
 #include "profile_train/tuner/process_runner.h"
 
-#include "profile_train/common/process.h"
-
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <chrono>
-#include <cstring>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 #include "profile_train/common/atomic_file.h"
+#include "profile_train/platform/process.h"
 #include "runner_util.h"
-
-extern char** environ;
 
 namespace profile_train::tuner {
 using detail::now_s;
@@ -165,72 +154,31 @@ ChildResult run_child(const std::vector<std::string>& argv, const std::vector<st
                       const fs::path& log_file, double timeout_s, const std::atomic<bool>* interrupted,
                       double grace_s) {
   ChildResult r;
-  if (argv.empty()) {
-    r.start_error = "empty command";
-    return r;
-  }
-  SpawnOptions spawn;
-  spawn.argv = argv;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    const std::string kv(*e);
-    const std::string key = kv.substr(0, kv.find('='));
-    const bool replaced = std::any_of(extra_env.begin(), extra_env.end(), [&](const std::string& x) {
-      return x.substr(0, x.find('=')) == key;
-    });
-    if (!replaced) spawn.env.push_back(kv);
-  }
-  for (const auto& kv : extra_env) spawn.env.push_back(kv);
-
-  const int log_fd = ::open(log_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (log_fd < 0) {
-    r.start_error = "cannot create " + log_file.string() + ": " + std::strerror(errno);
-    return r;
-  }
-  const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  spawn.stdin_fd = null_fd;
-  spawn.stdout_fd = log_fd;
-  spawn.stderr_fd = log_fd;
-  // Own process group: the timeout kills the whole tree, Ctrl-C reaches only the tuner. A tuner that dies
+  platform::ProcessSpec spec;
+  spec.argv = argv;
+  spec.env = platform::environment_with(extra_env);
+  spec.log_file = log_file;
+  spec.stdin_from_null = true;
+  // Own process group: the timeout stops the whole tree, Ctrl-C reaches only the tuner. A tuner that dies
   // (even by SIGKILL) sends SIGTERM to the trial's `run`, which then stops its command in turn.
-  spawn.parent_death_signal = SIGTERM;
+  spec.parent_death_signal = SIGTERM;
+  platform::StopPolicy policy;
+  policy.timeout_s = timeout_s;
+  policy.grace_s = grace_s;
+  policy.stop = interrupted;
   const double t0 = now_s();
-  auto spawned = spawn_process(spawn);
-  ::close(log_fd);
-  if (null_fd >= 0) ::close(null_fd);
-  if (!spawned.ok()) {
-    r.start_error = spawned.status().message();
+  auto done = platform::run_process(spec, policy);
+  if (!done.ok()) {
+    r.start_error = done.status().message();
     r.duration_s = now_s() - t0;
     return r;
   }
-  const pid_t pid = *spawned;
   r.started = true;
-
-  int status = 0;
-  double kill_sent_at = -1;
-  while (true) {
-    const pid_t w = ::waitpid(pid, &status, WNOHANG);
-    if (w == pid) break;
-    if (w < 0 && errno != EINTR) break;
-    const double now = now_s();
-    const bool stop_now = (timeout_s > 0 && now - t0 > timeout_s) || (interrupted != nullptr && interrupted->load());
-    if (stop_now && kill_sent_at < 0) {
-      if (interrupted != nullptr && interrupted->load()) r.interrupted = true;
-      else r.timed_out = true;
-      ::kill(-pid, SIGTERM);
-      kill_sent_at = now;
-    } else if (kill_sent_at >= 0 && now - kill_sent_at > grace_s) {
-      ::kill(-pid, SIGKILL);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  if (kill_sent_at >= 0) ::kill(-pid, SIGKILL);  // stragglers of the group (DataLoader workers, ...)
-  r.duration_s = now_s() - t0;
-  if (WIFEXITED(status)) {
-    r.exit_code = WEXITSTATUS(status);
-  } else if (WIFSIGNALED(status)) {
-    r.term_signal = WTERMSIG(status);
-    r.exit_code = 128 + r.term_signal;
-  }
+  r.timed_out = done->timed_out;
+  r.interrupted = done->interrupted;
+  r.exit_code = done->exit_code;
+  r.term_signal = done->term_signal;
+  r.duration_s = done->duration_s;
   return r;
 }
 

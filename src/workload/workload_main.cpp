@@ -11,6 +11,7 @@
 
 #include <torch/cuda.h>
 
+#include "profile_train/agent/protocol.h"
 #include "results.h"
 #include "train.h"
 
@@ -64,10 +65,11 @@ int workload_main(int argc, const char* const* argv) {
 
   // Facts for `profile-train run` (PROFILE_TRAIN_OUT is its capture folder): written once set up, so a run
   // cut short still has them, and again at the end with the memory peak.
-  const char* facts_dir = std::getenv("PROFILE_TRAIN_OUT");
+  const char* facts_dir = std::getenv(profile_train::agent::protocol::kEnvOut);
   const std::filesystem::path facts_path =
       facts_dir != nullptr && *facts_dir != '\0'
-          ? std::filesystem::path(facts_dir) / ("facts-" + std::to_string(::getpid()) + ".json")
+          ? std::filesystem::path(facts_dir) / (std::string(profile_train::agent::protocol::kFactsFilePrefix) + std::to_string(::getpid()) +
+                                                   std::string(profile_train::agent::protocol::kFactsFileExtension))
           : std::filesystem::path();
   auto write_facts = [&](const TrainResult& r) {
     if (facts_path.empty()) return Status::Ok();

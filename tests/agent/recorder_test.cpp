@@ -20,6 +20,7 @@
 #include "core/agent_internal.h"
 #include "profile_train/agent/native_format.h"
 #include "profile_train/agent/native_reader.h"
+#include "profile_train/agent/protocol.h"
 #include "profile_train/agent/recorder.h"
 #include "profile_train/common/version.h"
 #include "recorder_util.h"
@@ -169,7 +170,7 @@ TEST(Recorder, ForkedChildWritesItsOwnFileAndFlushMarkSurvivesUnderscoreExit) {
         agent::range_push(agent::intern("in-child"), 0);
         agent::range_pop(0);
       }
-      agent::mark(agent::intern(fmtn::kMarkFlush), 0, fmtn::kMarkFlush);
+      agent::mark(agent::intern(profile_train::agent::protocol::kMarkFlush), 0, profile_train::agent::protocol::kMarkFlush);
       _exit(0);  // like a DataLoader worker: no atexit handlers
     }
     int st = 0;

@@ -64,6 +64,25 @@ Proc start(const std::vector<std::string>& args, const fs::path& log) {
   return p;
 }
 
+// Like start(), with stdout and stderr in two files.
+Proc start_split(const std::vector<std::string>& args, const fs::path& out_log, const fs::path& err_log) {
+  Proc p;
+  p.log = out_log;
+  p.pid = fork();
+  if (p.pid == 0) {
+    const int out = ::open(out_log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int err = ::open(err_log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(out, 1);
+    dup2(err, 2);
+    std::vector<char*> argv;
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  return p;
+}
+
 int wait_exit(const Proc& p, int timeout_s = 150) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
   int status = 0;
@@ -524,6 +543,38 @@ TEST(RunE2E, CrashingCommandIsReportedWithItsPartialTrace) {
   if (report.is_null()) GTEST_SKIP() << "capture checked; no report.json yet (analysis pipeline)";
   EXPECT_EQ(report["source"]["signal"], "SIGSEGV");
   EXPECT_TRUE(report["source"].contains("crash"));
+}
+
+// How the command ended is in the report before anything is written: report.html and the summary on stdout
+// name it, not only stderr and report.json.
+TEST(RunE2E, AFailedOrCrashedCommandIsNamedInReportHtmlAndOnStdout) {
+  REQUIRE_TORCH();
+  struct Case {
+    std::string name;
+    std::vector<std::string> args;
+    std::string outcome;
+  };
+  for (const Case& c : {Case{"run_exit3", {"--steps", "12", "--exit-code", "3"}, "the command exited with code 3"},
+                        Case{"run_crash", {"--steps", "30", "--crash-after", "12"}, "the command crashed (SIGSEGV)"}}) {
+    SCOPED_TRACE(c.name);
+    const fs::path out = fresh_dir(c.name);
+    std::vector<std::string> cmd = {kPython.string(), (kData / "train_slow_loader.py").string(), "--workers", "0"};
+    cmd.insert(cmd.end(), c.args.begin(), c.args.end());
+    Proc p = start_split(run_args(out, cmd), out / "stdout.txt", out / "stderr.txt");
+    EXPECT_EQ(wait_exit(p), 4) << slurp(out / "stderr.txt");
+    const std::string stdout_text = slurp(out / "stdout.txt");
+    EXPECT_NE(stdout_text.find(c.outcome), std::string::npos) << stdout_text;
+    const std::string html = slurp(out / "report.html");
+    ASSERT_FALSE(html.empty());
+    EXPECT_NE(html.find(c.outcome), std::string::npos) << "report.html does not say " << c.outcome;
+    const auto report = report_of(out);
+    ASSERT_FALSE(report.is_null());
+    const auto& notes = report["data_quality"]["notes"];
+    EXPECT_TRUE(std::any_of(notes.begin(), notes.end(), [&](const nlohmann::json& n) {
+      return n.is_string() && n.get<std::string>().find(c.outcome) != std::string::npos &&
+             n.get<std::string>().find("train_slow_loader.py") != std::string::npos;
+    })) << notes.dump();
+  }
 }
 
 TEST(RunE2E, SigintStopsTheCommandFlushesAndReports) {

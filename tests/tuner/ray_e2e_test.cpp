@@ -17,7 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "profile_train/common/process.h"
+#include "profile_train/platform/process.h"
 #include "profile_train/tuner/process_runner.h"
 #include "profile_train/tuner/ray_client.h"
 #include "profile_train/tuner/ray_runner.h"
@@ -214,7 +214,7 @@ TEST(RayEndToEnd, AJobStoppedFromOutsideIsACrashedTrialAndTheOtherOneFinishes) {
 TEST(RayEndToEnd, SigintToTuneStopsEverySubmittedJob) {
   REQUIRE_HEAD();
   const fs::path out = out_dir("sigint");
-  profile_train::SpawnOptions spawn;
+  profile_train::platform::SpawnOptions spawn;
   spawn.argv = {(fs::path(PT_BINARY_DIR) / "profile-train").string(), "tune", "--executor", "ray", "--ray-address",
                 g_address, "--parallel", "2", "--knob", "num_workers=0,2", "--out", (out / "tune").string(),
                 "--workload", "cnn", "--steps", "100000", "--device", "cpu", "--threads", "1"};
@@ -222,7 +222,7 @@ TEST(RayEndToEnd, SigintToTuneStopsEverySubmittedJob) {
   const int log_fd = ::open((out / "tune.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   spawn.stdout_fd = log_fd;
   spawn.stderr_fd = log_fd;
-  auto pid = profile_train::spawn_process(spawn);
+  auto pid = profile_train::platform::spawn_process(spawn);
   ::close(log_fd);
   ASSERT_TRUE(pid.ok()) << pid.status().message();
   auto client = pt::RayClient::connect(g_address);

@@ -108,12 +108,4 @@ inline uint32_t fnv1a32(const void* data, size_t n) {
 
 inline constexpr size_t pad8(size_t n) { return (n + 7) & ~size_t{7}; }
 
-// Names of control marks the Python shim (or any program) can emit through NVTX to steer the agent.
-inline constexpr const char* kMarkFlush = "profile_train:flush";                 // flush now (worker exit)
-inline constexpr const char* kMarkCaptureStart = "profile_train:capture_start";  // start recording
-inline constexpr const char* kMarkCaptureStop = "profile_train:capture_stop";    // stop recording
-inline constexpr const char* kMarkDiscardNextPop = "profile_train:discard_next_pop";  // drop the next pop
-inline constexpr const char* kMarkFinalize = "profile_train:finalize";  // final flush + status (Python exit)
-inline constexpr const char* kControlPrefix = "profile_train:";
-
 }  // namespace profile_train::agent::format

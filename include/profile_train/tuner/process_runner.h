@@ -77,9 +77,9 @@ struct ChildResult {
   double duration_s = 0;
   std::string start_error; // when !started
 };
-// Runs argv (no shell) in a new process group, stdout+stderr to `log_file`, stdin from /dev/null, with
-// `extra_env` ("K=V") added to the environment. Kills the whole group at timeout_s (> 0) or when
-// *interrupted becomes true (SIGTERM, then SIGKILL after grace_s).
+// A trial's process through platform::run_process: argv (no shell) in a new process group, stdout+stderr to
+// `log_file`, stdin from /dev/null, with `extra_env` ("K=V") added to the environment. Stops the whole group
+// at timeout_s (> 0) or when *interrupted becomes true (SIGTERM, then SIGKILL after grace_s).
 ChildResult run_child(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,
                       const std::filesystem::path& log_file, double timeout_s,
                       const std::atomic<bool>* interrupted, double grace_s);

@@ -11,6 +11,7 @@
 #include <cstdlib>
 
 #include "core/recorder_state.h"
+#include "profile_train/agent/protocol.h"
 #include "profile_train/common/version.h"
 
 namespace profile_train::agent::detail {
@@ -131,8 +132,10 @@ bool open_file_locked() {
   if (G.file_failed) return false;
   ::mkdir(G.cfg.out_dir.c_str(), 0777);  // best effort; the launcher normally created it
   char name[128];
-  std::snprintf(name, sizeof name, "/pt-%lld-%lld.ptrace", static_cast<long long>(G.pid),
-                static_cast<long long>(now_ns() % 1000000000000LL));
+  std::snprintf(name, sizeof name, "/%.*s%lld-%lld%.*s", static_cast<int>(protocol::kCaptureFilePrefix.size()),
+                protocol::kCaptureFilePrefix.data(), static_cast<long long>(G.pid),
+                static_cast<long long>(now_ns() % 1000000000000LL),
+                static_cast<int>(protocol::kCaptureFileExtension.size()), protocol::kCaptureFileExtension.data());
   G.path = G.cfg.out_dir + name;
   G.fd = ::open(G.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (G.fd < 0) {

@@ -2,6 +2,7 @@
 // start/end ranges, marks (and the profile_train:* control marks), thread names. Every record goes to the
 // thread's own chunk (chunk_pool.cpp) without a lock.
 #include "core/recorder_state.h"
+#include "profile_train/agent/protocol.h"
 
 namespace profile_train::agent {
 
@@ -114,17 +115,17 @@ void range_end(uint64_t id) {
 void mark(uint32_t name, uint32_t domain, std::string_view text) {
   Global& G = g();
   if (!G.accepting.load(std::memory_order_relaxed)) return;
-  if (text.rfind(format::kControlPrefix, 0) == 0) {
-    if (text == format::kMarkFlush) {
+  if (text.rfind(protocol::kControlPrefix, 0) == 0) {
+    if (text == protocol::kMarkFlush) {
       recorder_flush();
-    } else if (text == format::kMarkCaptureStart) {
+    } else if (text == protocol::kMarkCaptureStart) {
       set_recording(true);
-    } else if (text == format::kMarkCaptureStop) {
+    } else if (text == protocol::kMarkCaptureStop) {
       set_recording(false);
       recorder_flush();
-    } else if (text == format::kMarkFinalize) {
+    } else if (text == protocol::kMarkFinalize) {
       recorder_stop();
-    } else if (text == format::kMarkDiscardNextPop) {
+    } else if (text == protocol::kMarkDiscardNextPop) {
       if (ThreadState* t = tls()) t->discard_next_pop = true;
     }
     return;  // control marks are not events

@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include "core/recorder_state.h"
+#include "profile_train/agent/protocol.h"
 
 namespace profile_train::agent {
 
@@ -27,13 +28,13 @@ uint64_t current_tid() {
 
 RecorderConfig config_from_env() {
   RecorderConfig c;
-  const char* out = std::getenv("PROFILE_TRAIN_OUT");
+  const char* out = std::getenv(protocol::kEnvOut);
   c.out_dir = (out && *out) ? out : "./profile-train-capture";
-  c.warmup_steps = std::max<int64_t>(0, env_int("PROFILE_TRAIN_WARMUP_STEPS", 0));
-  c.steps = std::max<int64_t>(0, env_int("PROFILE_TRAIN_STEPS", 0));
-  const int64_t flush = env_int("PROFILE_TRAIN_FLUSH_MS", 50);
+  c.warmup_steps = std::max<int64_t>(0, env_int(protocol::kEnvWarmupSteps, 0));
+  c.steps = std::max<int64_t>(0, env_int(protocol::kEnvSteps, 0));
+  const int64_t flush = env_int(protocol::kEnvFlushMs, 50);
   c.flush_interval_ms = static_cast<uint32_t>(std::clamp<int64_t>(flush, 5, 10000));
-  const int64_t mb = env_int("PROFILE_TRAIN_BUFFER_MB", 16);
+  const int64_t mb = env_int(protocol::kEnvBufferMb, 16);
   c.max_chunks = static_cast<uint32_t>(std::clamp<int64_t>(mb * 16, 4, 1 << 16));  // 16 chunks of 64 KiB per MiB
   return c;
 }

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "core/recorder_state.h"
+#include "profile_train/agent/protocol.h"
 
 namespace profile_train::agent {
 namespace detail {
@@ -17,7 +18,7 @@ uint32_t insert_string_locked(std::string_view s) {
   const std::string& ref = G.strings.back();
   G.string_index.emplace(std::string_view(ref), id);
   G.string_bytes += s.size();
-  if (G.flags && id < kMaxFlaggedIds && ref.rfind("ProfilerStep#", 0) == 0) G.flags[id] = kFlagStep;
+  if (G.flags && id < kMaxFlaggedIds && ref.rfind(protocol::kStepRangePrefix, 0) == 0) G.flags[id] = kFlagStep;
   return id;
 }
 
@@ -29,7 +30,7 @@ void freeze_strings_locked() {
     std::snprintf(name, sizeof name, "[other names %02u/%u: the agent's name table was full]", b, kOtherBuckets);
     G.other_ids[b] = insert_string_locked(name);
   }
-  G.other_step_id = insert_string_locked("ProfilerStep#[name table full]");
+  G.other_step_id = insert_string_locked(std::string(protocol::kStepRangePrefix) + "[name table full]");
   G.strings_full.store(true, std::memory_order_release);
 }
 
@@ -37,7 +38,7 @@ void freeze_strings_locked() {
 uint32_t other_name_id(std::string_view s, uint64_t h) {
   Global& G = g();
   G.n_bucketed.fetch_add(1, std::memory_order_relaxed);
-  if (s.rfind("ProfilerStep#", 0) == 0) return G.other_step_id;
+  if (s.rfind(protocol::kStepRangePrefix, 0) == 0) return G.other_step_id;
   return G.other_ids[h % kOtherBuckets];
 }
 

@@ -35,6 +35,8 @@ import sys
 import threading
 import time
 
+# Environment names and control marks: include/profile_train/agent/protocol.h (the one definition; its test,
+# tests/agent/protocol_test.cpp, checks that this file uses exactly those it marks for the shim).
 _CONTROL_FLUSH = "profile_train:flush"
 _CONTROL_STOP = "profile_train:capture_stop"
 _CONTROL_DISCARD = "profile_train:discard_next_pop"

@@ -7,6 +7,7 @@ bench/agent under `profile-train run`; it has no profile-train code in it.
 import argparse
 import os
 import signal
+import sys
 import time
 
 import torch
@@ -41,6 +42,7 @@ def main():
     p.add_argument("--accumulate", type=int, default=1, help="micro-batches per optimizer step")
     p.add_argument("--break-after", type=int, default=-1, help="leave the loop after this many steps")
     p.add_argument("--teardown-s", type=float, default=0.0, help="seconds of work after the loop (checkpointing)")
+    p.add_argument("--exit-code", type=int, default=0, help="exit status once training is done")
     args = p.parse_args()
 
     torch.manual_seed(0)
@@ -78,6 +80,8 @@ def main():
     timed = step - warm if step > warm else max(step, 1)
     print("trained %d steps; after the first %d: %.3f s (%.2f ms/step, %.2f cpu-ms/step), final loss %.4f" % (
         step, warm, dt, 1000 * dt / timed, 1000 * cpu / timed, loss.item()))
+    if args.exit_code:
+        sys.exit(args.exit_code)
 
 
 if __name__ == "__main__":

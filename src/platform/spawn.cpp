@@ -1,4 +1,5 @@
-#include "profile_train/common/process.h"
+// Starting a command and finding the processes it left: fork/exec, PATH lookup, /proc scans.
+#include "profile_train/platform/process.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -8,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -15,7 +17,9 @@
 #include <cstring>
 #include <thread>
 
-namespace profile_train {
+extern char** environ;
+
+namespace profile_train::platform {
 
 StatusOr<std::string> find_executable(const std::string& name) {
   if (name.empty()) return InvalidArgument("empty command");
@@ -48,6 +52,20 @@ StatusOr<std::string> find_executable(const std::string& name) {
   }
   if (first_error == ENOENT) return NotFound("command not found: " + name);
   return InvalidArgument("cannot run " + name + ": " + std::strerror(first_error));
+}
+
+std::vector<std::string> environment_with(const std::vector<std::string>& overrides) {
+  auto key_of = [](const std::string& kv) { return kv.substr(0, kv.find('=')); };
+  std::vector<std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string kv(*e);
+    const std::string key = key_of(kv);
+    const bool replaced =
+        std::any_of(overrides.begin(), overrides.end(), [&](const std::string& o) { return key_of(o) == key; });
+    if (!replaced) env.push_back(kv);
+  }
+  env.insert(env.end(), overrides.begin(), overrides.end());
+  return env;
 }
 
 StatusOr<pid_t> spawn_process(const SpawnOptions& o) {
@@ -112,15 +130,23 @@ StatusOr<pid_t> spawn_process(const SpawnOptions& o) {
 
 bool become_subreaper() { return ::prctl(PR_SET_CHILD_SUBREAPER, 1) == 0; }
 
-std::vector<pid_t> child_pids(pid_t except) {
-  std::vector<pid_t> out;
-  const pid_t self = ::getpid();
+namespace {
+
+struct ProcStat {
+  char state = 0;
+  long ppid = 0;
+  long pgrp = 0;
+};
+
+// Calls fn(pid, stat) for every process in /proc whose stat could be read.
+template <typename Fn>
+void for_each_process(Fn fn) {
   DIR* d = ::opendir("/proc");
-  if (d == nullptr) return out;
+  if (d == nullptr) return;
   while (dirent* e = ::readdir(d)) {
     char* end = nullptr;
     const long pid = std::strtol(e->d_name, &end, 10);
-    if (pid <= 0 || *end != '\0' || pid == except) continue;
+    if (pid <= 0 || *end != '\0') continue;
     char path[64];
     std::snprintf(path, sizeof path, "/proc/%ld/stat", pid);
     const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
@@ -130,15 +156,32 @@ std::vector<pid_t> child_pids(pid_t except) {
     ::close(fd);
     if (n <= 0) continue;
     buf[n] = '\0';
-    // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so parse after the last ')'.
+    // "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses, so parse after the last ')'.
     const char* close_paren = std::strrchr(buf, ')');
     if (close_paren == nullptr) continue;
-    char state = 0;
-    long ppid = 0;
-    if (std::sscanf(close_paren + 1, " %c %ld", &state, &ppid) == 2 && ppid == self) out.push_back(static_cast<pid_t>(pid));
+    ProcStat st;
+    if (std::sscanf(close_paren + 1, " %c %ld %ld", &st.state, &st.ppid, &st.pgrp) == 3)
+      fn(static_cast<pid_t>(pid), st);
   }
   ::closedir(d);
+}
+
+}  // namespace
+
+std::vector<pid_t> child_pids(pid_t except) {
+  std::vector<pid_t> out;
+  const pid_t self = ::getpid();
+  for_each_process([&](pid_t pid, const ProcStat& st) {
+    if (pid != except && st.ppid == self) out.push_back(pid);
+  });
   return out;
+}
+
+bool group_running(pid_t pgid) {
+  if (pgid <= 0 || (::kill(-pgid, 0) != 0 && errno != EPERM)) return false;
+  bool running = false;
+  for_each_process([&](pid_t, const ProcStat& st) { running |= st.pgrp == pgid && st.state != 'Z' && st.state != 'X'; });
+  return running;
 }
 
 int kill_descendants(pid_t except) {
@@ -162,4 +205,4 @@ int kill_descendants(pid_t except) {
   return killed;
 }
 
-}  // namespace profile_train
+}  // namespace profile_train::platform

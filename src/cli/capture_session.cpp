@@ -1,0 +1,221 @@
+// CaptureSession: the injection environment, the supervised launch and the capture files by rank; and the one
+// function that merges the typed result into a report.
+#include "capture_session.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "profile_train/agent/native_reader.h"
+#include "profile_train/agent/protocol.h"
+#include "profile_train/platform/process.h"
+
+namespace profile_train::cli {
+namespace {
+
+namespace fs = std::filesystem;
+namespace protocol = agent::protocol;
+
+constexpr const char* kCudaInjection = "CUDA_INJECTION64_PATH";
+constexpr const char* kNvtxInjection = "NVTX_INJECTION64_PATH";
+
+// Why GPU activity may be missing, from this machine's point of view (the agent's own reason is kept too).
+std::string driver_probe() {
+  void* h = ::dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (!h) return "no NVIDIA driver on this machine (libcuda.so.1 not found)";
+  ::dlclose(h);
+  return "";
+}
+
+bool is_capture_file(const fs::path& p) {
+  return p.filename().string().rfind(protocol::kCaptureFilePrefix, 0) == 0 &&
+         p.extension() == protocol::kCaptureFileExtension;
+}
+
+bool is_facts_file(const fs::path& p) {
+  return p.filename().string().rfind(protocol::kFactsFilePrefix, 0) == 0 &&
+         p.extension() == protocol::kFactsFileExtension;
+}
+
+// RANK, else the shim's torch.distributed rank, else the rank of the process that forked it (bounded: a
+// worker of a worker at most a few levels deep). -1 stays "not distributed".
+void resolve_ranks(const fs::path& capture, std::vector<trace::native::CaptureFileInfo>& infos) {
+  for (auto& info : infos) {
+    if (info.rank >= 0) continue;
+    std::ifstream in(capture / (std::string(protocol::kFactsFilePrefix) + std::to_string(info.pid) +
+                                std::string(protocol::kFactsFileExtension)));
+    if (!in) continue;
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const auto j = nlohmann::json::parse(ss.str(), nullptr, false);
+    if (!j.is_object() || !j.contains("distributed") || !j["distributed"].is_object()) continue;
+    const auto& d = j["distributed"];
+    if (d.contains("rank") && d["rank"].is_number_integer() && d["rank"].get<int64_t>() >= 0)
+      info.rank = static_cast<int32_t>(d["rank"].get<int64_t>());
+  }
+  std::map<int64_t, int32_t> rank_of_pid;
+  for (const auto& info : infos) rank_of_pid[info.pid] = info.rank;
+  for (auto& info : infos) {
+    int64_t parent = info.ppid;
+    for (int hops = 0; info.rank < 0 && info.fork_child && hops < 8; ++hops) {
+      const auto it = rank_of_pid.find(parent);
+      if (it == rank_of_pid.end()) break;
+      if (it->second >= 0) info.rank = it->second;
+      const auto up = std::find_if(infos.begin(), infos.end(), [&](const auto& o) { return o.pid == parent; });
+      if (up == infos.end() || !up->fork_child) break;
+      parent = up->ppid;
+    }
+  }
+}
+
+// The command as one line for a note: arguments with spaces quoted, at most ~200 characters.
+std::string command_line(const std::vector<std::string>& argv) {
+  std::string s;
+  for (const auto& a : argv) {
+    if (!s.empty()) s += ' ';
+    s += a.find_first_of(" \t'\"") == std::string::npos && !a.empty() ? a : "'" + a + "'";
+    if (s.size() > 200) return s.substr(0, 197) + "...";
+  }
+  return s;
+}
+
+}  // namespace
+
+bool CaptureResult::crashed() const { return platform::is_crash_signal(signal); }
+
+std::string CaptureResult::outcome() const {
+  if (interrupted()) {
+    std::string s = "the command was stopped by " + platform::signal_name(stop_signal) + " to profile-train";
+    if (signal != 0) s += " (it ended by " + platform::signal_name(signal) + ")";
+    else if (exit_code) s += " (it exited with code " + std::to_string(*exit_code) + ")";
+    return s;
+  }
+  if (crashed()) return "the command crashed (" + platform::signal_name(signal) + ")";
+  if (signal != 0) return "the command was killed by " + platform::signal_name(signal);
+  if (exit_code) return "the command exited with code " + std::to_string(*exit_code);
+  return "the command ended";
+}
+
+std::vector<std::string> CaptureSession::environment(const std::vector<std::string>& inherited) const {
+  const CaptureOptions& o = options_;
+  static const std::set<std::string> kOurs = {kCudaInjection,        kNvtxInjection,      protocol::kEnvOut,
+                                              protocol::kEnvWarmupSteps, protocol::kEnvSteps, "PYTHONPATH",
+                                              protocol::kEnvStopAfterSteps};
+  std::vector<std::string> env;
+  std::string old_pythonpath;
+  for (const std::string& kv : inherited) {
+    const std::string key = kv.substr(0, kv.find('='));
+    if (key == "PYTHONPATH") old_pythonpath = kv.substr(kv.find('=') + 1);
+    // --no-cupti leaves CUDA injection alone: another tool's stays in place.
+    const bool keep = o.no_cupti && key == kCudaInjection;
+    if (!keep && (key == kCudaInjection || key == kNvtxInjection))
+      std::cerr << "profile-train run: note: replacing " << kv << " (another tool's injection)\n";
+    if (kOurs.count(key) && !keep) continue;
+    env.push_back(kv);
+  }
+  auto var = [](const char* name, const std::string& value) { return std::string(name) + "=" + value; };
+  if (!o.no_cupti) env.push_back(var(kCudaInjection, o.agent.string()));
+  env.push_back(var(kNvtxInjection, o.agent.string()));
+  env.push_back(var(protocol::kEnvOut, o.capture_dir.string()));
+  env.push_back(var(protocol::kEnvWarmupSteps, std::to_string(o.warmup_steps)));
+  env.push_back(var(protocol::kEnvSteps, std::to_string(o.steps)));
+  if (o.stop_after_steps) env.push_back(var(protocol::kEnvStopAfterSteps, "1"));
+  if (!o.shim_dir.empty()) {
+    env.push_back("PYTHONPATH=" + o.shim_dir.string() + (old_pythonpath.empty() ? "" : ":" + old_pythonpath));
+  } else if (!old_pythonpath.empty()) {
+    env.push_back("PYTHONPATH=" + old_pythonpath);
+  }
+  return env;
+}
+
+StatusOr<CaptureResult> CaptureSession::run() const {
+  std::error_code ec;
+  fs::create_directories(options_.capture_dir, ec);
+  for (const auto& entry : fs::directory_iterator(options_.capture_dir, ec))  // a previous run's would mix in
+    if (is_capture_file(entry.path()) || is_facts_file(entry.path())) fs::remove(entry.path(), ec);
+
+  // Stop protocol (README "Stopping a run"): SIGINT / SIGTERM are forwarded to the command's group; what is
+  // still running kill_after_s later is SIGKILLed. When the command ends, the rest of its group gets SIGTERM,
+  // then SIGKILL after kill_after_s; what it left in other groups (re-parented to us) is SIGKILLed.
+  platform::ProcessSpec spec;
+  spec.argv = options_.command;
+  spec.env = environment(platform::environment_with({}));
+  spec.parent_death_signal = SIGTERM;  // a SIGKILLed profile-train does not leave the training running
+  platform::StopPolicy policy;
+  policy.grace_s = options_.kill_after_s;
+  policy.forward_signals = true;
+  policy.share_terminal = true;
+  policy.end_orphans = true;
+  auto done = platform::run_process(spec, policy);
+  if (!done.ok()) return done.status();
+
+  CaptureResult r;
+  r.command = options_.command;
+  if (done->term_signal == 0) r.exit_code = done->exit_code;
+  r.signal = done->term_signal;
+  r.stop_signal = done->stop_signal;
+  r.leftover_processes = done->leftovers;
+  r.no_cupti = options_.no_cupti;
+  r.gpu_capture_note = options_.no_cupti ? "" : driver_probe();
+  collect_capture_files(options_.capture_dir, r);
+  return r;
+}
+
+void collect_capture_files(const fs::path& capture_dir, CaptureResult& result) {
+  std::vector<trace::native::CaptureFileInfo> infos;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(capture_dir, ec)) {
+    if (entry.path().extension() != protocol::kCaptureFileExtension) continue;
+    auto info = trace::native::read_capture_info(entry.path());
+    if (!info.ok()) {
+      result.unreadable.push_back(info.status().message());
+      continue;
+    }
+    infos.push_back(std::move(*info));
+  }
+  resolve_ranks(capture_dir, infos);
+  std::map<int32_t, std::vector<fs::path>> by_rank;
+  for (const auto& info : infos) by_rank[info.rank].push_back(info.path);
+  result.ranks.clear();
+  for (auto& [rank, files] : by_rank) {
+    std::sort(files.begin(), files.end());
+    result.ranks.push_back({rank, std::move(files)});
+  }
+}
+
+void apply_capture_status(const CaptureResult& result, trace::Trace& t) {
+  if (result.no_cupti)
+    t.meta.gpu_capture_status = "GPU activity was not recorded: --no-cupti was given (CUPTI left to other tools); "
+                                "NVTX and Python ranges only";
+  else if (!t.meta.gpu_capture_attempted && !result.gpu_capture_note.empty())
+    t.meta.gpu_capture_status =
+        "GPU activity was not recorded: " + result.gpu_capture_note + "; NVTX and Python ranges only";
+}
+
+void merge_capture_result(const CaptureResult& r, size_t rank_files, nlohmann::json& report) {
+  if (!report.is_object()) return;
+  auto& src = report["source"];
+  if (!src.is_object()) src = nlohmann::json::object();
+  src["command"] = r.command;
+  src["exit_code"] = r.exit_code ? nlohmann::json(*r.exit_code) : nlohmann::json();
+  src["signal"] = r.signal != 0 ? nlohmann::json(platform::signal_name(r.signal)) : nlohmann::json();
+  src["interrupted"] = r.interrupted();
+  src["capture_files"] = rank_files;
+  src["leftover_processes"] = r.leftover_processes;
+  if (r.crashed())
+    src["crash"] = "the command crashed (" + platform::signal_name(r.signal) + "); the report covers the capture up "
+                   "to the crash";
+  if (r.failed() || r.interrupted()) {
+    auto& notes = report["data_quality"]["notes"];
+    if (!notes.is_array()) notes = nlohmann::json::array();
+    notes.push_back("run: " + r.outcome() + ": " + command_line(r.command) +
+                    "; the report covers what was captured until then");
+  }
+}
+
+}  // namespace profile_train::cli

@@ -1,0 +1,174 @@
+// CaptureSession (src/cli/capture_session.h): the injection environment, a real launch of /bin/sh, and the one
+// function that merges the typed result into a report.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "capture_session.h"
+#include "profile_train/agent/protocol.h"
+
+namespace fs = std::filesystem;
+namespace protocol = profile_train::agent::protocol;
+using profile_train::cli::CaptureOptions;
+using profile_train::cli::CaptureResult;
+using profile_train::cli::CaptureSession;
+
+namespace {
+
+std::string value_of(const std::vector<std::string>& env, const std::string& key) {
+  std::string found = "<unset>";
+  int count = 0;
+  for (const auto& kv : env)
+    if (kv.rfind(key + "=", 0) == 0) {
+      found = kv.substr(key.size() + 1);
+      ++count;
+    }
+  return count > 1 ? "<set " + std::to_string(count) + " times>" : found;
+}
+
+CaptureOptions options(const fs::path& dir) {
+  CaptureOptions o;
+  o.capture_dir = dir / "capture";
+  o.agent = "/opt/pt/libprofile_train_agent.so";
+  o.shim_dir = "/opt/pt/profile_train_python";
+  o.warmup_steps = 2;
+  o.steps = 5;
+  return o;
+}
+
+TEST(CaptureSession, EnvironmentInjectsTheAgentAndReplacesAnotherToolsInjection) {
+  const std::vector<std::string> inherited = {"HOME=/home/u", "CUDA_INJECTION64_PATH=/other/tool.so",
+                                              "PYTHONPATH=/user/lib", std::string(protocol::kEnvSteps) + "=99"};
+  CaptureOptions o = options("/tmp/x");
+  o.stop_after_steps = true;
+  const auto env = CaptureSession(o).environment(inherited);
+  EXPECT_EQ(value_of(env, "HOME"), "/home/u");
+  EXPECT_EQ(value_of(env, "CUDA_INJECTION64_PATH"), o.agent.string());
+  EXPECT_EQ(value_of(env, "NVTX_INJECTION64_PATH"), o.agent.string());
+  EXPECT_EQ(value_of(env, protocol::kEnvOut), o.capture_dir.string());
+  EXPECT_EQ(value_of(env, protocol::kEnvWarmupSteps), "2");
+  EXPECT_EQ(value_of(env, protocol::kEnvSteps), "5");
+  EXPECT_EQ(value_of(env, protocol::kEnvStopAfterSteps), "1");
+  EXPECT_EQ(value_of(env, "PYTHONPATH"), "/opt/pt/profile_train_python:/user/lib");
+
+  o.no_cupti = true;
+  o.stop_after_steps = false;
+  o.shim_dir.clear();
+  const auto kept = CaptureSession(o).environment(inherited);
+  EXPECT_EQ(value_of(kept, "CUDA_INJECTION64_PATH"), "/other/tool.so") << "--no-cupti leaves CUDA injection alone";
+  EXPECT_EQ(value_of(kept, protocol::kEnvStopAfterSteps), "<unset>");
+  EXPECT_EQ(value_of(kept, "PYTHONPATH"), "/user/lib");
+}
+
+class CaptureSessionRun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("pt_capture_session_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "capture");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+TEST_F(CaptureSessionRun, RunsTheCommandWithTheEnvironmentAndClearsAPreviousRunsFiles) {
+  const fs::path stale = dir_ / "capture" / "pt-1-2.ptrace";
+  const fs::path stale_facts = dir_ / "capture" / "facts-1.json";
+  const fs::path other = dir_ / "capture" / "notes.txt";
+  for (const auto& p : {stale, stale_facts, other}) std::ofstream(p) << "old";
+  CaptureOptions o = options(dir_);
+  o.command = {"/bin/sh", "-c", "echo \"$PROFILE_TRAIN_OUT\" > \"$PROFILE_TRAIN_OUT/seen\"; exit 3"};
+  auto r = CaptureSession(o).run();
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_TRUE(r->exit_code.has_value());
+  EXPECT_EQ(*r->exit_code, 3);
+  EXPECT_EQ(r->signal, 0);
+  EXPECT_TRUE(r->failed());
+  EXPECT_FALSE(r->interrupted());
+  EXPECT_TRUE(r->ranks.empty()) << "no agent attached: no capture file";
+  EXPECT_EQ(r->command, o.command);
+  std::ifstream seen(dir_ / "capture" / "seen");
+  std::string line;
+  std::getline(seen, line);
+  EXPECT_EQ(line, o.capture_dir.string());
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_FALSE(fs::exists(stale_facts));
+  EXPECT_TRUE(fs::exists(other)) << "only the agent's and the shim's files are removed";
+}
+
+TEST_F(CaptureSessionRun, ACrashIsTheSignalNotAnExitCode) {
+  CaptureOptions o = options(dir_);
+  o.command = {"/bin/sh", "-c", "kill -SEGV $$"};
+  auto r = CaptureSession(o).run();
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->exit_code.has_value());
+  EXPECT_EQ(r->signal, SIGSEGV);
+  EXPECT_TRUE(r->crashed());
+  EXPECT_EQ(r->outcome(), "the command crashed (SIGSEGV)");
+}
+
+TEST_F(CaptureSessionRun, CommandNotFoundIsAStatus) {
+  CaptureOptions o = options(dir_);
+  o.command = {"/nonexistent/train"};
+  auto r = CaptureSession(o).run();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), profile_train::StatusCode::kNotFound);
+}
+
+TEST(MergeCaptureResult, ACrashFillsSourceAndNamesTheCommandInANote) {
+  CaptureResult r;
+  r.command = {"python", "train.py", "--lr", "0.1 x"};
+  r.signal = SIGSEGV;
+  r.leftover_processes = 2;
+  nlohmann::json report = {{"source", {{"format", "native"}}}, {"data_quality", {{"notes", {"earlier note"}}}}};
+  profile_train::cli::merge_capture_result(r, 3, report);
+  const auto& src = report["source"];
+  EXPECT_EQ(src["format"], "native") << "other source fields stay";
+  EXPECT_EQ(src["command"], nlohmann::json(r.command));
+  EXPECT_TRUE(src["exit_code"].is_null());
+  EXPECT_EQ(src["signal"], "SIGSEGV");
+  EXPECT_EQ(src["interrupted"], false);
+  EXPECT_EQ(src["capture_files"], 3);
+  EXPECT_EQ(src["leftover_processes"], 2);
+  ASSERT_TRUE(src.contains("crash"));
+  EXPECT_NE(src["crash"].get<std::string>().find("SIGSEGV"), std::string::npos);
+  const auto& notes = report["data_quality"]["notes"];
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_EQ(notes[0], "earlier note");
+  const std::string note = notes[1];
+  EXPECT_NE(note.find("the command crashed (SIGSEGV)"), std::string::npos) << note;
+  EXPECT_NE(note.find("python train.py --lr '0.1 x'"), std::string::npos) << note;
+}
+
+TEST(MergeCaptureResult, ANormalEndAddsNoNote) {
+  CaptureResult r;
+  r.command = {"python", "train.py"};
+  r.exit_code = 0;
+  nlohmann::json report = nlohmann::json::object();
+  profile_train::cli::merge_capture_result(r, 1, report);
+  EXPECT_EQ(report["source"]["exit_code"], 0);
+  EXPECT_TRUE(report["source"]["signal"].is_null());
+  EXPECT_FALSE(report["source"].contains("crash"));
+  EXPECT_FALSE(report.contains("data_quality"));
+}
+
+TEST(MergeCaptureResult, AStopNamesTheSignalThatStoppedUs) {
+  CaptureResult r;
+  r.command = {"python", "train.py"};
+  r.stop_signal = SIGINT;
+  r.exit_code = 1;
+  nlohmann::json report = nlohmann::json::object();
+  profile_train::cli::merge_capture_result(r, 1, report);
+  EXPECT_EQ(report["source"]["interrupted"], true);
+  const std::string note = report["data_quality"]["notes"][0];
+  EXPECT_NE(note.find("stopped by SIGINT"), std::string::npos) << note;
+  EXPECT_NE(note.find("exited with code 1"), std::string::npos) << note;
+}
+
+}  // namespace
