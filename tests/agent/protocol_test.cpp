@@ -83,7 +83,7 @@ TEST(Protocol, NoCppSourceSpellsAProtocolStringItself) {
   const fs::path header = kSource / "include" / "profile_train" / "agent" / "protocol.h";
   const std::regex literal("\"(PROFILE_TRAIN_[A-Z0-9_]+|profile_train:[a-z_]*)");
   std::vector<std::string> offenders;
-  for (const fs::path root : {kSource / "src", kSource / "include"}) {
+  for (const fs::path& root : {kSource / "src", kSource / "include"}) {
     for (const auto& entry : fs::recursive_directory_iterator(root)) {
       const std::string ext = entry.path().extension().string();
       if (!entry.is_regular_file() || (ext != ".cpp" && ext != ".h") || fs::equivalent(entry.path(), header)) continue;
