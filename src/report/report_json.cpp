@@ -4,6 +4,8 @@
 #include <string>
 #include <utility>
 
+#include "profile_train/common/atomic_file.h"
+#include "profile_train/common/utf8.h"
 #include "report_fields.h"
 
 namespace profile_train::report {
@@ -216,6 +218,16 @@ StatusOr<std::vector<analysis::Recommendation>> recommendations_from_json(const 
 
 StatusOr<std::optional<analysis::Plan>> plan_from_json(const json& j) {
   return read_part<std::optional<analysis::Plan>>(j, "plan");
+}
+
+Status write_report_json(const std::filesystem::path& path, json& report) {
+  if (const size_t repaired = repair_utf8(report); repaired > 0 && report.is_object()) {
+    auto& notes = report["data_quality"]["notes"];
+    if (!notes.is_array()) notes = json::array();
+    notes.push_back(std::to_string(repaired) + " string(s) (file names, command arguments or trace names) were not "
+                    "valid UTF-8; the invalid bytes were replaced with U+FFFD");
+  }
+  return write_file_atomic(path, report.dump(2) + "\n");
 }
 
 }  // namespace profile_train::report

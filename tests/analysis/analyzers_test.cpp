@@ -367,11 +367,12 @@ TEST(Steps, BoundedSelectionKeepsFirstLastAndSlowest) {
   EXPECT_EQ(kept, (std::vector<size_t>{0, 1, 500, 700, 998, 999}));
   EXPECT_EQ(bounded_step_selection(std::vector<double>(6, 1.0), 2).size(), 6u);  // <= 3 x keep: every step
   const auto h = step_histogram(d, 4);
-  EXPECT_EQ(h["counts"], nlohmann::json({998, 0, 0, 2}));
-  EXPECT_DOUBLE_EQ(h["min_ms"].get<double>(), 1.0);
-  EXPECT_DOUBLE_EQ(h["max_ms"].get<double>(), 9.0);
-  EXPECT_EQ(step_histogram(std::vector<double>(3, 2.0), 4)["counts"], nlohmann::json({3, 0, 0, 0}));
-  EXPECT_TRUE(step_histogram({}, 4).is_null());
+  ASSERT_TRUE(h.has_value());
+  EXPECT_EQ(h->counts, (std::vector<int64_t>{998, 0, 0, 2}));
+  EXPECT_DOUBLE_EQ(h->min_ms, 1.0);
+  EXPECT_DOUBLE_EQ(h->max_ms, 9.0);
+  EXPECT_EQ(step_histogram(std::vector<double>(3, 2.0), 4)->counts, (std::vector<int64_t>{3, 0, 0, 0}));
+  EXPECT_FALSE(step_histogram({}, 4).has_value());
 }
 
 TEST(GpuMetrics, MemoryDeltasThatOverflowGiveAnUnknownPeakNotUndefinedBehaviour) {

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "profile_train/analysis/report.h"
 #include "profile_train/trace/model.h"
 
 namespace profile_train::analysis {
@@ -181,8 +182,8 @@ PhaseSplit phase_split(const PhaseIndex& x, TimeNs start, TimeNs end);
 std::vector<size_t> bounded_step_selection(const std::vector<double>& dur_ms, size_t keep);
 
 // steps.histogram: {min_ms, max_ms, bin_width_ms, counts[bins]} of `dur_ms` in equal bins from min to max
-// (the last bin includes max; everything in bin 0 when all durations are equal); null when empty.
-nlohmann::json step_histogram(const std::vector<double>& dur_ms, size_t bins);
+// (the last bin includes max; everything in bin 0 when all durations are equal); nullopt when empty.
+std::optional<StepHistogram> step_histogram(const std::vector<double>& dur_ms, size_t bins);
 
 // ---- Breakdown (TensorBoard-plugin priority carving) ------------------------------------------------------
 // Role order: kernel, memcpy, memset, communication, runtime, data_loading, cpu, other.
@@ -264,7 +265,7 @@ OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex&
 nlohmann::json infer_facts(const trace::Trace& t, const TraceIndex& idx);
 
 // Picks the bottleneck from an otherwise complete report (reads breakdown, gpu, host, communication,
-// source, steps). Returns {bottleneck, confidence, summary, evidence[]}.
-nlohmann::json decide_verdict(const nlohmann::json& report);
+// source, steps, data_quality and facts.gpu.used).
+Verdict decide_verdict(const Report& report);
 
 }  // namespace profile_train::analysis

@@ -3,6 +3,8 @@
 // Owner: report component.
 #pragma once
 
+#include <filesystem>
+
 #include <nlohmann/json.hpp>
 
 #include "profile_train/analysis/report.h"
@@ -20,5 +22,10 @@ StatusOr<analysis::Report> report_from_json(const nlohmann::json& json);
 // The same for the parts the rules engine writes (report["recommendations"], report["plan"]).
 StatusOr<std::vector<analysis::Recommendation>> recommendations_from_json(const nlohmann::json& json);
 StatusOr<std::optional<analysis::Plan>> plan_from_json(const nlohmann::json& json);
+
+// Writes `report` as report.json at `path` (temporary file + rename: a failed write leaves the previous file).
+// Strings that are not valid UTF-8 (file names, command arguments, trace names) are repaired first, in
+// `report` too, with U+FFFD, and data_quality.notes says how many were.
+Status write_report_json(const std::filesystem::path& path, nlohmann::json& report);
 
 }  // namespace profile_train::report
