@@ -133,7 +133,13 @@ int report_trace(const trace::Trace& trace, const OutputOptions& options, nlohma
   if (wants(options, "text") && !options.quiet) {
     report::TextOptions text;
     text.color = use_color(1);
-    report::write_text_summary(report, std::cout, text);
+    // The typed report of what was written: the rules' parts and the UTF-8 repair included.
+    auto typed = report::report_from_json(report);
+    if (!typed.ok()) {
+      print_error(Internal("the report does not read back: " + typed.status().message()));
+      return kExitFailure;
+    }
+    report::write_text_summary(*typed, std::cout, text);
     for (const auto& p : written) std::cout << "Wrote " << terminal_safe(p.string()) << "\n";
     std::cout.flush();
   }
