@@ -59,7 +59,7 @@ Host host_section(const Ctx& c, const RoleRanges& roles) {
   // CPU operators outside data loading, as a share of the step (union, not carved).
   if (idx.has_cpu_ops) {
     const Intervals cpu_only =
-        subtract_intervals(role_ranges(roles, Role::kCpu), role_ranges(roles, Role::kDataLoading));
+        subtract_intervals(roles[Role::kCpu], roles[Role::kDataLoading]);
     h.cpu_op_fraction = r6(c.clipped(cpu_only) / total);
   }
   // Optimizer.step ranges (Kineto annotations or the shim's NVTX ranges), as a share of the step.
@@ -70,8 +70,8 @@ Host host_section(const Ctx& c, const RoleRanges& roles) {
     const Intervals& busy = c.busy;
     // The optimizer's host time only costs step time where the GPU idles meanwhile.
     if (!opt.empty()) h.optimizer_idle_fraction = r6(c.clipped(subtract_intervals(opt, busy)) / total);
-    const HostIdleActivity a = host_idle_activity(t, idx, c.windows, busy, role_ranges(roles, Role::kDataLoading),
-                                                  role_ranges(roles, Role::kCpu));
+    const HostIdleActivity a = host_idle_activity(t, idx, c.windows, busy, roles[Role::kDataLoading],
+                                                  roles[Role::kCpu]);
     h.idle_activity = HostIdleActivityShares{r6(a.idle_ns / total),    r6(a.allocator / total), r6(a.memcpy_api / total),
                                              r6(a.sync / total),       r6(a.launch / total),    r6(a.other_runtime / total),
                                              r6(a.dataloader / total), r6(a.operators / total), r6(a.other / total)};
@@ -82,7 +82,7 @@ Host host_section(const Ctx& c, const RoleRanges& roles) {
 // ---- communication ----------------------------------------------------------------------------------------
 Communication communication_section(const Ctx& c, const RoleRanges& roles) {
   Communication o;
-  const Intervals& comm = role_ranges(roles, Role::kCommunication);
+  const Intervals& comm = roles[Role::kCommunication];
   if (!c.idx.has_gpu_activity || c.total_ns <= 0) {
     // Without GPU activity only collectives recorded on the host (gloo ops in a Kineto trace) count; DDP's
     // reducer runs its gloo all-reduces outside every range a native CPU capture records.
@@ -94,7 +94,7 @@ Communication communication_section(const Ctx& c, const RoleRanges& roles) {
     return o;
   }
   o.measured = true;
-  const Intervals& comp = role_ranges(roles, Role::kKernel);
+  const Intervals& comp = roles[Role::kKernel];
   const double total = static_cast<double>(c.total_ns);
   o.kernel_fraction = r6(c.clipped(comm) / total);
   o.exposed_fraction = r6(c.clipped(subtract_intervals(comm, comp)) / total);

@@ -31,9 +31,6 @@ inline double median(std::vector<double> v) {
 
 inline int32_t device_of(const trace::Event& e) { return e.device >= 0 ? e.device : static_cast<int32_t>(e.pid); }
 
-// The merged ranges of one breakdown role (before carving; Role::kOther has none).
-inline const Intervals& role_ranges(const RoleRanges& roles, Role r) { return roles.role[static_cast<size_t>(r)]; }
-
 // Per-trace working state shared by the section builders.
 struct Ctx {
   const trace::Trace& t;

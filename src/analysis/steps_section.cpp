@@ -15,7 +15,7 @@ namespace {
 RoleValues breakdown_values(const StepBreakdown& b, double denom, bool as_ms) {
   RoleValues o;
   for (Role r : kAllRoles) {
-    const TimeNs v = b.role_ns[static_cast<size_t>(r)];
+    const TimeNs v = b[r];
     if (as_ms) o[r] = r6(ms(v) / denom);
     else o[r] = denom > 0 ? r6(v / denom) : 0.0;
   }
@@ -26,10 +26,9 @@ RoleValues breakdown_values(const StepBreakdown& b, double denom, bool as_ms) {
 PhaseValues phase_values(const PhaseSplit& p, const PhaseIndex& x, double denom, bool as_ms) {
   PhaseValues o;
   for (Phase ph : kAllPhases) {
-    const size_t i = static_cast<size_t>(ph);
-    if (ph != Phase::kOther && x.ranges[i].empty()) o[ph] = std::nullopt;
-    else if (as_ms) o[ph] = r6(ms(p.phase_ns[i]) / denom);
-    else o[ph] = denom > 0 ? r6(double(p.phase_ns[i]) / denom) : 0.0;
+    if (ph != Phase::kOther && x[ph].empty()) o[ph] = std::nullopt;
+    else if (as_ms) o[ph] = r6(ms(p[ph]) / denom);
+    else o[ph] = denom > 0 ? r6(double(p[ph]) / denom) : 0.0;
   }
   return o;
 }
@@ -81,12 +80,12 @@ StepsSection steps_section(const trace::Trace& t, const TraceIndex& idx, const S
     out.steady.push_back(s);
     steady_ms.push_back(dur_ms[i]);
     const StepBreakdown b = carve_step(roles, s.start, s.end);
-    data_wait_min = std::min(data_wait_min, b.role_ns[static_cast<size_t>(Role::kDataLoading)]);
-    for (int r = 0; r < kNumRoles; ++r) sum.role_ns[r] += b.role_ns[r];
+    data_wait_min = std::min(data_wait_min, b[Role::kDataLoading]);
+    for (Role r : kAllRoles) sum[r] += b[r];
     sum.total_ns += b.total_ns;
     if (phases) {
       const PhaseSplit p = phase_split(pidx, s.start, s.end);
-      for (int k = 0; k < kNumPhases; ++k) phase_sum.phase_ns[k] += p.phase_ns[k];
+      for (Phase k : kAllPhases) phase_sum[k] += p[k];
       phase_sum.total_ns += p.total_ns;
     }
   }

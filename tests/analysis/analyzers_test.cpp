@@ -91,14 +91,14 @@ TEST(Breakdown, PriorityCarvingExact) {
   const auto roles = build_role_ranges(t, idx);
   const auto b = carve_step(roles, si.steps[0].start, si.steps[0].end);
   EXPECT_EQ(b.total_ns, ns(100));
-  EXPECT_EQ(b.role_ns[0], ns(30));  // kernel
-  EXPECT_EQ(b.role_ns[1], ns(10));  // memcpy
-  EXPECT_EQ(b.role_ns[2], 0);       // memset
-  EXPECT_EQ(b.role_ns[3], 0);       // communication
-  EXPECT_EQ(b.role_ns[4], ns(10));  // runtime
-  EXPECT_EQ(b.role_ns[5], ns(30));  // data loading
-  EXPECT_EQ(b.role_ns[6], ns(10));  // cpu
-  EXPECT_EQ(b.role_ns[7], ns(10));  // other
+  EXPECT_EQ(b[Role::kKernel], ns(30));
+  EXPECT_EQ(b[Role::kMemcpy], ns(10));
+  EXPECT_EQ(b[Role::kMemset], 0);
+  EXPECT_EQ(b[Role::kCommunication], 0);
+  EXPECT_EQ(b[Role::kRuntime], ns(10));
+  EXPECT_EQ(b[Role::kDataLoading], ns(30));
+  EXPECT_EQ(b[Role::kCpu], ns(10));
+  EXPECT_EQ(b[Role::kOther], ns(10));
 
   const auto r = build_report(t);
   EXPECT_DOUBLE_EQ(r["breakdown"]["kernel"].get<double>(), 0.3);
