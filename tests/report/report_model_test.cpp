@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -16,6 +17,8 @@
 #include <nlohmann/json.hpp>
 
 #include "profile_train/report/report_json.h"
+#include "profile_train/rules/metric_paths.h"
+#include "report_fields.h"
 
 namespace {
 
@@ -172,6 +175,53 @@ TEST(ReportModel, HandMadeFixtureWithMissingKeysReads) {
   ASSERT_TRUE(report.ok()) << report.status().message();
   EXPECT_EQ(report->verdict.bottleneck, profile_train::Bottleneck::kInputPipeline);
   EXPECT_GT(report->steps.count, 0);
+}
+
+// Every dotted key path the serializer can write, from the key declaration itself (report_fields.h).
+struct PathLister {
+  std::string prefix;
+  std::set<std::string>* out;
+  template <class T>
+  void operator()(const char* key, const T& value) { add(prefix + key, value); }
+  template <class T>
+  void absent_if_unset(const char* key, const std::optional<T>&) { add(prefix + key, T{}); }
+  template <class T>
+  void inline_group(const std::optional<T>&) { T group{}; profile_train::report::detail::fields(*this, group); }
+
+  template <class T>
+  void add(const std::string& path, const T&) {
+    out->insert(path);
+    using namespace profile_train;
+    if constexpr (std::is_same_v<T, analysis::RoleValues>) {
+      for (auto name : kBreakdownRoleNames) out->insert(path + "." + std::string(name));
+    } else if constexpr (std::is_same_v<T, analysis::PhaseValues>) {
+      for (auto name : kPhaseNames) out->insert(path + "." + std::string(name));
+    } else if constexpr (profile_train::report::detail::ReportStruct<T>) {
+      PathLister inner{path + ".", out};
+      T value{};
+      profile_train::report::detail::fields(inner, value);
+    }
+  }
+  template <class T>
+  void add(const std::string& path, const std::optional<T>&) { add(path, T{}); }
+};
+
+// The rules' metric table (rules/metric_paths.cpp) names only keys that to_json writes: a path there that
+// the model cannot produce would be a rule condition that is never known. facts.* stays open JSON.
+TEST(ReportModel, EveryMetricPathTheRulesMayNameIsWrittenByToJson) {
+  std::set<std::string> written;
+  PathLister root{"", &written};
+  const profile_train::analysis::Report report;
+  profile_train::report::detail::fields(root, report);
+  ASSERT_TRUE(written.count("gpu.memcpy.h2d.pageable_fraction"));
+  ASSERT_TRUE(written.count("source.exit_code")) << "run's keys";
+  std::vector<std::string> unknown;
+  for (const auto& m : profile_train::rules::metric_paths()) {
+    const std::string path(m.path);
+    if (path == "facts" || path.rfind("facts.", 0) == 0) continue;
+    if (!written.count(path)) unknown.push_back(path);
+  }
+  EXPECT_TRUE(unknown.empty()) << "metric paths to_json never writes: " << ::testing::PrintToString(unknown);
 }
 
 }  // namespace
