@@ -1,6 +1,7 @@
 // report.json <-> analysis::Report, both directions walking the one key declaration of report_fields.h.
 #include "profile_train/report/report_json.h"
 
+#include <cstdint>
 #include <string>
 #include <utility>
 
