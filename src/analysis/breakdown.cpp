@@ -21,11 +21,7 @@ namespace profile_train::analysis {
 using trace::Category;
 using trace::Event;
 
-const char* const kRoleNames[kNumRoles] = {"kernel",       "memcpy", "memset", "communication", "runtime",
-                                           "data_loading", "cpu",    "other"};
-
 namespace {
-enum Role { kKernel, kMemcpy, kMemset, kComm, kRuntime, kData, kCpu };
 
 bool is_cpu_collective(std::string_view n) {
   return n.substr(0, 5) == "gloo:" || n.substr(0, 5) == "nccl:";
@@ -34,7 +30,7 @@ bool is_cpu_collective(std::string_view n) {
 
 RoleRanges build_role_ranges(const trace::Trace& t, const TraceIndex& idx) {
   RoleRanges r;
-  Intervals raw[kNumRoles - 1];
+  RoleRanges raw;  // unmerged until the end
   std::unordered_map<trace::StringId, bool> comm_by_name;  // classify each kernel name once
   for (const Event& e : t.events) {
     if (e.dur_ns <= 0) continue;
@@ -43,29 +39,30 @@ RoleRanges build_role_ranges(const trace::Trace& t, const TraceIndex& idx) {
       case Category::kKernel: {
         auto it = comm_by_name.find(e.name);
         if (it == comm_by_name.end()) it = comm_by_name.emplace(e.name, is_communication_kernel(t.name(e))).first;
-        raw[it->second ? kComm : kKernel].push_back(iv);
+        raw[it->second ? Role::kCommunication : Role::kKernel].push_back(iv);
         break;
       }
-      case Category::kMemcpy: raw[kMemcpy].push_back(iv); break;
-      case Category::kMemset: raw[kMemset].push_back(iv); break;
+      case Category::kMemcpy: raw[Role::kMemcpy].push_back(iv); break;
+      case Category::kMemset: raw[Role::kMemset].push_back(iv); break;
       case Category::kRuntime:
       case Category::kDriver:
-        if (!e.is_gpu) raw[kRuntime].push_back(iv);
+        if (!e.is_gpu) raw[Role::kRuntime].push_back(iv);
         break;
       case Category::kCpuOp:
       case Category::kUserAnnotation: {
         if (e.is_gpu) break;
         const std::string& n = t.name(e);
         if (is_step_annotation(n)) break;
-        if (is_dataloader_annotation(n)) raw[kData].push_back(iv);
-        else if (!idx.has_gpu_activity && is_cpu_collective(n)) raw[kComm].push_back(iv);
-        else raw[kCpu].push_back(iv);
+        if (is_dataloader_annotation(n)) raw[Role::kDataLoading].push_back(iv);
+        else if (!idx.has_gpu_activity && is_cpu_collective(n)) raw[Role::kCommunication].push_back(iv);
+        else raw[Role::kCpu].push_back(iv);
         break;
       }
       default: break;
     }
   }
-  for (int i = 0; i < kNumRoles - 1; ++i) r.role[i] = merge_intervals(std::move(raw[i]));
+  for (Role role : kAllRoles)
+    if (role != Role::kOther) r[role] = merge_intervals(std::move(raw[role]));
   return r;
 }
 
@@ -74,12 +71,13 @@ StepBreakdown carve_step(const RoleRanges& roles, TimeNs start, TimeNs end) {
   if (end <= start) return b;
   b.total_ns = end - start;
   Intervals slots{{start, end}};
-  for (int i = 0; i < kNumRoles - 1; ++i) {
-    const Intervals got = intersect_intervals(slots, clip_intervals(roles.role[i], start, end));
-    b.role_ns[i] = total_length(got);
+  for (Role role : kAllRoles) {
+    if (role == Role::kOther) break;  // the last: what no other role covers
+    const Intervals got = intersect_intervals(slots, clip_intervals(roles[role], start, end));
+    b[role] = total_length(got);
     if (!got.empty()) slots = subtract_intervals(slots, got);
   }
-  b.role_ns[kNumRoles - 1] = total_length(slots);
+  b[Role::kOther] = total_length(slots);
   return b;
 }
 

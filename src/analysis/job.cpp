@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "profile_train/common/json_path.h"
+#include "profile_train/common/vocabulary.h"
 
 namespace profile_train::analysis {
 
@@ -47,8 +48,8 @@ Rank read_rank(const RankReport& rr, int64_t index) {
   const auto step = number_path(r, {"steps", "mean_ms"});
   if (!step || *step <= 0) return k;
   k.step = *step;
-  auto role = [&](const char* name) { return number_path(r, {"breakdown_ms", name}).value_or(0.0); };
-  k.input = role("data_loading");
+  auto role = [&](Role name) { return number_path(r, {"breakdown_ms", name_of(name)}).value_or(0.0); };
+  k.input = role(Role::kDataLoading);
   // Exposed communication: collectives not overlapped by compute (GPU), else CPU collectives (gloo).
   const auto exposed = number_path(r, {"communication", "exposed_fraction"});
   const json* measured = r.contains("communication") && r["communication"].is_object() &&
@@ -56,7 +57,7 @@ Rank read_rank(const RankReport& rr, int64_t index) {
                              ? &r["communication"]["measured"]
                              : nullptr;
   k.comm_measured = measured == nullptr || !measured->is_boolean() || measured->get<bool>();
-  k.comm = exposed ? *exposed * k.step : role("communication");
+  k.comm = exposed ? *exposed * k.step : role(Role::kCommunication);
   k.work = std::max(0.0, k.step - k.comm);
   k.compute = std::max(0.0, k.work - k.input);
   k.ok = true;

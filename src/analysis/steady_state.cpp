@@ -67,8 +67,6 @@ SteadyState steady_state(const std::vector<double>& dur_ms) {
   return st;
 }
 
-const char* const kPhaseNames[kNumPhases] = {"forward", "backward", "optimizer", "data_wait", "other"};
-
 bool has_phases(const LoopRanges& r) {
   return !r.forward.empty() || !r.backward.empty() || !r.optimizer.empty() || !r.autograd.empty();
 }
@@ -77,10 +75,10 @@ PhaseIndex phase_index(const LoopRanges& r) {
   PhaseIndex x;
   Intervals opt = r.optimizer;
   opt.insert(opt.end(), r.zero_grad.begin(), r.zero_grad.end());
-  x.ranges[2] = merge_intervals(std::move(opt));
-  x.ranges[1] = merge_intervals(r.backward.empty() ? r.autograd : r.backward);
-  x.ranges[0] = merge_intervals(r.forward);
-  x.ranges[3] = merge_intervals(r.fetch);
+  x[Phase::kOptimizer] = merge_intervals(std::move(opt));
+  x[Phase::kBackward] = merge_intervals(r.backward.empty() ? r.autograd : r.backward);
+  x[Phase::kForward] = merge_intervals(r.forward);
+  x[Phase::kDataWait] = merge_intervals(r.fetch);
   return x;
 }
 
@@ -91,15 +89,15 @@ PhaseSplit phase_split(const PhaseIndex& x, TimeNs start, TimeNs end) {
   // Carving order: a range nested in an earlier phase (a backward inside an optimizer's closure) is that phase's.
   Intervals claimed;
   TimeNs used = 0;
-  for (int phase : {2, 1, 0, 3}) {
-    const Intervals mine = subtract_intervals(clip_intervals(x.ranges[phase], start, end), claimed);
-    p.phase_ns[phase] = total_length(mine);
-    used += p.phase_ns[phase];
+  for (Phase phase : {Phase::kOptimizer, Phase::kBackward, Phase::kForward, Phase::kDataWait}) {
+    const Intervals mine = subtract_intervals(clip_intervals(x[phase], start, end), claimed);
+    p[phase] = total_length(mine);
+    used += p[phase];
     Intervals both = claimed;
     both.insert(both.end(), mine.begin(), mine.end());
     claimed = merge_intervals(std::move(both));
   }
-  p.phase_ns[4] = p.total_ns - used;
+  p[Phase::kOther] = p.total_ns - used;
   return p;
 }
 

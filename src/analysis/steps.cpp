@@ -372,8 +372,8 @@ std::vector<size_t> bounded_step_selection(const std::vector<double>& dur_ms, si
   return {pick.begin(), pick.end()};
 }
 
-nlohmann::json step_histogram(const std::vector<double>& dur_ms, size_t bins) {
-  if (dur_ms.empty() || bins == 0) return nullptr;
+std::optional<StepHistogram> step_histogram(const std::vector<double>& dur_ms, size_t bins) {
+  if (dur_ms.empty() || bins == 0) return std::nullopt;
   const auto [lo, hi] = std::minmax_element(dur_ms.begin(), dur_ms.end());
   const double width = (*hi - *lo) / static_cast<double>(bins);
   std::vector<int64_t> counts(bins, 0);
@@ -383,7 +383,7 @@ nlohmann::json step_histogram(const std::vector<double>& dur_ms, size_t bins) {
   }
   // Same 1e-6 rounding as the rest of the report.
   auto r6 = [](double x) { return std::isfinite(x) ? std::round(x * 1e6) / 1e6 : 0.0; };
-  return {{"min_ms", r6(*lo)}, {"max_ms", r6(*hi)}, {"bin_width_ms", r6(width)}, {"counts", counts}};
+  return StepHistogram{r6(*lo), r6(*hi), r6(width), std::move(counts)};
 }
 
 }  // namespace profile_train::analysis

@@ -1,15 +1,18 @@
 // report.json's steps, breakdown, breakdown_ms and phases sections (private to the analysis component).
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <optional>
 
 #include "profile_train/analysis/analyze.h"
 #include "profile_train/analysis/analyzers.h"
+#include "profile_train/analysis/report.h"
 
 namespace profile_train::analysis {
 
 struct StepsSection {
-  nlohmann::json steps, breakdown, breakdown_ms, phases;
+  Steps steps;
+  RoleValues breakdown, breakdown_ms;
+  std::optional<Phases> phases;
   std::vector<Step> steady;  // the steady-state steps: the windows every other section is computed over
   // Backward ranges per optimizer-bounded step (median), when the steps are optimizer-bounded, hold backward
   // ranges and one optimizer step each; 0 otherwise.

@@ -39,16 +39,7 @@
 
 namespace profile_train::analysis {
 
-using nlohmann::json;
-
 namespace {
-
-double val(const json& j, std::initializer_list<std::string_view> path) { return number_path(j, path).value_or(0.0); }
-
-std::string str(const json& j, std::initializer_list<std::string_view> path) {
-  return string_path(j, path).value_or(std::string());
-}
-bool flag(const json& j, std::initializer_list<std::string_view> path) { return bool_path(j, path).value_or(false); }
 
 std::string pct(double f) {
   char buf[32];
@@ -62,7 +53,7 @@ std::string fmt(double v, const char* f = "%.1f") {
 }
 
 struct Candidate {
-  const char* cls;
+  Bottleneck cls;
   double score;
   double threshold;
 };
@@ -70,142 +61,146 @@ struct Candidate {
 // Two causes closer than this (share of the step) are a close call: named both, decided by the rules above.
 constexpr double kCloseMargin = 0.10;
 
-std::string label(const std::string& cls) {
-  if (cls == "input_pipeline") return "input pipeline";
-  if (cls == "host_to_device") return "host-to-device copies";
-  if (cls == "cpu_overhead") return "CPU overhead";
-  if (cls == "cpu_only") return "CPU compute";
-  if (cls == "gpu_compute") return "GPU compute";
-  if (cls == "gpu_memory") return "GPU memory";
-  return cls;
+std::string label(Bottleneck cls) {
+  switch (cls) {
+    case Bottleneck::kInputPipeline: return "input pipeline";
+    case Bottleneck::kHostToDevice: return "host-to-device copies";
+    case Bottleneck::kCpuOverhead: return "CPU overhead";
+    case Bottleneck::kCpuOnly: return "CPU compute";
+    case Bottleneck::kGpuCompute: return "GPU compute";
+    case Bottleneck::kGpuMemory: return "GPU memory";
+    default: return std::string(name_of(cls));
+  }
 }
 
 }  // namespace
 
-json decide_verdict(const json& r) {
-  json v = {{"bottleneck", "unknown"}, {"confidence", 0.0}, {"summary", ""}, {"evidence", json::array()},
-            {"runner_up", nullptr}, {"close", false}};
-  auto& ev = v["evidence"];
-  const double steps = val(r, {"steps", "count"});
-  const double mean_ms = val(r, {"steps", "mean_ms"});
-  const std::string step_src = str(r, {"source", "step_detection"});
-  const bool has_gpu = flag(r, {"source", "has_gpu_activity"});
+Verdict decide_verdict(const Report& r) {
+  using B = Bottleneck;
+  Verdict v;  // unknown, confidence 0, until decided below
+  auto& ev = v.evidence;
+  const double steps = static_cast<double>(r.steps.count);
+  const double mean_ms = r.steps.mean_ms.value_or(0.0);
+  const std::string& step_src = r.source.step_detection;
+  const bool has_gpu = r.source.has_gpu_activity;
   // Phase ranges (forward/backward/optimizer) of a native capture stand for the CPU work inside them.
-  const bool has_cpu_ops = flag(r, {"source", "has_cpu_ops"}) || flag(r, {"source", "has_phase_ranges"});
+  const bool has_cpu_ops = r.source.has_cpu_ops || r.source.has_phase_ranges;
+  const auto share = [&](Role role) { return r.breakdown.value_or_zero(role); };
 
   double penalty = 0.0;
   if (step_src == "whole_trace") penalty += 0.15;
   else if (step_src != "profiler_step" && step_src != "nvtx_step" && step_src != "optimizer_annotation") penalty += 0.05;
-  const double total = val(r, {"data_quality", "events_total"});
-  const double bad = val(r, {"data_quality", "malformed_events"}) + val(r, {"data_quality", "clock_anomalies"});
+  const double total = static_cast<double>(r.data_quality.events_total);
+  const double bad = static_cast<double>(r.data_quality.malformed_events + r.data_quality.clock_anomalies);
   if (total > 0 && bad / total > 0.01) penalty += 0.1;
 
   if (steps <= 0 || mean_ms <= 0) {
-    const double imported = val(r, {"data_quality", "events_imported"});
-    const double malformed = val(r, {"data_quality", "malformed_events"});
+    const double imported = static_cast<double>(r.data_quality.events_imported);
+    const double malformed = static_cast<double>(r.data_quality.malformed_events);
     if (imported <= 0 && malformed > 0) {
-      v["summary"] = "Cannot tell: every event of the trace is malformed (" + fmt(malformed, "%.0f") +
+      v.summary = "Cannot tell: every event of the trace is malformed (" + fmt(malformed, "%.0f") +
                      " malformed, none imported); nothing can be diagnosed from it.";
       ev.push_back("malformed events: " + fmt(malformed, "%.0f") + " of " + fmt(std::max(total, malformed), "%.0f"));
     } else {
-      v["summary"] = "Cannot tell: the trace has no events to form a step window.";
+      v.summary = "Cannot tell: the trace has no events to form a step window.";
     }
     ev.push_back("step windows: 0");
     return v;
   }
-  const double steady = r.contains("steps") && r["steps"].contains("steady_state") ? val(r, {"steps", "steady_state", "count"}) : steps;
+  const double steady = static_cast<double>(r.steps.steady_state.count);
   const std::string step_ev = "mean step " + fmt(mean_ms, "%.2f") + " ms over " +
                               (steady < steps ? fmt(steady, "%.0f") + " steady-state of " : std::string()) +
                               fmt(steps, "%.0f") + " step(s) (" + step_src + ")";
-  const double dl = val(r, {"breakdown", "data_loading"});
-  const double cpu = val(r, {"breakdown", "cpu"});
-  const double rt = val(r, {"breakdown", "runtime"});
+  const double dl = share(Role::kDataLoading);
+  const double cpu = share(Role::kCpu);
+  const double rt = share(Role::kRuntime);
 
   std::string context_ev;  // a general line appended after the class-specific evidence
   // The second most likely cause, when there is one: named always, called close within kCloseMargin.
   std::optional<Candidate> runner_up;
   double best_score = -1;
-  auto finish = [&](const char* cls, double conf, std::string summary) {
+  auto finish = [&](Bottleneck cls, double conf, std::string summary) {
     if (!context_ev.empty()) ev.push_back(context_ev);
-    v["bottleneck"] = cls;
+    v.bottleneck = cls;
     if (runner_up && best_score >= 0) {
       const bool close = std::abs(best_score - runner_up->score) < kCloseMargin;
-      v["runner_up"] = {{"bottleneck", runner_up->cls}, {"score", std::round(runner_up->score * 1e6) / 1e6}};
-      v["close"] = close;
+      v.runner_up = RunnerUp{runner_up->cls, std::round(runner_up->score * 1e6) / 1e6};
+      v.close = close;
       if (close) {
         conf -= 0.15;
         summary += " Close call: " + label(cls) + " " + pct(best_score) + " vs " + label(runner_up->cls) + " " +
                    pct(runner_up->score) + " of the step.";
       }
     }
-    v["confidence"] = std::round(std::clamp(conf - penalty, 0.1, 0.95) * 100.0) / 100.0;
-    v["summary"] = std::move(summary);
+    v.confidence = std::round(std::clamp(conf - penalty, 0.1, 0.95) * 100.0) / 100.0;
+    v.summary = std::move(summary);
     ev.push_back(step_ev);
     return v;
   };
 
   if (!has_gpu) {
-    const std::string cap = str(r, {"source", "gpu_capture_status"});
-    const bool gpu_job = flag(r, {"facts", "gpu", "used"}) || str(r, {"source", "distributed", "backend"}) == "nccl" ||
-                         val(r, {"breakdown", "runtime"}) > 0;
+    const std::string cap = r.source.gpu_capture_status.value_or("");
+    // facts stay JSON (report.h): facts.gpu.used is read by path.
+    const bool gpu_job = bool_path(r.facts, {"gpu", "used"}).value_or(false) ||
+                         (r.source.distributed && r.source.distributed->backend == "nccl") || rt > 0;
     ev.push_back("no GPU activity in the trace");
     if (dl >= 0.30 && dl >= cpu - kCloseMargin) {
-      runner_up = Candidate{"cpu_only", cpu, 0.0};
+      runner_up = Candidate{B::kCpuOnly, cpu, 0.0};
       best_score = dl;
       ev.push_back("data loading " + pct(dl) + " of the step, CPU compute " + pct(cpu));
-      return finish("input_pipeline", 0.55 + 0.4 * std::min(1.0, (dl - 0.3) / 0.3),
+      return finish(B::kInputPipeline, 0.55 + 0.4 * std::min(1.0, (dl - 0.3) / 0.3),
                     "Input pipeline: " + pct(dl) + " of each step waits on the DataLoader.");
     }
     if (!cap.empty()) ev.push_back("GPU capture: " + cap);
     if (gpu_job) {
       ev.push_back("the job used the GPU (CUDA/NCCL calls or operators) but no GPU work was recorded");
-      v["summary"] = "Cannot tell: the trace has no GPU activity although the job used the GPU (trimmed trace or "
+      v.summary = "Cannot tell: the trace has no GPU activity although the job used the GPU (trimmed trace or "
                      "failed GPU capture).";
       ev.push_back(step_ev);
       return v;
     }
-    const double ccomm = val(r, {"breakdown", "communication"});
+    const double ccomm = share(Role::kCommunication);
     if (ccomm >= 0.30 && ccomm >= cpu) {
       ev.push_back("CPU collectives (gloo) " + pct(ccomm) + " of the step, CPU compute " + pct(cpu));
-      return finish("communication", 0.5 + 0.4 * std::min(1.0, (ccomm - 0.3) / 0.3),
+      return finish(B::kCommunication, 0.5 + 0.4 * std::min(1.0, (ccomm - 0.3) / 0.3),
                     "Communication: " + pct(ccomm) + " of each step is spent in CPU collectives.");
     }
     if (!has_cpu_ops || cpu + dl + ccomm < 0.05) {
-      v["summary"] = "Cannot tell: the trace has neither GPU activity nor CPU operators (trimmed trace?).";
+      v.summary = "Cannot tell: the trace has neither GPU activity nor CPU operators (trimmed trace?).";
       ev.push_back("CPU operators cover " + pct(cpu) + " of the window");
       ev.push_back(step_ev);
       return v;
     }
-    const bool comm_measured = bool_path(r, {"communication", "measured"}).value_or(true) || ccomm > 0;
+    const bool comm_measured = r.communication.measured || ccomm > 0;
     ev.push_back("CPU operators " + pct(cpu) + ", data loading " + pct(dl) +
                  (comm_measured ? ", communication " + pct(ccomm) + " of the step" : " of the step (communication not measured)"));
     if (dl > 0) {
-      runner_up = Candidate{"input_pipeline", dl, 0.30};
+      runner_up = Candidate{B::kInputPipeline, dl, 0.30};
       best_score = cpu;
     }
-    return finish("cpu_only", 0.6 + 0.3 * std::min(1.0, cpu),
+    return finish(B::kCpuOnly, 0.6 + 0.3 * std::min(1.0, cpu),
                   "CPU only: no GPU was used; the step is " + pct(cpu) + " CPU compute.");
   }
 
   // GPU activity present.
-  const double memcpy = val(r, {"breakdown", "memcpy"});
-  const double h2d_t = val(r, {"gpu", "memcpy", "h2d", "time_ms_per_step"});
-  const double d2h_t = val(r, {"gpu", "memcpy", "d2h", "time_ms_per_step"});
-  const double d2d_t = val(r, {"gpu", "memcpy", "d2d", "time_ms_per_step"});
+  const double memcpy = share(Role::kMemcpy);
+  const auto& copies = r.gpu.memcpy;
+  const double h2d_t = copies ? copies->h2d.time_ms_per_step : 0.0;
+  const double d2h_t = copies ? copies->d2h.time_ms_per_step : 0.0;
+  const double d2d_t = copies ? copies->d2d.time_ms_per_step : 0.0;
   const double copy_t = h2d_t + d2h_t + d2d_t;
   const double h2d = copy_t > 0 ? memcpy * h2d_t / copy_t : 0.0;
-  const double sync_f = val(r, {"host", "sync", "fraction"});
-  const double idle_f = val(r, {"gpu", "idle", "fraction"});
-  const double comm = val(r, {"communication", "exposed_fraction"});
-  const double util = val(r, {"gpu", "utilization"});
-  const double busy = val(r, {"breakdown", "kernel"}) + memcpy + val(r, {"breakdown", "memset"}) +
-                      val(r, {"breakdown", "communication"});
+  const double sync_f = r.host.sync.fraction.value_or(0.0);
+  const double idle_f = r.gpu.idle ? r.gpu.idle->fraction : 0.0;
+  const double comm = r.communication.exposed_fraction.value_or(0.0);
+  const double util = r.gpu.utilization.value_or(0.0);
+  const double busy = share(Role::kKernel) + memcpy + share(Role::kMemset) + share(Role::kCommunication);
 
-  std::vector<Candidate> c = {{"input_pipeline", dl, 0.15},
-                              {"host_to_device", h2d, 0.15},
-                              {"synchronization", std::min(sync_f, idle_f), 0.15},
-                              {"communication", comm, 0.15},
-                              {"cpu_overhead", rt + cpu, 0.30}};
+  std::vector<Candidate> c = {{B::kInputPipeline, dl, 0.15},
+                              {B::kHostToDevice, h2d, 0.15},
+                              {B::kSynchronization, std::min(sync_f, idle_f), 0.15},
+                              {B::kCommunication, comm, 0.15},
+                              {B::kCpuOverhead, rt + cpu, 0.30}};
   context_ev = "GPU kernel utilization " + pct(util) + ", GPU busy (kernel+copy+comm) " + pct(busy) +
                ", idle " + pct(idle_f);
   const Candidate* best = nullptr;
@@ -216,26 +211,26 @@ json decide_verdict(const json& r) {
     else if (runner == nullptr || k.score > runner->score) runner = &k;
   }
   auto stall_evidence = [&](const Candidate& k) {
-    const std::string cls = k.cls;
-    if (cls == "input_pipeline")
+    const Bottleneck cls = k.cls;
+    if (cls == B::kInputPipeline)
       ev.push_back("data loading " + pct(dl) + " of the step (" + fmt(dl * mean_ms) + " ms) while the GPU waits");
-    else if (cls == "host_to_device")
+    else if (cls == B::kHostToDevice)
       ev.push_back("host-to-device copies not overlapped by kernels: " + pct(h2d) + " of the step (" +
                    fmt(h2d_t, "%.2f") + " ms copy time per step)");
-    else if (cls == "synchronization")
+    else if (cls == B::kSynchronization)
       ev.push_back("host blocked in synchronizing calls " + pct(sync_f) + " of the step, " +
-                   fmt(val(r, {"host", "sync", "count_per_step"})) + " calls per step");
-    else if (cls == "communication")
+                   fmt(r.host.sync.count_per_step.value_or(0.0)) + " calls per step");
+    else if (cls == B::kCommunication)
       ev.push_back("communication not overlapped by compute: " + pct(comm) + " of the step");
-    else if (cls == "cpu_overhead")
+    else if (cls == B::kCpuOverhead)
       ev.push_back("CPU work with the GPU idle: runtime API " + pct(rt) + " + CPU ops " + pct(cpu) +
-                   " of the step; " + fmt(val(r, {"host", "launches_per_step"}), "%.0f") + " launches per step");
+                   " of the step; " + fmt(r.host.launches_per_step.value_or(0.0), "%.0f") + " launches per step");
   };
-  auto summary_for = [&](const std::string& cls, double score) {
-    if (cls == "input_pipeline") return "Input pipeline: " + pct(score) + " of each step waits on the DataLoader.";
-    if (cls == "host_to_device") return "Host-to-device copies: " + pct(score) + " of each step is spent copying inputs.";
-    if (cls == "synchronization") return "Synchronization: the host blocks on the GPU for " + pct(score) + " of each step.";
-    if (cls == "communication") return "Communication: " + pct(score) + " of each step is exposed collective time.";
+  auto summary_for = [&](Bottleneck cls, double score) {
+    if (cls == B::kInputPipeline) return "Input pipeline: " + pct(score) + " of each step waits on the DataLoader.";
+    if (cls == B::kHostToDevice) return "Host-to-device copies: " + pct(score) + " of each step is spent copying inputs.";
+    if (cls == B::kSynchronization) return "Synchronization: the host blocks on the GPU for " + pct(score) + " of each step.";
+    if (cls == B::kCommunication) return "Communication: " + pct(score) + " of each step is exposed collective time.";
     return "CPU overhead: the GPU idles while the host runs Python/operators/launches (" + pct(score) + " of the step).";
   };
   if (best != nullptr) {
@@ -251,17 +246,15 @@ json decide_verdict(const json& r) {
     return finish(best->cls, conf, summary_for(best->cls, best->score));
   }
   if (busy >= 0.5) {
-    const auto peak = number_path(r, {"gpu", "memory", "peak_fraction"});
+    const auto peak = r.gpu.memory.peak_fraction;
     if (peak && *peak >= 0.9) {
       ev.push_back("peak GPU memory " + pct(*peak) + " of the device");
-      return finish("gpu_memory", 0.6 + 0.3 * std::min(1.0, (*peak - 0.9) / 0.1),
+      return finish(B::kGpuMemory, 0.6 + 0.3 * std::min(1.0, (*peak - 0.9) / 0.1),
                     "GPU memory: the GPU is busy " + pct(busy) + " of the step and memory is " + pct(*peak) + " full.");
     }
-    ev.push_back("largest stall: " + std::string(std::max_element(c.begin(), c.end(), [](auto& a, auto& b) {
-                                                   return a.score < b.score;
-                                                 })->cls) +
-                 " at " + pct(std::max_element(c.begin(), c.end(), [](auto& a, auto& b) { return a.score < b.score; })->score));
-    return finish("gpu_compute", 0.5 + std::min(0.4, busy - 0.5),
+    const auto largest = std::max_element(c.begin(), c.end(), [](auto& a, auto& b) { return a.score < b.score; });
+    ev.push_back("largest stall: " + std::string(name_of(largest->cls)) + " at " + pct(largest->score));
+    return finish(B::kGpuCompute, 0.5 + std::min(0.4, busy - 0.5),
                   "GPU compute: kernels keep the GPU busy " + pct(busy) + " of the step; no stall dominates.");
   }
   const auto top = std::max_element(c.begin(), c.end(), [](auto& a, auto& b) { return a.score < b.score; });
@@ -269,12 +262,12 @@ json decide_verdict(const json& r) {
     stall_evidence(*top);
     return finish(top->cls, 0.4 + top->score, summary_for(top->cls, top->score));
   }
-  const double hw = val(r, {"gpu", "idle", "host_wait"});
+  const double hw = r.gpu.idle ? r.gpu.idle->host_wait.value_or(0.0) : 0.0;
   if (idle_f >= 0.5 && hw >= 0.5) {
     ev.push_back("GPU idle " + pct(idle_f) + " of the step, " + pct(hw) + " of it waiting for the host to launch");
-    return finish("cpu_overhead", 0.45, summary_for("cpu_overhead", idle_f * hw));
+    return finish(B::kCpuOverhead, 0.45, summary_for(B::kCpuOverhead, idle_f * hw));
   }
-  v["summary"] = "Cannot tell: the GPU is busy only " + pct(busy) + " of the step and no stall explains the rest.";
+  v.summary = "Cannot tell: the GPU is busy only " + pct(busy) + " of the step and no stall explains the rest.";
   ev.push_back(context_ev);
   ev.push_back(step_ev);
   return v;

@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "profile_train/analysis/analyze.h"
-#include "profile_train/common/atomic_file.h"
 #include "profile_train/common/status.h"
 #include "profile_train/common/terminal.h"
 #include "profile_train/common/utf8.h"
+#include "profile_train/report/report_json.h"
 #include "profile_train/report/writers.h"
 #include "profile_train/rules/engine.h"
 
@@ -73,16 +73,6 @@ Status check_writable_dir(const fs::path& dir) {
   fs::remove(probe, ec);
   if (!wrote) return IoError(dir.string() + ": cannot write in the output folder: " + std::strerror(err));
   return Status::Ok();
-}
-
-Status write_report_json(const fs::path& path, nlohmann::json& report) {
-  if (const size_t repaired = repair_utf8(report); repaired > 0 && report.is_object()) {
-    auto& notes = report["data_quality"]["notes"];
-    if (!notes.is_array()) notes = nlohmann::json::array();
-    notes.push_back(std::to_string(repaired) + " string(s) (file names, command arguments or trace names) were not "
-                    "valid UTF-8; the invalid bytes were replaced with U+FFFD");
-  }
-  return write_file_atomic(path, report.dump(2) + "\n");
 }
 
 Status check_perfetto_path(const OutputOptions& options, const std::vector<fs::path>& inputs) {
@@ -144,7 +134,13 @@ int report_trace(const trace::Trace& trace, const OutputOptions& options, nlohma
   if (wants(options, "text") && !options.quiet) {
     report::TextOptions text;
     text.color = use_color(1);
-    report::write_text_summary(report, std::cout, text);
+    // The typed report of what was written: the rules' parts and the UTF-8 repair included.
+    auto typed = report::report_from_json(report);
+    if (!typed.ok()) {
+      print_error(Internal("the report does not read back: " + typed.status().message()));
+      return kExitFailure;
+    }
+    report::write_text_summary(*typed, std::cout, text);
     for (const auto& p : written) std::cout << "Wrote " << terminal_safe(p.string()) << "\n";
     std::cout.flush();
   }

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "profile_train/common/status.h"
+#include "profile_train/report/report_json.h"
 #include "profile_train/trace/model.h"
 
 namespace profile_train::cli {
@@ -37,10 +38,8 @@ int report_trace(const trace::Trace& trace, const OutputOptions& options, nlohma
 // reason, e.g. "No space left on device", if not).
 Status check_writable_dir(const std::filesystem::path& dir);
 
-// Writes `report` as report.json at `path` (temporary file + rename). Strings that are not valid UTF-8
-// (file names, command arguments, trace names) are repaired first, in `report` too, with U+FFFD, and
-// data_quality.notes says how many were.
-Status write_report_json(const std::filesystem::path& path, nlohmann::json& report);
+// report.json's writer (report/report_json.h), for the commands that write one.
+using report::write_report_json;
 
 // Refuses (InvalidArgument, exit 2) a --perfetto file that would overwrite one of `inputs` or the
 // report.json / report.html of out_dir. Paths are compared after resolving symlinks and `..`.

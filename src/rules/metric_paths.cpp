@@ -180,9 +180,9 @@ Table build_table() {
     all.emplace_back("breakdown." + std::string(key), T::kNumber);
     all.emplace_back("breakdown_ms." + std::string(key), T::kNumber);
   }
-  for (const char* key : {"forward", "backward", "optimizer", "data_wait", "other"}) {
-    all.emplace_back(std::string("phases.ms_per_step.") + key, T::kNumber);
-    all.emplace_back(std::string("phases.fraction.") + key, T::kNumber);
+  for (std::string_view key : kPhaseNames) {
+    all.emplace_back("phases.ms_per_step." + std::string(key), T::kNumber);
+    all.emplace_back("phases.fraction." + std::string(key), T::kNumber);
   }
   for (const char* key : kIdleActivityKeys) all.emplace_back(std::string("host.idle_activity.") + key, T::kNumber);
   for (const char* kind : {"fp32", "conv", "idle", "h2d"}) {  // the operator carrying most of each kind of time

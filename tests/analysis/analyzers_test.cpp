@@ -91,14 +91,14 @@ TEST(Breakdown, PriorityCarvingExact) {
   const auto roles = build_role_ranges(t, idx);
   const auto b = carve_step(roles, si.steps[0].start, si.steps[0].end);
   EXPECT_EQ(b.total_ns, ns(100));
-  EXPECT_EQ(b.role_ns[0], ns(30));  // kernel
-  EXPECT_EQ(b.role_ns[1], ns(10));  // memcpy
-  EXPECT_EQ(b.role_ns[2], 0);       // memset
-  EXPECT_EQ(b.role_ns[3], 0);       // communication
-  EXPECT_EQ(b.role_ns[4], ns(10));  // runtime
-  EXPECT_EQ(b.role_ns[5], ns(30));  // data loading
-  EXPECT_EQ(b.role_ns[6], ns(10));  // cpu
-  EXPECT_EQ(b.role_ns[7], ns(10));  // other
+  EXPECT_EQ(b[Role::kKernel], ns(30));
+  EXPECT_EQ(b[Role::kMemcpy], ns(10));
+  EXPECT_EQ(b[Role::kMemset], 0);
+  EXPECT_EQ(b[Role::kCommunication], 0);
+  EXPECT_EQ(b[Role::kRuntime], ns(10));
+  EXPECT_EQ(b[Role::kDataLoading], ns(30));
+  EXPECT_EQ(b[Role::kCpu], ns(10));
+  EXPECT_EQ(b[Role::kOther], ns(10));
 
   const auto r = build_report(t);
   EXPECT_DOUBLE_EQ(r["breakdown"]["kernel"].get<double>(), 0.3);
@@ -367,11 +367,12 @@ TEST(Steps, BoundedSelectionKeepsFirstLastAndSlowest) {
   EXPECT_EQ(kept, (std::vector<size_t>{0, 1, 500, 700, 998, 999}));
   EXPECT_EQ(bounded_step_selection(std::vector<double>(6, 1.0), 2).size(), 6u);  // <= 3 x keep: every step
   const auto h = step_histogram(d, 4);
-  EXPECT_EQ(h["counts"], nlohmann::json({998, 0, 0, 2}));
-  EXPECT_DOUBLE_EQ(h["min_ms"].get<double>(), 1.0);
-  EXPECT_DOUBLE_EQ(h["max_ms"].get<double>(), 9.0);
-  EXPECT_EQ(step_histogram(std::vector<double>(3, 2.0), 4)["counts"], nlohmann::json({3, 0, 0, 0}));
-  EXPECT_TRUE(step_histogram({}, 4).is_null());
+  ASSERT_TRUE(h.has_value());
+  EXPECT_EQ(h->counts, (std::vector<int64_t>{998, 0, 0, 2}));
+  EXPECT_DOUBLE_EQ(h->min_ms, 1.0);
+  EXPECT_DOUBLE_EQ(h->max_ms, 9.0);
+  EXPECT_EQ(step_histogram(std::vector<double>(3, 2.0), 4)->counts, (std::vector<int64_t>{3, 0, 0, 0}));
+  EXPECT_FALSE(step_histogram({}, 4).has_value());
 }
 
 TEST(GpuMetrics, MemoryDeltasThatOverflowGiveAnUnknownPeakNotUndefinedBehaviour) {

@@ -304,7 +304,8 @@ TEST(Phases, SplitSumsToTheStepAndFollowsTheRanges) {
   EXPECT_NEAR(p["backward"].get<double>(), 0.600, 1e-6);
   EXPECT_NEAR(p["optimizer"].get<double>(), 0.220, 1e-6);  // step + zero_grad
   double sum = 0, frac = 0;
-  for (const char* k : analysis::kPhaseNames) {
+  for (std::string_view name : kPhaseNames) {
+    const std::string k(name);
     sum += p[k].get<double>();
     frac += r["phases"]["fraction"][k].get<double>();
   }
@@ -313,7 +314,7 @@ TEST(Phases, SplitSumsToTheStepAndFollowsTheRanges) {
   EXPECT_EQ(r["phases"]["backward_from"], "## backward ##");
   for (const auto& s : r["steps"]["per_step"]) {
     double ps = 0;
-    for (const char* k : analysis::kPhaseNames) ps += s["phases_ms"][k].get<double>();
+    for (std::string_view k : kPhaseNames) ps += s["phases_ms"][std::string(k)].get<double>();
     EXPECT_NEAR(ps, s["duration_ms"].get<double>(), 1e-5);
   }
 }

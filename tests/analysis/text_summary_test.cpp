@@ -11,16 +11,28 @@
 namespace profile_train::analysis {
 namespace {
 
+Recommendation rec(const char* id, const char* title, const char* group, const char* level, double speedup,
+                   const char* evidence, const char* check_note = nullptr) {
+  Recommendation r;
+  r.id = id;
+  r.title = title;
+  r.group = group;
+  r.evidence_level = level;
+  r.estimated_speedup_max = speedup;
+  r.evidence = {evidence};
+  if (check_note) r.check_note = check_note;
+  return r;
+}
+
 TEST(TextSummary, VerdictFirstAndColorOnlyWhenAsked) {
-  auto r = build_report(testing::TraceBuilder()
+  auto r = build_typed_report(testing::TraceBuilder()
                             .device(0)
                             .annotation("ProfilerStep#1", 0, 100)
                             .annotation("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 0, 40)
                             .runtime("cudaLaunchKernel", 40, 1, 1)
                             .kernel("volta_sgemm_128x64_nn", 41, 59, 1)
                             .build());
-  r["recommendations"] = nlohmann::json::array({{{"id", "dataloader-workers"}, {"title", "Use workers"}, {"tier", 1},
-                                                 {"estimated_speedup_max", 1.67}, {"evidence", {"data loading 40%"}}}});
+  r.recommendations = {rec("dataloader-workers", "Use workers", "primary", "measured", 1.67, "data loading 40%")};
   std::ostringstream plain, color;
   report::write_text_summary(r, plain, {});
   report::write_text_summary(r, color, {.color = true});
@@ -35,27 +47,20 @@ TEST(TextSummary, VerdictFirstAndColorOnlyWhenAsked) {
 
 // The plan comes right under the verdict; minor fixes fold into one line and notes follow; checks say so.
 TEST(TextSummary, PlanFirstThenRecommendationsWithMinorFoldedAndNotesLast) {
-  auto r = build_report(testing::TraceBuilder()
+  auto r = build_typed_report(testing::TraceBuilder()
                             .device(0)
                             .annotation("ProfilerStep#1", 0, 100)
                             .runtime("cudaLaunchKernel", 1, 1, 1)
                             .kernel("volta_sgemm_128x64_nn", 2, 95, 1)
                             .build());
-  using nlohmann::json;
-  r["recommendations"] = json::array(
-      {{{"id", "amp"}, {"title", "Use AMP"}, {"group", "primary"}, {"evidence_level", "measured"},
-        {"estimated_speedup_max", 2.5}, {"evidence", {"FP32 GEMMs 95%"}}},
-       {{"id", "cudnn-benchmark"}, {"title", "Benchmark"}, {"group", "primary"}, {"evidence_level", "check"},
-        {"check_note", "flag not recorded"}, {"estimated_speedup_max", 1.1}, {"evidence", {"convs"}}},
-       {{"id", "pin-memory"}, {"title", "Pin"}, {"group", "minor"}, {"evidence_level", "measured"},
-        {"estimated_speedup_max", 1.01}, {"evidence", {"copies"}}},
-       {{"id", "ddp"}, {"title", "DDP"}, {"group", "note"}, {"evidence_level", "note"},
-        {"check_note", "GPUs in the device list"}, {"estimated_speedup_max", 4.0}, {"evidence", {"4 GPUs"}}}});
-  r["plan"] = {{"bottleneck", "gpu_compute"},
-               {"steps", json::array({{{"id", "amp"}, {"title", "Use AMP"}, {"speedup_max_alone", 2.5},
-                                        {"cumulative_speedup_max", 2.5}}})},
-               {"combined_speedup_max", 2.5},
-               {"no_fix_reason", nullptr}};
+  r.recommendations = {rec("amp", "Use AMP", "primary", "measured", 2.5, "FP32 GEMMs 95%"),
+                       rec("cudnn-benchmark", "Benchmark", "primary", "check", 1.1, "convs", "flag not recorded"),
+                       rec("pin-memory", "Pin", "minor", "measured", 1.01, "copies"),
+                       rec("ddp", "DDP", "note", "note", 4.0, "4 GPUs", "GPUs in the device list")};
+  Plan& fixes = r.plan.emplace();
+  fixes.bottleneck = Bottleneck::kGpuCompute;
+  fixes.steps = {PlanStep{"amp", "Use AMP", 0.6, 0.6, 2.5, 2.5}};
+  fixes.combined_speedup_max = 2.5;
   std::ostringstream out;
   report::write_text_summary(r, out, {});
   const std::string p = out.str();
@@ -70,8 +75,8 @@ TEST(TextSummary, PlanFirstThenRecommendationsWithMinorFoldedAndNotesLast) {
   EXPECT_EQ(p.find("3. [pin-memory]"), std::string::npos) << "minor fixes are not numbered with the others";
   EXPECT_GT(p.find("note [ddp] GPUs in the device list"), p.find("minor (each")) << p;
   // No catalogued fix: the reason is printed instead of a plan.
-  r["plan"]["steps"] = json::array();
-  r["plan"]["no_fix_reason"] = "No catalogued fix addresses gpu_compute";
+  fixes.steps.clear();
+  fixes.no_fix_reason = "No catalogued fix addresses gpu_compute";
   std::ostringstream none;
   report::write_text_summary(r, none, {});
   EXPECT_NE(none.str().find("No fix for the bottleneck: No catalogued fix addresses gpu_compute"), std::string::npos)

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "profile_train/analysis/report.h"
 #include "profile_train/trace/model.h"
 
 namespace profile_train::analysis {
@@ -22,8 +23,11 @@ struct AnalysisOptions {
   bool all_steps = false;  // every step in steps.per_step (`--all-steps`)
 };
 
-// Builds the report for one trace. `recommendations` is left an empty array (the rules engine fills it).
-// Deterministic: the same trace gives byte-identical JSON.
+// Builds the report for one trace: every section but `recommendations` (empty) and `plan` (unset), which the
+// rules engine fills. Deterministic: the same trace gives the same report.
+Report build_typed_report(const trace::Trace& trace, const AnalysisOptions& options = {});
+
+// The same as report.json's JSON (report::to_json of the above): what the rules evaluate over.
 nlohmann::json build_report(const trace::Trace& trace, const AnalysisOptions& options = {});
 
 }  // namespace profile_train::analysis

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "profile_train/analysis/report.h"
 #include "profile_train/trace/model.h"
 
 namespace profile_train::analysis {
@@ -159,18 +160,21 @@ SteadyState steady_state(const std::vector<double>& dur_ms);
 // ---- Phases (forward / backward / optimizer / data wait) ---------------------------------------------------
 // Host time of a step on the training thread, carved in the order optimizer (Optimizer.step and zero_grad),
 // backward, forward, data_wait (DataLoader fetches); `other` is the rest of the step window. Sums to the window.
-inline constexpr int kNumPhases = 5;
-extern const char* const kPhaseNames[kNumPhases];  // forward, backward, optimizer, data_wait, other
+// Phases and their names: profile_train::Phase, kPhaseNames (common/vocabulary.h).
 struct PhaseSplit {
-  TimeNs phase_ns[kNumPhases] = {};
+  TimeNs phase_ns[kPhaseCount] = {};
   TimeNs total_ns = 0;
+  TimeNs& operator[](Phase p) { return phase_ns[static_cast<size_t>(p)]; }
+  TimeNs operator[](Phase p) const { return phase_ns[static_cast<size_t>(p)]; }
 };
 // Whether `r` has the ranges a phase split needs (a forward, backward or optimizer range).
 bool has_phases(const LoopRanges& r);
-// The merged ranges of each phase but `other` (kPhaseNames order; the backward is `autograd` when the trace
-// has no "## backward ##" ranges), built once per trace.
+// The merged ranges of each phase but `other` (the backward is `autograd` when the trace has no
+// "## backward ##" ranges), built once per trace.
 struct PhaseIndex {
-  Intervals ranges[kNumPhases - 1];
+  Intervals ranges[kPhaseCount - 1];  // Phase order; Phase::kOther has none
+  Intervals& operator[](Phase p) { return ranges[static_cast<size_t>(p)]; }
+  const Intervals& operator[](Phase p) const { return ranges[static_cast<size_t>(p)]; }
 };
 PhaseIndex phase_index(const LoopRanges& r);
 PhaseSplit phase_split(const PhaseIndex& x, TimeNs start, TimeNs end);
@@ -181,19 +185,21 @@ PhaseSplit phase_split(const PhaseIndex& x, TimeNs start, TimeNs end);
 std::vector<size_t> bounded_step_selection(const std::vector<double>& dur_ms, size_t keep);
 
 // steps.histogram: {min_ms, max_ms, bin_width_ms, counts[bins]} of `dur_ms` in equal bins from min to max
-// (the last bin includes max; everything in bin 0 when all durations are equal); null when empty.
-nlohmann::json step_histogram(const std::vector<double>& dur_ms, size_t bins);
+// (the last bin includes max; everything in bin 0 when all durations are equal); nullopt when empty.
+std::optional<StepHistogram> step_histogram(const std::vector<double>& dur_ms, size_t bins);
 
 // ---- Breakdown (TensorBoard-plugin priority carving) ------------------------------------------------------
-// Role order: kernel, memcpy, memset, communication, runtime, data_loading, cpu, other.
-inline constexpr int kNumRoles = 8;
-extern const char* const kRoleNames[kNumRoles];
+// Roles and their names, in carving priority: profile_train::Role, kBreakdownRoleNames (common/vocabulary.h).
 struct StepBreakdown {
-  TimeNs role_ns[kNumRoles] = {};  // carved time per role; sums to the step duration
+  TimeNs role_ns[kRoleCount] = {};  // carved time per role (Role order); sums to the step duration
   TimeNs total_ns = 0;
+  TimeNs& operator[](Role r) { return role_ns[static_cast<size_t>(r)]; }
+  TimeNs operator[](Role r) const { return role_ns[static_cast<size_t>(r)]; }
 };
 struct RoleRanges {
-  Intervals role[kNumRoles - 1];  // merged intervals per role before carving (no "other")
+  Intervals role[kRoleCount - 1];  // merged intervals per role before carving (Role order; Role::kOther has none)
+  Intervals& operator[](Role r) { return role[static_cast<size_t>(r)]; }
+  const Intervals& operator[](Role r) const { return role[static_cast<size_t>(r)]; }
 };
 RoleRanges build_role_ranges(const trace::Trace& t, const TraceIndex& idx);
 StepBreakdown carve_step(const RoleRanges& roles, TimeNs start, TimeNs end);
@@ -264,7 +270,7 @@ OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex&
 nlohmann::json infer_facts(const trace::Trace& t, const TraceIndex& idx);
 
 // Picks the bottleneck from an otherwise complete report (reads breakdown, gpu, host, communication,
-// source, steps). Returns {bottleneck, confidence, summary, evidence[]}.
-nlohmann::json decide_verdict(const nlohmann::json& report);
+// source, steps, data_quality and facts.gpu.used).
+Verdict decide_verdict(const Report& report);
 
 }  // namespace profile_train::analysis

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "profile_train/analysis/report.h"
 #include "profile_train/common/status.h"
 #include "profile_train/trace/model.h"
 
@@ -19,7 +20,7 @@ struct TextOptions {
 };
 
 // Terminal summary: verdict first, then headline figures, breakdown, recommendations.
-void write_text_summary(const nlohmann::json& report, std::ostream& out, const TextOptions& options = {});
+void write_text_summary(const analysis::Report& report, std::ostream& out, const TextOptions& options = {});
 
 // Self-contained HTML (no network, no external assets). `trace` may be null (then no timeline).
 Status write_html(const nlohmann::json& report, const trace::Trace* trace, const std::filesystem::path& path);

@@ -1,0 +1,93 @@
+// report.json's operators section: where the GPU time, the host time and the GPU idle time go, by operator
+// and module, and the operator carrying the most of each removable kind of time.
+#include <algorithm>
+
+#include "report_context.h"
+
+namespace profile_train::analysis {
+
+namespace {
+
+constexpr size_t kTop = 10;  // rows per list
+
+// The operators with key(row) > 0, most first (ties by name).
+template <class Key>
+std::vector<const OperatorRow*> ranked(const OperatorAttribution& a, Key key) {
+  std::vector<const OperatorRow*> rows;
+  for (const auto& r : a.operators)
+    if (key(r) > 0) rows.push_back(&r);
+  std::sort(rows.begin(), rows.end(), [&](const OperatorRow* x, const OperatorRow* y) {
+    return key(*x) != key(*y) ? key(*x) > key(*y) : x->name < y->name;
+  });
+  return rows;
+}
+
+template <class Row, class Key, class Make>
+std::vector<Row> top_rows(const OperatorAttribution& a, Key key, Make make) {
+  std::vector<Row> out;
+  const auto rows = ranked(a, key);
+  for (size_t i = 0; i < rows.size() && i < kTop; ++i) out.push_back(make(*rows[i]));
+  return out;
+}
+
+}  // namespace
+
+Operators operators_section(const Ctx& c) {
+  Operators o;
+  if (c.total_ns <= 0) return o;
+  const OperatorAttribution a = attribute_operators(c.t, c.idx, c.windows, c.idx.main_device, c.busy);
+  const double n = c.nsteps, total = static_cast<double>(c.total_ns), gpu = static_cast<double>(a.gpu_ns);
+  auto per_step_ms = [&](TimeNs v) { return r6(ms(v) / n); };
+  if (a.gpu_ns > 0 && a.has_operators) {
+    o.attributed_fraction = r6(double(a.gpu_attributed_ns) / gpu);
+    o.unattributed_ms_per_step = per_step_ms(a.gpu_ns - a.gpu_attributed_ns);
+  }
+  if (a.gpu_ns > 0) o.in_module_fraction = r6(double(a.gpu_in_module_ns) / gpu);
+  const auto gpu_key = [](const OperatorRow& r) { return r.gpu_ns; };
+  const auto host_key = [](const OperatorRow& r) { return r.host_self_ns; };
+  const auto idle_key = [](const OperatorRow& r) { return r.idle_ns; };
+  o.top_by_gpu_time = top_rows<OperatorGpuRow>(a, gpu_key, [&](const OperatorRow& r) {
+    return OperatorGpuRow{r.name,
+                          per_step_ms(r.gpu_ns),
+                          frac_or_null(double(r.gpu_ns), gpu),
+                          r6(r.launching_calls / n),
+                          r.launching_calls ? std::optional<double>(r6(double(r.gpu_activities) / r.launching_calls))
+                                            : std::nullopt,
+                          per_step_ms(r.host_self_ns)};
+  });
+  o.top_by_host_time = top_rows<OperatorHostRow>(a, host_key, [&](const OperatorRow& r) {
+    return OperatorHostRow{r.name, per_step_ms(r.host_self_ns), r6(double(r.host_self_ns) / total), r6(r.calls / n),
+                           per_step_ms(r.gpu_ns)};
+  });
+  const double idle = static_cast<double>(a.idle_ns);
+  o.during_gpu_idle = top_rows<OperatorIdleRow>(a, idle_key, [&](const OperatorRow& r) {
+    return OperatorIdleRow{r.name, per_step_ms(r.idle_ns), frac_or_null(double(r.idle_ns), idle)};
+  });
+  std::vector<const ModuleRow*> mods;
+  for (const auto& m : a.modules) mods.push_back(&m);
+  std::sort(mods.begin(), mods.end(), [](const ModuleRow* x, const ModuleRow* y) {
+    return x->gpu_ns != y->gpu_ns ? x->gpu_ns > y->gpu_ns : x->name < y->name;
+  });
+  for (size_t i = 0; i < mods.size() && i < kTop; ++i)
+    o.modules.push_back({mods[i]->name, per_step_ms(mods[i]->gpu_ns), frac_or_null(double(mods[i]->gpu_ns), gpu)});
+  // The operator (and module) carrying the most of each removable kind of time, for the rules' evidence.
+  auto lead = [&](auto key, double denom) -> std::optional<OperatorLead> {
+    const auto rows = ranked(a, key);
+    if (rows.empty() || denom <= 0) return std::nullopt;
+    return OperatorLead{rows.front()->name, r6(double(key(*rows.front())) / denom)};
+  };
+  if (const auto fp32 = lead([](const OperatorRow& r) { return r.fp32_ns; }, gpu)) {
+    const ModuleRow* best = nullptr;
+    for (const auto& m : a.modules)
+      if (m.fp32_ns > 0 && (best == nullptr || m.fp32_ns > best->fp32_ns)) best = &m;
+    o.fp32 = Fp32Lead{*fp32, best ? std::optional<std::string>(best->name) : std::nullopt};
+  }
+  o.conv = lead([](const OperatorRow& r) { return r.conv_ns; }, gpu);
+  o.idle = lead(idle_key, idle);
+  TimeNs h2d_total = 0;
+  for (const auto& r : a.operators) h2d_total += r.h2d_ns;
+  o.h2d = lead([](const OperatorRow& r) { return r.h2d_ns; }, double(h2d_total));
+  return o;
+}
+
+}  // namespace profile_train::analysis
