@@ -21,6 +21,7 @@
 #include "profile_train/common/atomic_file.h"
 #include "profile_train/common/folder_lock.h"
 #include "profile_train/common/format.h"
+#include "profile_train/common/knobs.h"
 #include "profile_train/common/status.h"
 #include "profile_train/common/terminal.h"
 #include "profile_train/common/version.h"
@@ -557,9 +558,7 @@ Runner add_tune(CLI::App& app, std::vector<std::string> command) {
   sub->add_option("--strategy", args->strategy, "guided (diagnosis-guided, default) or grid (every combination)");
   sub->add_option("--knob", args->knobs,
                   "NAME=V1,V2,... or NAME=auto (repeatable; the first value is the baseline). When given, only these "
-                  "knobs (and the command's {placeholders}) are searched. Names: num_workers, pin_memory, "
-                  "prefetch_factor, persistent_workers, amp (off/bf16/fp16), batch_size, channels_last, "
-                  "cudnn_benchmark, tf32")
+                  "knobs (and the command's {placeholders}) are searched. Names: " + knob_names())
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   sub->add_option("--max-trials", args->max_trials, "stop after this many trials (0 = no limit)");

@@ -28,7 +28,9 @@ nlohmann::json picks(const nlohmann::json& report) {
   for (const auto& rec : report.value("recommendations", nlohmann::json::array())) {
     by_rec[rec.value("id", std::string())] = pt::knobs_for_recommendation(rec);
   }
-  return {{"diagnosed", pt::diagnosed_knobs(report)}, {"by_recommendation", by_rec}};
+  nlohmann::json diagnosed = nlohmann::json::array();
+  for (const pt::DiagnosedKnob& d : pt::diagnosed_knobs(report)) diagnosed.push_back(d.knob);
+  return {{"diagnosed", diagnosed}, {"by_recommendation", by_rec}};
 }
 
 }  // namespace

@@ -83,13 +83,15 @@ struct Surface {
     const long long workers = get(c, "num_workers", 0);
     const std::string bottleneck = wait_frac > 0.05 ? "input_pipeline" : "cpu_only";
     if (wait_frac > 0.05 && workers < cores) {
-      recs.push_back({{"id", "dataloader-workers"}, {"title", "more workers"}, {"knobs", {"dataloader.num_workers"}}});
+      recs.push_back({{"id", "dataloader-workers"},
+                      {"title", "more workers"},
+                      {"knobs", {"num_workers", "prefetch_factor", "persistent_workers"}}});
     }
     if (amp_of(c) == "off" && amp_bf16_speed > 1.2 && wait_frac < 0.05) {
-      recs.push_back({{"id", "amp"}, {"title", "bf16 autocast"}});
+      recs.push_back({{"id", "amp"}, {"title", "bf16 autocast"}, {"knobs", {"amp"}}});
     }
     const double batch = static_cast<double>(get(c, "batch_size", 32));
-    if (overhead_ms / step_ms > 0.3) recs.push_back({{"id", "batch-size"}, {"title", "bigger batch"}});
+    if (overhead_ms / step_ms > 0.3) recs.push_back({{"id", "batch-size"}, {"title", "bigger batch"}, {"knobs", {"batch_size"}}});
     (void)batch;
     nlohmann::json facts = {{"dataloader", {{"batch_size", get(c, "batch_size", 32)}, {"num_workers", workers}}}};
     if (no_gpu) facts["gpu"] = {{"available", false}};
