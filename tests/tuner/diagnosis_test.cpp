@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "profile_train/common/vocabulary.h"
 #include "profile_train/rules/engine.h"
 #include "profile_train/tuner/tuner.h"
 
@@ -61,4 +62,16 @@ TEST(DiagnosisKnobs, GoldenReportsPickTheRecordedKnobs) {
   const nlohmann::json expected = read_json(expected_file);
   ASSERT_TRUE(expected.is_object()) << expected_file;
   EXPECT_EQ(got, expected) << nlohmann::json::diff(expected, got).dump(1);
+}
+
+// The verdict's lists name knobs of the catalog, for bottleneck classes of the report vocabulary.
+TEST(DiagnosisKnobs, VerdictListsNameCatalogKnobs) {
+  int with_knobs = 0;
+  for (const auto b : profile_train::kBottleneckNames) {
+    const auto knobs = pt::knobs_for_bottleneck(b);
+    with_knobs += knobs.empty() ? 0 : 1;
+    for (const auto& k : knobs) EXPECT_NE(profile_train::find_knob(k), nullptr) << b << ": " << k;
+  }
+  EXPECT_EQ(with_knobs, static_cast<int>(profile_train::kBottleneckNames.size()) - 1);  // all but "unknown"
+  EXPECT_TRUE(pt::knobs_for_bottleneck("unknown").empty());
 }

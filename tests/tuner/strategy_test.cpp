@@ -374,6 +374,22 @@ TEST(Diagnosis, RecommendationAndVerdictMapToKnobs) {
   EXPECT_EQ(recs_only[0].knob, "amp");
 }
 
+TEST(Diagnosis, AReportNamingAnUnknownKnobIsNotedAndTheKnownOnesAreUsed) {
+  Surface s = input_bound();
+  s.edit_report = [](nlohmann::json& report) {
+    report["recommendations"] = nlohmann::json::array(
+        {{{"id", "dataloader-workers"}, {"title", "more workers"}, {"knobs", {"prefetch", "num_workers"}}}});
+  };
+  const Outcome o = tune(s, {range("num_workers=0,1,2")}, "guided");
+  ASSERT_GE(o.result.trials.size(), 2u);
+  EXPECT_NE(o.result.trials[1].reason.find("recommendation dataloader-workers"), std::string::npos);
+  bool noted = false;
+  for (const auto& line : o.result.log) {
+    noted = noted || line.find("recommendation dataloader-workers names 'prefetch', not a knob") != std::string::npos;
+  }
+  EXPECT_TRUE(noted);
+}
+
 TEST(Diagnosis, GuidedTriesTheTopRecommendationFirst) {
   // A runner whose report always recommends amp first: the first trial after the baseline changes amp.
   Surface s = compute_bound();
