@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "profile_train/tuner/statistics.h"
+#include "profile_train/report/tune_html.h"
 #include "profile_train/tuner/tune_report.h"
 #include "profile_train/tuner/tuner.h"
 #include "synthetic_surface.h"
@@ -288,7 +289,7 @@ TEST(PartialResults, OnlyAfterAnInterruptNotAfterMaxTrials) {
   pt::TuneReportContext ctx;
   const json doc = pt::tune_json(stopped.result, space, ctx);
   EXPECT_FALSE(doc["status"]["partial"].get<bool>());
-  EXPECT_EQ(pt::tune_html(doc).find("partial results"), std::string::npos);
+  EXPECT_EQ(profile_train::report::tune_html(doc).find("partial results"), std::string::npos);
 
   std::atomic<bool> stop{false};
   FakeRunner runner(s);
@@ -300,7 +301,7 @@ TEST(PartialResults, OnlyAfterAnInterruptNotAfterMaxTrials) {
   pt::Tuner tuner(space, opt, runner);
   const pt::TuneResult cut = tuner.run();
   EXPECT_TRUE(cut.partial);
-  EXPECT_NE(pt::tune_html(pt::tune_json(cut, space, ctx)).find("partial results"), std::string::npos);
+  EXPECT_NE(profile_train::report::tune_html(pt::tune_json(cut, space, ctx)).find("partial results"), std::string::npos);
 }
 
 TEST(Inconclusive, AClearGainIsNotLostToANoiseEstimateFromOneDegreeOfFreedom) {
