@@ -1,6 +1,7 @@
 // `profile-train tune`: a diagnosis-guided sweep (or a grid) over training knobs that re-measures every
 // trial through `profile-train run`, and reports the best configuration with the change that keeps it.
-// Parsing (options -> TuneSetup) is separate from running (TuneSetup -> trials -> tune.json / tune.html).
+// Parsing (options -> TuneSetup, tune_setup.cpp) is separate from running (TuneSetup -> trials -> tune.json /
+// tune.html, here).
 #include <signal.h>
 #include <unistd.h>
 
@@ -17,13 +18,16 @@
 
 #include "commands.h"
 #include "pipeline.h"
+#include "tune_setup.h"
 #include "profile_train/platform/process.h"
 #include "profile_train/common/atomic_file.h"
 #include "profile_train/common/folder_lock.h"
 #include "profile_train/common/format.h"
+#include "profile_train/common/knobs.h"
 #include "profile_train/common/status.h"
 #include "profile_train/common/terminal.h"
 #include "profile_train/common/version.h"
+#include "profile_train/report/tune_html.h"
 #include "profile_train/tuner/process_runner.h"
 #include "profile_train/tuner/ray_report.h"
 #include "profile_train/tuner/ray_runner.h"
@@ -44,321 +48,8 @@ void on_signal(int sig) {
   g_interrupted.store(true);
 }
 
-struct TuneArgs {
-  std::string strategy = "guided";
-  std::vector<std::string> knobs;
-  int max_trials = 0;
-  double time_budget_s = 0;
-  double trial_timeout_s = 900;
-  int repeats = 2;
-  int baseline_repeats = 3;
-  int confirm_repeats = 3;
-  double min_gain = 0.02;
-  std::string max_memory;
-  std::string out = "profile-train-tune";
-  std::string workload;
-  std::string workload_binary;  // default: profile-train-workload next to this binary
-  std::vector<std::string> run_args;
-  std::vector<std::string> command;
-  bool quiet = false;
-  // Where the trials run: `local` (one after the other on this machine) or `ray` (one Ray job each).
-  std::string executor = "local";
-  std::string ray_address;        // else RAY_ADDRESS
-  int parallel = 1;               // ray: jobs in flight
-  double trial_gpus = -1;         // ray: entrypoint_num_gpus (-1: 1 on a CUDA run, 0 with --device cpu)
-  double trial_cpus = 1;          // ray: entrypoint_num_cpus
-  double ray_pending_timeout_s = 600;
-  bool ray_no_resource_check = false;
-  std::string ray_runtime_env;    // ray: runtime_env JSON (working_dir, container, ...)
-};
-
-
-// "16G", "512MiB", "1e9" -> bytes.
-StatusOr<double> parse_bytes(const std::string& s) {
-  size_t idx = 0;
-  double v = 0;
-  try {
-    v = std::stod(s, &idx);
-  } catch (const std::exception&) {
-    return InvalidArgument("--max-memory '" + s + "': expected a size such as 16G or 12000M");
-  }
-  std::string unit = s.substr(idx);
-  for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  double mul = 1;
-  if (unit.empty() || unit == "b") mul = 1;
-  else if (unit == "k" || unit == "kb" || unit == "kib") mul = 1024.0;
-  else if (unit == "m" || unit == "mb" || unit == "mib") mul = 1048576.0;
-  else if (unit == "g" || unit == "gb" || unit == "gib") mul = 1073741824.0;
-  else return InvalidArgument("--max-memory '" + s + "': unknown unit '" + unit + "'");
-  if (!(v > 0)) return InvalidArgument("--max-memory '" + s + "': must be positive");
-  return v * mul;
-}
-
-// Whether this host's CPU computes bf16 natively (AMX or AVX512-BF16 in /proc/cpuinfo); nullopt when unreadable.
-// Trials run here, so it stands in for facts.cpu.bf16_native when a report lacks it (the built-in workload).
-std::optional<bool> host_bf16_native() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (in && std::getline(in, line)) {
-    if (line.rfind("flags", 0) != 0) continue;
-    std::istringstream words(line.substr(line.find(':') == std::string::npos ? 0 : line.find(':') + 1));
-    std::string w;
-    while (words >> w) {
-      if (w == "amx_bf16" || w == "avx512_bf16") return true;
-    }
-    return false;
-  }
-  return std::nullopt;
-}
-
-// The raw arguments after `--workload MODEL` (CLI11 splits unknown flags from their values, so the order is
-// recovered from /proc/self/cmdline). Tune's own options must come before --workload.
-StatusOr<std::vector<std::string>> workload_tail() {
-  std::ifstream in("/proc/self/cmdline", std::ios::binary);
-  if (!in) return Internal("cannot read /proc/self/cmdline");
-  std::vector<std::string> argv;
-  std::string item;
-  while (std::getline(in, item, '\0')) argv.push_back(item);
-  size_t i = 0;
-  while (i < argv.size() && argv[i] != "tune") ++i;
-  for (; i < argv.size(); ++i) {
-    if (argv[i] == "--workload") {
-      i += 2;
-      break;
-    }
-    if (argv[i].rfind("--workload=", 0) == 0) {
-      i += 1;
-      break;
-    }
-  }
-  std::vector<std::string> tail;
-  bool dashes_seen = false;  // the first `--` only separates (main() split the command line there)
-  for (; i < argv.size(); ++i) {
-    if (!dashes_seen && argv[i] == "--") {
-      dashes_seen = true;
-      continue;
-    }
-    tail.push_back(argv[i]);
-  }
-  return tail;
-}
-
-struct TuneSetup {
-  tn::KnobSpace space;
-  tn::TuneOptions options;
-  tn::ProcessRunnerOptions runner;
-  fs::path out;
-  bool quiet = false;
-  bool ray = false;               // --executor ray
-  std::string ray_address;
-  tn::RayRunnerOptions ray_options;  // .process is filled from `runner` when the runner is made
-};
-
-// --executor / --ray-* / --parallel / --trial-* into the setup.
-Status executor_setup(const TuneArgs& a, const std::vector<std::string>& workload_flags, TuneSetup& s) {
-  if (a.executor != "local" && a.executor != "ray") {
-    return InvalidArgument("--executor '" + a.executor + "': expected local or ray");
-  }
-  if (a.parallel < 1) return InvalidArgument("--parallel must be at least 1");
-  if (a.executor == "local") {
-    if (a.parallel > 1) return InvalidArgument("--parallel needs --executor ray (local trials run one at a time)");
-    return Status::Ok();
-  }
-  if (!tn::kRaySupported) {
-    return Unsupported("--executor ray: this build has no Ray support (install libcpp-httplib-dev and reconfigure)");
-  }
-  s.ray = true;
-  s.ray_address = a.ray_address;
-  if (s.ray_address.empty()) {
-    const char* env = std::getenv("RAY_ADDRESS");
-    s.ray_address = env != nullptr ? env : "";
-  }
-  if (s.ray_address.empty()) {
-    return InvalidArgument("--executor ray needs the dashboard address: --ray-address http://HOST:8265 or RAY_ADDRESS");
-  }
-  if (auto norm = tn::normalize_ray_address(s.ray_address); !norm.ok()) return norm.status();
-  tn::RayRunnerOptions& r = s.ray_options;
-  r.parallel = a.parallel;
-  r.trial_cpus = a.trial_cpus;
-  r.trial_gpus = a.trial_gpus;
-  if (r.trial_gpus < 0) {
-    // One GPU per trial unless the run is on the CPU (the built-in workload with --device cpu).
-    bool cpu = false;
-    for (size_t i = 0; i < workload_flags.size(); ++i) {
-      if (workload_flags[i] == "--device=cpu" || (workload_flags[i] == "--device" && i + 1 < workload_flags.size() &&
-                                                  workload_flags[i + 1] == "cpu")) {
-        cpu = true;
-      }
-    }
-    r.trial_gpus = cpu ? 0 : 1;
-  }
-  if (r.trial_cpus < 0 || r.trial_gpus < 0) return InvalidArgument("--trial-cpus / --trial-gpus must not be negative");
-  r.pending_timeout_s = a.ray_pending_timeout_s;
-  r.check_resources = !a.ray_no_resource_check;
-  if (!a.ray_runtime_env.empty()) {
-    r.runtime_env = nlohmann::json::parse(a.ray_runtime_env, nullptr, false);
-    if (!r.runtime_env.is_object()) {
-      return InvalidArgument("--ray-runtime-env: expected a JSON object, e.g. '{\"working_dir\": \".\"}'");
-    }
-  }
-  return Status::Ok();
-}
-
-StatusOr<TuneSetup> make_setup(const TuneArgs& a, const std::vector<std::string>& workload_flags) {
-  TuneSetup s;
-  if (a.strategy != "guided" && a.strategy != "grid") {
-    return InvalidArgument("--strategy '" + a.strategy + "': expected guided or grid");
-  }
-  if (a.repeats < 1 || a.baseline_repeats < 1) return InvalidArgument("--repeats must be at least 1");
-  if (a.confirm_repeats < 0) return InvalidArgument("--confirm-repeats must be 0 or more");
-  char buf[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n <= 0) return Internal("cannot resolve /proc/self/exe");
-  s.runner.self_exe = std::string(buf, static_cast<size_t>(n));
-  s.out = a.out;
-  s.runner.out_dir = s.out;
-  s.runner.run_args = a.run_args;
-  s.runner.interrupted = &g_interrupted;
-  s.quiet = a.quiet;
-
-  tn::TuneTarget& target = s.runner.target;
-  if (!a.workload.empty()) {
-    if (a.workload != "cnn" && a.workload != "mlp" && a.workload != "transformer") {
-      return InvalidArgument("--workload '" + a.workload + "': expected cnn, mlp or transformer");
-    }
-    target.kind = tn::TuneTarget::Kind::kWorkload;
-    target.model = a.workload;
-    target.args = workload_flags;
-    target.workload_binary = a.workload_binary.empty() ? s.runner.self_exe.parent_path() / "profile-train-workload"
-                                                       : fs::absolute(a.workload_binary);
-    if (!fs::exists(target.workload_binary)) {
-      return NotFound("built-in workload not found at " + target.workload_binary.string() +
-                      " (it needs LibTorch: configure with PT_WITH_TORCH=AUTO/ON)");
-    }
-  } else {
-    if (a.command.empty()) {
-      return InvalidArgument("nothing to tune: give --workload MODEL [flags] or -- CMD ARGS... (see --help)");
-    }
-    target.kind = tn::TuneTarget::Kind::kCommand;
-    target.args = a.command;
-  }
-
-  // The knob space: explicit --knob values, then the defaults of the target.
-  const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
-  std::map<std::string, tn::KnobRange> chosen;
-  for (const std::string& k : a.knobs) {
-    auto r = tn::parse_knob_arg(k);
-    if (!r.ok()) return r.status();
-    if (r->is_auto) r->values = tn::auto_values_for(*r->def, cpus);
-    chosen[r->def->name] = *r;
-  }
-  const std::set<std::string> placeholders =
-      target.kind == tn::TuneTarget::Kind::kCommand ? tn::placeholders_in(target.args) : std::set<std::string>{};
-  for (const tn::KnobDef& def : tn::knob_catalog()) {
-    if (chosen.count(def.name)) continue;
-    // Defaults only when no --knob was given (an explicit list is the whole space), except placeholders,
-    // which always need a value.
-    bool want = placeholders.count(def.name) > 0;
-    if (a.knobs.empty()) {
-      if (target.kind == tn::TuneTarget::Kind::kWorkload) want = def.in_default_space;
-      else if (placeholders.empty()) want = def.in_default_space && def.name != "batch_size";  // shim: asked only
-    }
-    if (!want) continue;
-    tn::KnobRange r;
-    r.def = &def;
-    r.is_auto = true;
-    r.values = tn::auto_values_for(def, cpus);
-    chosen[def.name] = r;
-  }
-  for (const tn::KnobDef& def : tn::knob_catalog()) {
-    auto it = chosen.find(def.name);
-    if (it == chosen.end()) continue;
-    tn::KnobRange r = it->second;
-    if (target.kind == tn::TuneTarget::Kind::kWorkload) {
-      if (def.workload_flag.empty()) {
-        return InvalidArgument("knob " + def.name + " cannot be applied to the built-in workload");
-      }
-      // The user's own workload flag is the baseline value of an auto knob.
-      for (size_t i = 0; r.is_auto && i < workload_flags.size(); ++i) {
-        std::string v;
-        if (workload_flags[i] == def.workload_flag && i + 1 < workload_flags.size()) v = workload_flags[i + 1];
-        else if (workload_flags[i].rfind(def.workload_flag + "=", 0) == 0) v = workload_flags[i].substr(def.workload_flag.size() + 1);
-        if (v.empty()) continue;
-        auto cv = tn::canonical_value(def, v);
-        if (!cv.ok()) return cv.status();
-        std::erase(r.values, *cv);
-        r.values.insert(r.values.begin(), *cv);
-        if (def.kind == tn::KnobKind::kInteger) {  // keep the ladder ascending above the baseline
-          std::sort(r.values.begin() + 1, r.values.end(),
-                    [](const std::string& x, const std::string& y) { return std::stoll(x) < std::stoll(y); });
-        }
-      }
-    } else if (!placeholders.count(def.name) && def.override_key.empty()) {
-      return InvalidArgument("knob " + def.name + " has no {" + def.name +
-                             "} placeholder in the command and the Python shim cannot apply it");
-    }
-    s.space.push_back(r);
-  }
-  if (s.space.empty()) return InvalidArgument("no knob to tune");
-  if (Status st = executor_setup(a, workload_flags, s); !st.ok()) return st;
-
-  tn::TuneOptions& o = s.options;
-  o.strategy = a.strategy;
-  o.max_trials = a.max_trials;
-  o.time_budget_s = a.time_budget_s;
-  o.trial_timeout_s = a.trial_timeout_s;
-  o.repeats = a.repeats;
-  o.baseline_repeats = std::max(a.repeats, a.baseline_repeats);
-  o.confirm_repeats = a.confirm_repeats;
-  o.min_gain = a.min_gain;
-  o.host_bf16_native = host_bf16_native();
-  o.interrupted = &g_interrupted;
-  if (!a.max_memory.empty()) {
-    auto b = parse_bytes(a.max_memory);
-    if (!b.ok()) return b.status();
-    o.max_memory_bytes = *b;
-  }
-  return s;
-}
-
-// Everything a trial would trip over, checked before the first one (a typo must not cost a sweep): the output
-// folder, the command, and `run` with the --run-arg options on the baseline's command line (`run
-// --validate-only`: rules, --perfetto, its own options), which launches nothing.
-Status validate_before_trials(const TuneSetup& s) {
-  if (Status st = check_writable_dir(s.out); !st.ok()) return st;
-  const tn::TuneTarget& target = s.runner.target;
-  if (target.kind == tn::TuneTarget::Kind::kCommand && tn::placeholders_in({target.args[0]}).empty()) {
-    if (auto exe = platform::find_executable(target.args[0]); !exe.ok()) return exe.status();
-  }
-  tn::ProcessTrialRunner runner(s.runner);
-  const fs::path dir = s.out / "trials" / "validate";
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  auto argv = runner.command_for(tn::baseline_config(s.space), dir, nullptr);
-  if (!argv.ok()) return argv.status();
-  argv->insert(argv->begin() + 2, "--validate-only");
-  const fs::path log = s.out / "trials" / "validate.log";
-  const tn::ChildResult r = tn::run_child(*argv, {}, log, 60, nullptr, 1);
-  std::string first;
-  std::istringstream lines(tn::read_tail(log, 1 << 16));
-  while (first.empty() && std::getline(lines, first)) {
-  }
-  fs::remove_all(dir, ec);
-  fs::remove(log, ec);
-  if (!r.started) return Internal("cannot check the trial command: " + r.start_error);
-  if (r.exit_code == kExitOk) return Status::Ok();
-  const std::string prefix = "profile-train run: ";
-  if (first.rfind(prefix, 0) == 0) first = first.substr(prefix.size());
-  const std::string suffix = " (nothing was launched)";
-  if (first.size() > suffix.size() && first.compare(first.size() - suffix.size(), suffix.size(), suffix) == 0)
-    first.resize(first.size() - suffix.size());
-  const std::string what = "the trial command (" + std::string(s.runner.run_args.empty() ? "" : "--run-arg options, ") +
-                           "rules, command): " + first;
-  return r.exit_code == kExitBadInput ? InvalidArgument(what) : Internal(what);
-}
-
 int run_tune(const TuneArgs& args, const std::vector<std::string>& workload_flags) {
-  auto setup = make_setup(args, workload_flags);
+  auto setup = make_setup(args, workload_flags, &g_interrupted);
   if (!setup.ok()) {
     std::cerr << "profile-train tune: " << terminal_safe(setup.status().message()) << "\n";
     return setup.status().exit_code();
@@ -426,7 +117,7 @@ int run_tune(const TuneArgs& args, const std::vector<std::string>& workload_flag
     const nlohmann::json doc = with_execution(tn::tune_json(r, space, ctx), r);
     // Command arguments are not necessarily UTF-8: replaced (U+FFFD) rather than throwing.
     Status a = write_file_atomic(s.out / "tune.json", doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
-    Status b = write_file_atomic(s.out / "tune.html", tn::tune_html(doc));
+    Status b = write_file_atomic(s.out / "tune.html", report::tune_html(doc));
     if (!a.ok()) err << "profile-train tune: " << terminal_safe(a.message()) << "\n";
     if (!b.ok()) err << "profile-train tune: " << terminal_safe(b.message()) << "\n";
   };
@@ -557,9 +248,7 @@ Runner add_tune(CLI::App& app, std::vector<std::string> command) {
   sub->add_option("--strategy", args->strategy, "guided (diagnosis-guided, default) or grid (every combination)");
   sub->add_option("--knob", args->knobs,
                   "NAME=V1,V2,... or NAME=auto (repeatable; the first value is the baseline). When given, only these "
-                  "knobs (and the command's {placeholders}) are searched. Names: num_workers, pin_memory, "
-                  "prefetch_factor, persistent_workers, amp (off/bf16/fp16), batch_size, channels_last, "
-                  "cudnn_benchmark, tf32")
+                  "knobs (and the command's {placeholders}) are searched. Names: " + knob_names())
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   sub->add_option("--max-trials", args->max_trials, "stop after this many trials (0 = no limit)");

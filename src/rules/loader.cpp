@@ -8,6 +8,7 @@
 #include <system_error>
 
 #include "json_lines.h"
+#include "profile_train/common/knobs.h"
 #include "profile_train/common/vocabulary.h"
 #include "rule_set.h"
 
@@ -22,13 +23,6 @@ const std::set<std::string>& known_keys() {
                                           "when",    "evidence",       "gain",  "fix",        "caveats",
                                           "references", "knobs",       "description", "addresses",
                                           "cost",    "unverified"};
-  return k;
-}
-
-const std::set<std::string>& known_knobs() {
-  static const std::set<std::string> k = {"batch_size", "num_workers",     "pin_memory", "amp",
-                                          "channels_last", "cudnn_benchmark", "tf32",   "prefetch",
-                                          "persistent_workers"};
   return k;
 }
 
@@ -383,11 +377,14 @@ StatusOr<Rule> parse_rule(std::string_view text, const std::string& file) {
   if (j.contains("knobs")) {
     PT_RETURN_IF_ERROR(read_string_list(j, "knobs", err, r.knobs, false));
     for (size_t i = 0; i < r.knobs.size(); ++i)
-      if (!known_knobs().count(r.knobs[i]))
+      if (find_knob(r.knobs[i]) == nullptr) {
+        // Rule files use the canonical name only; a command-line spelling gets its canonical name suggested.
+        const KnobDef* meant = find_knob_spelling(r.knobs[i]);
         return err.at("/knobs/" + std::to_string(i),
-                      "unknown tuner knob \"" + r.knobs[i] +
-                          "\" (known: batch_size, num_workers, pin_memory, amp, channels_last, cudnn_benchmark, tf32, "
-                          "prefetch, persistent_workers)");
+                      "unknown tuner knob \"" + r.knobs[i] + "\" (" +
+                          (meant != nullptr ? "did you mean \"" + meant->name + "\"? " : std::string()) +
+                          "known: " + knob_names() + ")");
+      }
   }
   return r;
 }

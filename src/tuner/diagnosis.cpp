@@ -1,5 +1,5 @@
-// Diagnosis -> knobs: which tuner knobs a report's recommendations and verdict point to, and the compact
-// diagnosis kept per trial in tune.json.
+// Diagnosis -> knobs: which tuner knobs a report's recommendations (each rule's `knobs`, rules/*.json) and
+// verdict point to, the compact diagnosis kept per trial in tune.json, and the values that cannot act here.
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -34,45 +34,22 @@ std::optional<bool> ran_on_gpu(const nlohmann::json& report) {
 
 std::vector<std::string> knobs_for_recommendation(const nlohmann::json& rec) {
   std::vector<std::string> out;
-  auto add = [&](const std::string& name) {
-    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
-  };
   if (!rec.is_object()) return out;
-  if (auto it = rec.find("knobs"); it != rec.end() && it->is_array()) {
-    for (const auto& el : *it) {
-      std::string name;
-      if (el.is_string()) {
-        name = el.get<std::string>();
-      } else if (el.is_object()) {
-        for (const char* key : {"name", "knob", "path", "key"}) {
-          if (el.contains(key) && el[key].is_string()) {
-            name = el[key].get<std::string>();
-            break;
-          }
-        }
-      }
-      const KnobDef* def = find_knob(name);
-      if (def == nullptr && name.find('.') != std::string::npos) def = find_knob(name.substr(name.rfind('.') + 1));
-      if (def != nullptr) add(def->name);
-    }
-    if (!out.empty()) return out;
+  auto it = rec.find("knobs");
+  if (it == rec.end() || !it->is_array()) return out;
+  for (const auto& el : *it) {
+    const KnobDef* def = el.is_string() ? find_knob(el.get<std::string>()) : nullptr;
+    if (def != nullptr && std::find(out.begin(), out.end(), def->name) == out.end()) out.push_back(def->name);
   }
-  // By rule id (the catalog in PRODUCT.md): only the rules a knob can act on.
-  static const std::map<std::string, std::vector<std::string>> kById = {
-      {"dataloader-workers", {"num_workers"}},
-      {"prefetch-persistent-workers", {"prefetch_factor", "persistent_workers", "num_workers"}},
-      {"pin-memory", {"pin_memory"}},
-      {"gpu-preprocessing", {"num_workers"}},
-      {"amp", {"amp"}},
-      {"channels-last", {"channels_last"}},
-      {"cudnn-benchmark", {"cudnn_benchmark"}},
-      {"tf32", {"tf32"}},
-      {"batch-size", {"batch_size"}},
-      {"cuda-graphs", {"batch_size"}},  // fewer, larger kernels per sample
-  };
-  const std::string id = rec.value("id", std::string());
-  if (auto it = kById.find(id); it != kById.end()) {
-    for (const auto& k : it->second) add(k);
+  return out;
+}
+
+std::vector<std::string> unknown_knobs(const nlohmann::json& rec) {
+  std::vector<std::string> out;
+  if (!rec.is_object() || !rec.contains("knobs") || !rec["knobs"].is_array()) return out;
+  for (const auto& el : rec["knobs"]) {
+    const std::string name = el.is_string() ? el.get<std::string>() : el.dump();
+    if (find_knob(name) == nullptr) out.push_back(name);
   }
   return out;
 }
@@ -92,19 +69,27 @@ std::vector<std::string> knobs_for_bottleneck(std::string_view bottleneck) {
   return it == kByVerdict.end() ? std::vector<std::string>{} : it->second;
 }
 
-std::vector<std::string> diagnosed_knobs(const nlohmann::json& report) {
-  std::vector<std::string> out;
-  auto add = [&](const std::string& k) {
-    if (std::find(out.begin(), out.end(), k) == out.end()) out.push_back(k);
+std::vector<DiagnosedKnob> diagnosed_knobs(const nlohmann::json& report, DiagnosisScope scope) {
+  std::vector<DiagnosedKnob> out;
+  auto add = [&](const std::string& knob, const std::string& source) {
+    for (const DiagnosedKnob& d : out) {
+      if (d.knob == knob) return;
+    }
+    out.push_back({knob, source});
   };
   if (!report.is_object()) return out;
   if (auto it = report.find("recommendations"); it != report.end() && it->is_array()) {
     for (const auto& rec : *it) {
-      for (const auto& k : knobs_for_recommendation(rec)) add(k);
+      if (!rec.is_object()) continue;
+      const std::string source = "recommendation " + rec.value("id", std::string("?"));
+      for (const auto& k : knobs_for_recommendation(rec)) add(k, source);
     }
   }
-  if (auto it = report.find("verdict"); it != report.end() && it->is_object()) {
-    for (const auto& k : knobs_for_bottleneck(it->value("bottleneck", std::string()))) add(k);
+  if (scope == DiagnosisScope::kRecommendationsThenVerdict) {
+    if (auto it = report.find("verdict"); it != report.end() && it->is_object()) {
+      const std::string v = it->value("bottleneck", std::string());
+      for (const auto& k : knobs_for_bottleneck(v)) add(k, "verdict " + v);
+    }
   }
   return out;
 }
@@ -140,32 +125,33 @@ std::vector<SkippedKnob> skipped_values(const KnobSpace& space, const nlohmann::
   const bool bf16_from_report = bf16.has_value();
   if (!bf16) bf16 = host_bf16_native;
   const std::string no_gpu = "the baseline ran without a GPU (facts.gpu.available = false)";
+  // Without a GPU: a kGpu value cannot act; a kGpuOrNativeBf16 one only where the CPU has native bf16.
+  auto cannot_act = [&](KnobNeeds needs) {
+    return needs == KnobNeeds::kGpu || (needs == KnobNeeds::kGpuOrNativeBf16 && bf16.has_value() && !*bf16);
+  };
   for (const KnobRange& r : space) {
     if (r.values.empty()) continue;
-    const std::string& name = r.def->name;
+    const KnobDef& def = *r.def;
     const std::string& base = r.values.front();
     std::vector<std::string> drop;
-    std::string reason;
-    if (name == "pin_memory") {
-      reason = "pinned host memory only speeds up copies to a GPU; " + no_gpu;
-      for (const auto& v : r.values) if (v != base) drop.push_back(v);
-    } else if (name == "cudnn_benchmark" || name == "tf32") {
-      reason = std::string(name == "tf32" ? "TF32" : "the cuDNN autotuner") + " acts on the GPU only; " + no_gpu;
-      for (const auto& v : r.values) if (v != base) drop.push_back(v);
-    } else if (name == "amp") {
-      for (const auto& v : r.values) {
-        if (v == base) continue;
-        if (v == "fp16" || (v == "bf16" && bf16.has_value() && !*bf16)) drop.push_back(v);
-      }
-      auto dropped = [&](const char* v) { return std::find(drop.begin(), drop.end(), v) != drop.end(); };
-      if (dropped("fp16")) reason = "fp16 autocast needs a GPU (" + no_gpu + ")";
-      if (dropped("bf16")) {
-        reason += std::string(reason.empty() ? "" : "; ") + "bf16 autocast is emulated on a CPU without AMX or " +
-                  "AVX512-BF16 (" + (bf16_from_report ? "facts.cpu.bf16_native" : "this host's /proc/cpuinfo") +
-                  " = false), slower than fp32";
-      }
+    for (const auto& v : r.values) {
+      if (v != base && cannot_act(needs_of(def, v))) drop.push_back(v);
     }
-    if (!drop.empty()) out.push_back({name, drop, reason});
+    if (drop.empty()) continue;
+    std::string reason;
+    if (cannot_act(def.needs)) reason = def.needs_why + "; " + no_gpu;
+    for (const KnobValueNeeds& n : def.value_needs) {  // the reasons in the catalog's order
+      if (std::find(drop.begin(), drop.end(), n.value) == drop.end()) continue;
+      std::string why = n.why;
+      if (n.needs == KnobNeeds::kGpu) {
+        why += " (" + no_gpu + ")";
+      } else {
+        why += std::string(" (") + (bf16_from_report ? "facts.cpu.bf16_native" : "this host's /proc/cpuinfo") +
+               " = false), slower than fp32";
+      }
+      reason += (reason.empty() ? "" : "; ") + why;
+    }
+    out.push_back({def.name, drop, reason});
   }
   return out;
 }

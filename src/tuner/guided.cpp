@@ -43,10 +43,10 @@ class GuidedStrategy : public Strategy {
       if (!t.budget_left()) return;  // records the stop reason
       const Trial& best = t.trial(t.best());
       std::string knob, why;
-      for (const auto& [k, w] : knob_order(t, best.report)) {
-        if (std::find(explored.begin(), explored.end(), k) == explored.end()) {
-          knob = k;
-          why = w;
+      for (const DiagnosedKnob& d : knob_order(t, best.report)) {
+        if (std::find(explored.begin(), explored.end(), d.knob) == explored.end()) {
+          knob = d.knob;
+          why = d.source;
           break;
         }
       }
@@ -78,26 +78,16 @@ class GuidedStrategy : public Strategy {
  private:
   // Knobs in the order the diagnosis asks for them: recommendations first, then the verdict, then every
   // other knob of the space (cheapest first) so that "no knob helps" is established by measurement.
-  static std::vector<std::pair<std::string, std::string>> knob_order(const Tuner& t, const nlohmann::json& report) {
-    std::vector<std::pair<std::string, std::string>> out;
+  static std::vector<DiagnosedKnob> knob_order(const Tuner& t, const nlohmann::json& report) {
+    std::vector<DiagnosedKnob> out;
     auto add = [&](const std::string& k, const std::string& why) {
       if (t.range(k) == nullptr) return;
-      for (const auto& [kk, w] : out) {
-        if (kk == k) return;
+      for (const DiagnosedKnob& d : out) {
+        if (d.knob == k) return;
       }
-      out.emplace_back(k, why);
+      out.push_back({k, why});
     };
-    if (report.is_object()) {
-      if (auto it = report.find("recommendations"); it != report.end() && it->is_array()) {
-        for (const auto& rec : *it) {
-          for (const auto& k : knobs_for_recommendation(rec)) add(k, "recommendation " + rec.value("id", std::string("?")));
-        }
-      }
-      if (auto it = report.find("verdict"); it != report.end() && it->is_object()) {
-        const std::string v = it->value("bottleneck", std::string());
-        for (const auto& k : knobs_for_bottleneck(v)) add(k, "verdict " + v);
-      }
-    }
+    for (const DiagnosedKnob& d : diagnosed_knobs(report)) add(d.knob, d.source);
     for (const KnobRange& r : t.space()) add(r.def->name, "not pointed to by the diagnosis; checked last");
     return out;
   }
@@ -105,12 +95,7 @@ class GuidedStrategy : public Strategy {
   // Knobs named by a report's recommendations (not the verdict's broader list), in order.
   static std::vector<std::string> recommended_knobs(const nlohmann::json& report) {
     std::vector<std::string> out;
-    if (!report.is_object() || !report.contains("recommendations") || !report["recommendations"].is_array()) return out;
-    for (const auto& rec : report["recommendations"]) {
-      for (const auto& k : knobs_for_recommendation(rec)) {
-        if (std::find(out.begin(), out.end(), k) == out.end()) out.push_back(k);
-      }
-    }
+    for (const DiagnosedKnob& d : diagnosed_knobs(report, DiagnosisScope::kRecommendations)) out.push_back(d.knob);
     return out;
   }
 

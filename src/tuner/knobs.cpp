@@ -28,67 +28,6 @@ bool parse_ll(std::string_view s, long long* out) {
 
 }  // namespace
 
-const std::vector<KnobDef>& knob_catalog() {
-  // Order = cheapest / lowest-risk first (ties in the guided search are broken by it). batch_size's auto
-  // list is the doubling ladder; the guided search stops climbing it at an OOM or a plateau.
-  static const std::vector<KnobDef> kCatalog = {
-      {"num_workers", KnobKind::kInteger, {"0", "1", "2", "4", "8"}, "dataloader.num_workers", "--workers",
-       true, {"workers", "dataloader.num_workers"}},
-      {"pin_memory", KnobKind::kBool, {"0", "1"}, "dataloader.pin_memory", "--pin-memory", true,
-       {"pin", "dataloader.pin_memory"}},
-      {"prefetch_factor", KnobKind::kInteger, {"2", "4", "8"}, "dataloader.prefetch_factor", "--prefetch",
-       false, {"prefetch", "dataloader.prefetch_factor"}},
-      {"persistent_workers", KnobKind::kBool, {"0", "1"}, "dataloader.persistent_workers", "", false,
-       {"persistent", "dataloader.persistent_workers"}},
-      {"amp", KnobKind::kChoice, {"off", "bf16", "fp16"}, "amp.dtype", "--amp", true,
-       {"autocast", "amp.dtype"}},
-      {"batch_size", KnobKind::kInteger, {"16", "32", "64", "128", "256", "512", "1024", "2048"},
-       "dataloader.batch_size", "--batch-size", true, {"bs", "batch", "dataloader.batch_size"}},
-      {"channels_last", KnobKind::kBool, {"0", "1"}, "", "--channels-last", false, {"model.channels_last"}},
-      {"cudnn_benchmark", KnobKind::kBool, {"0", "1"}, "", "--cudnn-benchmark", false,
-       {"cudnn.benchmark", "cudnn"}},
-      {"tf32", KnobKind::kBool, {"0", "1"}, "", "--tf32", false, {"tf32.matmul"}},
-  };
-  return kCatalog;
-}
-
-const KnobDef* find_knob(std::string_view name) {
-  const std::string n = lower(trim(name));
-  for (const KnobDef& k : knob_catalog()) {
-    if (k.name == n) return &k;
-    if (std::find(k.aliases.begin(), k.aliases.end(), n) != k.aliases.end()) return &k;
-  }
-  return nullptr;
-}
-
-StatusOr<std::string> canonical_value(const KnobDef& knob, std::string_view value) {
-  const std::string v = lower(trim(value));
-  switch (knob.kind) {
-    case KnobKind::kInteger: {
-      long long x = 0;
-      if (!parse_ll(v, &x) || x < 0 || x > (1LL << 30)) {
-        return InvalidArgument("knob " + knob.name + ": '" + std::string(value) +
-                               "' is not a non-negative integer");
-      }
-      if (knob.name == "batch_size" && x == 0) return InvalidArgument("knob batch_size: 0 is not a batch size");
-      return std::to_string(x);
-    }
-    case KnobKind::kBool:
-      if (v == "1" || v == "true" || v == "on" || v == "yes") return std::string("1");
-      if (v == "0" || v == "false" || v == "off" || v == "no") return std::string("0");
-      return InvalidArgument("knob " + knob.name + ": '" + std::string(value) + "' is not a boolean (0/1)");
-    case KnobKind::kChoice:
-      if (knob.name == "amp") {
-        if (v == "off" || v == "none" || v == "fp32" || v == "float32" || v == "0") return std::string("off");
-        if (v == "bf16" || v == "bfloat16") return std::string("bf16");
-        if (v == "fp16" || v == "float16" || v == "half") return std::string("fp16");
-        return InvalidArgument("knob amp: '" + std::string(value) + "' is not one of off, bf16, fp16");
-      }
-      return v;
-  }
-  return InvalidArgument("knob " + knob.name + ": bad value");
-}
-
 std::vector<std::string> auto_values_for(const KnobDef& def, unsigned cpu_count) {
   std::vector<std::string> values = def.auto_values;
   if (def.name == "num_workers") {
@@ -104,11 +43,9 @@ StatusOr<KnobRange> parse_knob_arg(std::string_view arg) {
   if (eq == std::string_view::npos) {
     return InvalidArgument("--knob '" + std::string(arg) + "': expected NAME=V1,V2,... or NAME=auto");
   }
-  const KnobDef* def = find_knob(arg.substr(0, eq));
+  const KnobDef* def = find_knob_spelling(arg.substr(0, eq));
   if (def == nullptr) {
-    std::string names;
-    for (const KnobDef& k : knob_catalog()) names += (names.empty() ? "" : ", ") + k.name;
-    return InvalidArgument("--knob '" + std::string(arg) + "': unknown knob (known: " + names + ")");
+    return InvalidArgument("--knob '" + std::string(arg) + "': unknown knob (known: " + knob_names() + ")");
   }
   KnobRange range;
   range.def = def;

@@ -32,7 +32,8 @@ void for_each_placeholder(const std::string& s, Fn fn) {
     const size_t close = s.find('}', pos + 1);
     if (close == std::string::npos) return;
     const std::string name = s.substr(pos + 1, close - pos - 1);
-    const KnobDef* def = name.empty() || name.find_first_of("{ ") != std::string::npos ? nullptr : find_knob(name);
+    const KnobDef* def =
+        name.empty() || name.find_first_of("{ ") != std::string::npos ? nullptr : find_knob_spelling(name);
     if (def != nullptr && names_knob(name, *def)) {
       fn(*def, pos, close + 1);
       pos = close + 1;
@@ -202,7 +203,7 @@ StatusOr<std::vector<std::string>> ProcessTrialRunner::command_for(const Config&
   if (!substituted.ok()) return substituted.status();
   for (auto& a : *substituted) argv.push_back(std::move(a));
   const nlohmann::json overrides = overrides_for(config, placeholders_in(target.args));
-  if (extra_env != nullptr && !overrides.empty()) extra_env->push_back("PROFILE_TRAIN_OVERRIDES=" + overrides.dump());
+  if (extra_env != nullptr && !overrides.empty()) extra_env->push_back(std::string(kOverridesEnv) + "=" + overrides.dump());
   return argv;
 }
 

@@ -263,6 +263,14 @@ void Tuner::finish_trial(Trial& t) {
     t.stddev = t.values.size() > 1 ? std::sqrt(ss / static_cast<double>(t.values.size() - 1)) : 0.0;
   }
   t.diagnosis = summarize_diagnosis(t.report);
+  if (t.report.is_object() && t.report.contains("recommendations") && t.report["recommendations"].is_array()) {
+    for (const auto& rec : t.report["recommendations"]) {
+      for (const auto& k : unknown_knobs(rec)) {
+        note("trial #" + std::to_string(t.index) + ": recommendation " + rec.value("id", std::string("?")) +
+             " names '" + k + "', not a knob of this profile-train (known: " + knob_names() + "); ignored");
+      }
+    }
+  }
 }
 
 int Tuner::evaluate(const Config& config, const std::string& reason, int repeats_override, int reference) {

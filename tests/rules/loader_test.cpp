@@ -3,6 +3,7 @@
 
 #include <set>
 
+#include "profile_train/common/knobs.h"
 #include "profile_train/rules/engine.h"
 #include "rule_set.h"
 #include "test_util.h"
@@ -64,6 +65,15 @@ TEST(Catalog, FilesOnDiskMatchTheEmbeddedCopy) {
     const auto& e = detail::kEmbeddedRules[i];
     EXPECT_EQ(testing::read_file(std::filesystem::path(PT_SOURCE_DIR) / "rules" / e.name), e.text) << e.name;
   }
+}
+
+// rule.schema.json's knob names are the knob catalog's (common/knobs.h), which the loader checks against.
+TEST(Catalog, SchemaKnobsAreTheCatalogs) {
+  const auto schema = nlohmann::json::parse(testing::read_file(std::filesystem::path(PT_SOURCE_DIR) / "rules" /
+                                                               "rule.schema.json"));
+  std::vector<std::string> names;
+  for (const KnobDef& k : knob_catalog()) names.push_back(k.name);
+  EXPECT_EQ(schema.at("properties").at("knobs").at("items").at("enum").get<std::vector<std::string>>(), names);
 }
 
 TEST(Catalog, EveryRuleHasFixesCaveatsReferencesAndAGainRationale) {
@@ -188,7 +198,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"gain_not_number", replace(rule_text("x"), "\"removable_share\": \"breakdown.data_loading\"",
                                            "\"removable_share\": \"breakdown.data_loading > 0\""),
                 8, "must be a number expression"},
-        BadCase{"knob", replace(rule_text("x"), "\"num_workers\"]", "\"workers\"]"), 12, "unknown tuner knob"},
+        BadCase{"knob", replace(rule_text("x"), "\"num_workers\"]", "\"warp_speed\"]"), 12, "unknown tuner knob"},
+        // A command-line spelling is not a rule file's: the canonical name is suggested.
+        BadCase{"knob_alias", replace(rule_text("x"), "\"num_workers\"]", "\"prefetch\"]"), 12,
+                "unknown tuner knob \"prefetch\" (did you mean \"prefetch_factor\"? known: num_workers, "},
         BadCase{"typo_key", replace(rule_text("x"), "\"caveats\"", "\"caveat\""), 10, "unknown key \"caveat\""},
         BadCase{"tier", replace(rule_text("x"), "\"tier\": 1", "\"tier\": 7"), 5, "\"tier\" must be an integer 1..4"},
         BadCase{"id", replace(rule_text("x"), "\"id\": \"x\"", "\"id\": \"Bad Id\""), 3, "\"id\" must be"},

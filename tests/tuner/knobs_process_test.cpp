@@ -14,6 +14,7 @@
 
 #include "profile_train/report/escape.h"
 #include "profile_train/tuner/process_runner.h"
+#include "profile_train/report/tune_html.h"
 #include "profile_train/tuner/tune_report.h"
 #include "profile_train/tuner/tuner.h"
 
@@ -263,7 +264,7 @@ TEST(Report, JsonAndHtmlWithEscapingAndTheChange) {
   EXPECT_EQ(py[1]["code"], "with torch.autocast(\"cpu\", dtype=torch.bfloat16):\n    loss = loss_fn(model(inputs), targets)");
   EXPECT_EQ(doc["change"]["shim_overrides"]["dataloader.num_workers"], 4);
   EXPECT_EQ(doc["per_knob"]["num_workers"].size(), 2u);
-  const std::string html = pt::tune_html(doc);
+  const std::string html = profile_train::report::tune_html(doc);
   EXPECT_EQ(html.find("<script>"), std::string::npos);
   EXPECT_EQ(html.find("<img"), std::string::npos);
   EXPECT_NE(html.find("&lt;img src=x onerror=alert(1)&gt;"), std::string::npos);

@@ -13,6 +13,7 @@
 #include <fstream>
 
 #include "fake_ray_jobs.h"
+#include "profile_train/report/tune_html.h"
 #include "profile_train/tuner/ray_client.h"
 #include "profile_train/tuner/ray_report.h"
 #include "profile_train/tuner/ray_runner.h"
@@ -385,7 +386,7 @@ TEST(RayReport, ExecutionShowsWhereTrialsRanTheSavedTimeAndMixedGpuModels) {
   ASSERT_EQ(doc["trials"][1]["placements"].size(), 2u);
   EXPECT_EQ(doc["trials"][1]["placements"][0]["job_id"], "job-2");
   EXPECT_EQ(doc["trials"][1]["placements"][1]["gpu"], "1");
-  const std::string html = pt::execution_html(doc);
+  const std::string html = profile_train::report::execution_html(doc);
   EXPECT_NE(html.find("15.0 s saved"), std::string::npos) << html;
   EXPECT_NE(html.find("worker-1"), std::string::npos);
   EXPECT_NE(html.find("A100"), std::string::npos);

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "profile_train/tuner/statistics.h"
+#include "profile_train/report/tune_html.h"
 #include "profile_train/tuner/tune_report.h"
 #include "profile_train/tuner/tuner.h"
 #include "synthetic_surface.h"
@@ -277,6 +278,29 @@ TEST(SkippedKnobs, Bf16StaysWhereTheCpuHasItAndNothingIsSkippedWhenTheFactsAreUn
   EXPECT_TRUE(pt::skipped_values(space, json::object(), false).empty());
 }
 
+// The reasons tune.json's skipped_knobs gives, word for word: they come from the knob catalog's needs.
+TEST(SkippedKnobs, ReasonsNameWhatEachValueNeeds) {
+  const pt::KnobSpace space = {range("pin_memory=0,1"), range("amp=off,fp16,bf16"), range("tf32=0,1"),
+                               range("cudnn_benchmark=0,1"), range("channels_last=0,1")};
+  const json no_gpu = {{"facts", {{"gpu", {{"available", false}}}, {"cpu", {{"bf16_native", false}}}}}};
+  const auto k = pt::skipped_values(space, no_gpu, std::nullopt);
+  ASSERT_EQ(k.size(), 4u);
+  const std::string why = "the baseline ran without a GPU (facts.gpu.available = false)";
+  EXPECT_EQ(k[0].knob, "pin_memory");
+  EXPECT_EQ(k[0].reason, "pinned host memory only speeds up copies to a GPU; " + why);
+  EXPECT_EQ(k[1].knob, "amp");
+  EXPECT_EQ(k[1].values, (std::vector<std::string>{"fp16", "bf16"}));
+  EXPECT_EQ(k[1].reason, "fp16 autocast needs a GPU (" + why +
+                             "); bf16 autocast is emulated on a CPU without AMX or AVX512-BF16 "
+                             "(facts.cpu.bf16_native = false), slower than fp32");
+  EXPECT_EQ(k[2].reason, "TF32 acts on the GPU only; " + why);
+  EXPECT_EQ(k[3].reason, "the cuDNN autotuner acts on the GPU only; " + why);
+  const json no_cpu_facts = {{"facts", {{"gpu", {{"available", false}}}}}};
+  EXPECT_EQ(pt::skipped_values({range("amp=off,bf16")}, no_cpu_facts, false)[0].reason,
+            "bf16 autocast is emulated on a CPU without AMX or AVX512-BF16 (this host's /proc/cpuinfo = false), "
+            "slower than fp32");
+}
+
 TEST(PartialResults, OnlyAfterAnInterruptNotAfterMaxTrials) {
   Surface s = with_slow_first_step();
   pt::TuneOptions opt;
@@ -288,7 +312,7 @@ TEST(PartialResults, OnlyAfterAnInterruptNotAfterMaxTrials) {
   pt::TuneReportContext ctx;
   const json doc = pt::tune_json(stopped.result, space, ctx);
   EXPECT_FALSE(doc["status"]["partial"].get<bool>());
-  EXPECT_EQ(pt::tune_html(doc).find("partial results"), std::string::npos);
+  EXPECT_EQ(profile_train::report::tune_html(doc).find("partial results"), std::string::npos);
 
   std::atomic<bool> stop{false};
   FakeRunner runner(s);
@@ -300,7 +324,7 @@ TEST(PartialResults, OnlyAfterAnInterruptNotAfterMaxTrials) {
   pt::Tuner tuner(space, opt, runner);
   const pt::TuneResult cut = tuner.run();
   EXPECT_TRUE(cut.partial);
-  EXPECT_NE(pt::tune_html(pt::tune_json(cut, space, ctx)).find("partial results"), std::string::npos);
+  EXPECT_NE(profile_train::report::tune_html(pt::tune_json(cut, space, ctx)).find("partial results"), std::string::npos);
 }
 
 TEST(Inconclusive, AClearGainIsNotLostToANoiseEstimateFromOneDegreeOfFreedom) {

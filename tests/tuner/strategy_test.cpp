@@ -351,21 +351,43 @@ TEST(Interrupt, KeepsPartialResults) {
 
 TEST(Diagnosis, RecommendationAndVerdictMapToKnobs) {
   using nlohmann::json;
-  EXPECT_EQ(pt::knobs_for_recommendation(json{{"id", "dataloader-workers"}}), std::vector<std::string>{"num_workers"});
-  EXPECT_EQ(pt::knobs_for_recommendation(json{{"id", "pin-memory"}}), std::vector<std::string>{"pin_memory"});
-  EXPECT_EQ(pt::knobs_for_recommendation(json{{"id", "amp"}}), std::vector<std::string>{"amp"});
-  EXPECT_EQ(pt::knobs_for_recommendation(json{{"id", "batch-size"}}), std::vector<std::string>{"batch_size"});
-  EXPECT_TRUE(pt::knobs_for_recommendation(json{{"id", "ddp"}}).empty());
-  // An explicit knobs list wins over the id, in any of the accepted spellings.
-  const json rec = {{"id", "something-new"},
-                    {"knobs", json::array({"dataloader.pin_memory", json{{"name", "amp.dtype"}}, "nonsense"})}};
-  EXPECT_EQ(pt::knobs_for_recommendation(rec), (std::vector<std::string>{"pin_memory", "amp"}));
+  // The knobs come from the recommendation's `knobs` (the rule's data), in their one spelling: the
+  // canonical names. The id alone maps to nothing, and other spellings are not knobs.
+  EXPECT_EQ(pt::knobs_for_recommendation(json{{"id", "x"}, {"knobs", {"pin_memory", "amp", "pin_memory"}}}),
+            (std::vector<std::string>{"pin_memory", "amp"}));
+  EXPECT_TRUE(pt::knobs_for_recommendation(json{{"id", "amp"}}).empty());
+  const json spelled = {{"id", "something-new"},
+                        {"knobs", json::array({"dataloader.pin_memory", json{{"name", "amp"}}, "prefetch", "tf32"})}};
+  EXPECT_EQ(pt::knobs_for_recommendation(spelled), std::vector<std::string>{"tf32"});
+  EXPECT_EQ(pt::unknown_knobs(spelled),
+            (std::vector<std::string>{"dataloader.pin_memory", "{\"name\":\"amp\"}", "prefetch"}));
   const json report = {{"verdict", {{"bottleneck", "input_pipeline"}}},
-                       {"recommendations", json::array({json{{"id", "amp"}}})}};
+                       {"recommendations", json::array({json{{"id", "amp"}, {"knobs", {"amp"}}}})}};
   const auto order = pt::diagnosed_knobs(report);
-  ASSERT_GE(order.size(), 2u);
-  EXPECT_EQ(order[0], "amp");
-  EXPECT_EQ(order[1], "num_workers");
+  ASSERT_EQ(order.size(), 5u);
+  EXPECT_EQ(order[0].knob, "amp");
+  EXPECT_EQ(order[0].source, "recommendation amp");
+  EXPECT_EQ(order[1].knob, "num_workers");
+  EXPECT_EQ(order[1].source, "verdict input_pipeline");
+  const auto recs_only = pt::diagnosed_knobs(report, pt::DiagnosisScope::kRecommendations);
+  ASSERT_EQ(recs_only.size(), 1u);
+  EXPECT_EQ(recs_only[0].knob, "amp");
+}
+
+TEST(Diagnosis, AReportNamingAnUnknownKnobIsNotedAndTheKnownOnesAreUsed) {
+  Surface s = input_bound();
+  s.edit_report = [](nlohmann::json& report) {
+    report["recommendations"] = nlohmann::json::array(
+        {{{"id", "dataloader-workers"}, {"title", "more workers"}, {"knobs", {"prefetch", "num_workers"}}}});
+  };
+  const Outcome o = tune(s, {range("num_workers=0,1,2")}, "guided");
+  ASSERT_GE(o.result.trials.size(), 2u);
+  EXPECT_NE(o.result.trials[1].reason.find("recommendation dataloader-workers"), std::string::npos);
+  bool noted = false;
+  for (const auto& line : o.result.log) {
+    noted = noted || line.find("recommendation dataloader-workers names 'prefetch', not a knob") != std::string::npos;
+  }
+  EXPECT_TRUE(noted);
 }
 
 TEST(Diagnosis, GuidedTriesTheTopRecommendationFirst) {

@@ -33,6 +33,7 @@ struct Surface {
   long long oom_batch = 1 << 30;     // batch sizes >= this run out of memory (at fp32)
   double amp_memory_factor = 1.0;    // bf16/fp16 allow oom_batch * this
   std::function<bool(const Config&)> crashes;  // configs that crash
+  std::function<void(nlohmann::json&)> edit_report;  // changes every report (e.g. a foreign recommendation)
   double noise_rel_sd = 0.0;         // multiplicative noise of each measurement
   unsigned seed = 1;
   // Per-step times in the report (20 steps) with a compile-like first step of about this many ms (x 0.5..1.5,
@@ -83,13 +84,15 @@ struct Surface {
     const long long workers = get(c, "num_workers", 0);
     const std::string bottleneck = wait_frac > 0.05 ? "input_pipeline" : "cpu_only";
     if (wait_frac > 0.05 && workers < cores) {
-      recs.push_back({{"id", "dataloader-workers"}, {"title", "more workers"}, {"knobs", {"dataloader.num_workers"}}});
+      recs.push_back({{"id", "dataloader-workers"},
+                      {"title", "more workers"},
+                      {"knobs", {"num_workers", "prefetch_factor", "persistent_workers"}}});
     }
     if (amp_of(c) == "off" && amp_bf16_speed > 1.2 && wait_frac < 0.05) {
-      recs.push_back({{"id", "amp"}, {"title", "bf16 autocast"}});
+      recs.push_back({{"id", "amp"}, {"title", "bf16 autocast"}, {"knobs", {"amp"}}});
     }
     const double batch = static_cast<double>(get(c, "batch_size", 32));
-    if (overhead_ms / step_ms > 0.3) recs.push_back({{"id", "batch-size"}, {"title", "bigger batch"}});
+    if (overhead_ms / step_ms > 0.3) recs.push_back({{"id", "batch-size"}, {"title", "bigger batch"}, {"knobs", {"batch_size"}}});
     (void)batch;
     nlohmann::json facts = {{"dataloader", {{"batch_size", get(c, "batch_size", 32)}, {"num_workers", workers}}}};
     if (no_gpu) facts["gpu"] = {{"available", false}};
@@ -142,6 +145,7 @@ class FakeRunner : public profile_train::tuner::TrialRunner {
     }
     if (surface_.load) step_ms *= surface_.load(runs_);
     m.report = surface_.report(config, step_ms, wait);
+    if (surface_.edit_report) surface_.edit_report(m.report);
     if (surface_.first_step_ms > 0) {
       std::uniform_real_distribution<double> jitter(0.5, 1.5);
       Surface::add_per_step(m.report, surface_.first_step_ms * jitter(rng_), step_ms);

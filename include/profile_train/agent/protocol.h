@@ -2,7 +2,6 @@
 // (src/agent/python/profile_train_shim.py): environment variables, NVTX control marks, the step range prefix
 // and the names of the files in the capture folder. Defined here once; the shim cannot include a header, so
 // tests/agent/protocol_test.cpp checks that its source uses exactly the names marked for it below.
-// The knobs' shim overrides (PROFILE_TRAIN_OVERRIDES) belong to the knob vocabulary, not here.
 #pragma once
 
 #include <string_view>
@@ -18,6 +17,8 @@ inline constexpr const char* kEnvModuleRanges = "PROFILE_TRAIN_MODULE_RANGES";  
 inline constexpr const char* kEnvShim = "PROFILE_TRAIN_SHIM";                // "0": the shim installs nothing
 inline constexpr const char* kEnvBufferMb = "PROFILE_TRAIN_BUFFER_MB";       // agent record buffers, MiB
 inline constexpr const char* kEnvFlushMs = "PROFILE_TRAIN_FLUSH_MS";         // agent writer period, ms
+// The tuner's knob overrides, a JSON object override_key -> value (the keys: common/knobs.h).
+inline constexpr const char* kEnvOverrides = "PROFILE_TRAIN_OVERRIDES";
 
 struct EnvVar {
   const char* name;
@@ -27,7 +28,7 @@ struct EnvVar {
 inline constexpr EnvVar kEnvVars[] = {
     {kEnvOut, true, true},           {kEnvWarmupSteps, true, true},   {kEnvSteps, true, true},
     {kEnvStopAfterSteps, false, true}, {kEnvModuleRanges, false, true}, {kEnvShim, false, true},
-    {kEnvBufferMb, true, false},     {kEnvFlushMs, true, false},
+    {kEnvBufferMb, true, false},     {kEnvFlushMs, true, false},      {kEnvOverrides, false, true},
 };
 
 // ---- NVTX control marks: marks whose text starts with kControlPrefix steer the agent and are not recorded ----

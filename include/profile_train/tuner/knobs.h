@@ -1,5 +1,4 @@
-// Tuning knobs: what `profile-train tune` may change in a training run, how each knob's values are written,
-// and how a knob reaches the target (workload flag, argv placeholder, or Python-shim override key).
+// The tuner's search space over the knobs of common/knobs.h: --knob arguments, ranges and configurations.
 // Owner: tuner component.
 #pragma once
 
@@ -8,34 +7,19 @@
 #include <string_view>
 #include <vector>
 
+#include "profile_train/common/knobs.h"
 #include "profile_train/common/status.h"
 
 namespace profile_train::tuner {
 
-enum class KnobKind {
-  kInteger,  // ordered numeric values (batch size, workers, prefetch factor)
-  kBool,     // canonical values "0" / "1"
-  kChoice,   // unordered named values (amp: off / bf16 / fp16)
-};
-
-struct KnobDef {
-  std::string name;                      // canonical name, also the placeholder: {batch_size}
-  KnobKind kind = KnobKind::kInteger;
-  std::vector<std::string> auto_values;  // the list used for `NAME=auto` (first value = baseline)
-  std::string override_key;              // key in PROFILE_TRAIN_OVERRIDES; "" when the shim cannot apply it
-  std::string workload_flag;             // flag of the built-in workload, e.g. "--batch-size"
-  bool in_default_space = false;         // searched without an explicit --knob
-  std::vector<std::string> aliases;      // accepted spellings (--knob workers=..., {workers})
-};
-
-// The knob catalog, cheapest / lowest-risk knob first (this order breaks ties in the guided search).
-const std::vector<KnobDef>& knob_catalog();
-// Finds a knob by canonical name, alias or override key ("dataloader.num_workers"); nullptr if unknown.
-const KnobDef* find_knob(std::string_view name);
-
-// Normalizes a value for `knob`: integers in decimal, booleans "0"/"1" (accepts true/false/on/off/yes/no),
-// amp one of off/bf16/fp16 (accepts none/fp32/bfloat16/float16). InvalidArgument names the knob and value.
-StatusOr<std::string> canonical_value(const KnobDef& knob, std::string_view value);
+// The knob vocabulary (names, override keys, workload flags, value domains) is common/knobs.h.
+using profile_train::canonical_value;
+using profile_train::find_knob;
+using profile_train::find_knob_spelling;
+using profile_train::knob_catalog;
+using profile_train::KnobDef;
+using profile_train::KnobKind;
+using profile_train::KnobNeeds;
 
 // One knob of a search space with its ordered candidate values. values[0] is the baseline value.
 struct KnobRange {
@@ -47,7 +31,8 @@ struct KnobRange {
 // The searched knobs in catalog order.
 using KnobSpace = std::vector<KnobRange>;
 
-// Parses one --knob argument "NAME=V1,V2,..." or "NAME=auto". Integer lists are kept in the given order
+// Parses one --knob argument "NAME=V1,V2,..." or "NAME=auto" (NAME: any command-line spelling,
+// find_knob_spelling). Integer lists are kept in the given order
 // after de-duplication (the first value is the baseline).
 StatusOr<KnobRange> parse_knob_arg(std::string_view arg);
 

@@ -1,5 +1,5 @@
 // tune.json's `execution` section (where each measurement ran, the Jobs API's overhead, the wall time that
-// parallelism saved) and its HTML. Pure functions. Owner: tuner component.
+// parallelism saved); its HTML is report::execution_html. Pure functions. Owner: tuner component.
 #pragma once
 
 #include <string>
@@ -32,7 +32,5 @@ struct ExecutionInfo {
 // after the other; saved_s = sum_measurement_s - wall_s (>= 0).
 void add_execution(nlohmann::json& doc, const TuneResult& result, const ExecutionInfo& info);
 
-// The "Where the trials ran" section of tune.html ("" when the document has no execution section).
-std::string execution_html(const nlohmann::json& doc);
 
 }  // namespace profile_train::tuner

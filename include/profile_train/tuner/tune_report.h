@@ -1,5 +1,5 @@
-// tune.json (versioned) and tune.html (self-contained) for a tuning session, plus the code change that makes
-// the best configuration permanent. Pure functions over the session's result. Owner: tuner component.
+// tune.json (versioned) for a tuning session, plus the code change that makes the best configuration
+// permanent. Pure functions over the session's result. Owner: tuner component.
 #pragma once
 
 #include <filesystem>
@@ -63,7 +63,6 @@ nlohmann::json code_change(const Config& baseline, const Config& best, const Tun
 
 // The whole tune.json document.
 nlohmann::json tune_json(const TuneResult& result, const KnobSpace& space, const TuneReportContext& ctx);
-// A self-contained HTML page for a tune.json document; every string from the document is escaped.
-std::string tune_html(const nlohmann::json& tune);
+// tune.html is written from this document by report::tune_html (profile_train/report/tune_html.h).
 
 }  // namespace profile_train::tuner

@@ -200,14 +200,26 @@ std::vector<Tuner::BatchItem> explore_lookahead(const Tuner& t, const Config& st
 std::unique_ptr<Strategy> make_strategy(std::string_view name);
 
 // ---- diagnosis -> knobs (exposed for tests and for the report) ------------------------------------------
-// Knobs a recommendation maps to: its `knobs` list when present (knob names, override keys or objects with
-// "name"/"knob"), else by rule id (dataloader-workers -> num_workers, pin-memory -> pin_memory, amp -> amp,
-// batch-size -> batch_size, ...).
+// Knobs a recommendation maps to: its `knobs` list, as the rule engine writes it from the rule's data
+// (canonical knob names, common/knobs.h); other entries are not knobs (unknown_knobs lists them).
 std::vector<std::string> knobs_for_recommendation(const nlohmann::json& recommendation);
+// The entries of a recommendation's `knobs` that name no knob (a report of another profile-train version).
+std::vector<std::string> unknown_knobs(const nlohmann::json& recommendation);
 // Knobs that address a verdict.bottleneck value (input_pipeline -> num_workers, prefetch_factor, ...).
 std::vector<std::string> knobs_for_bottleneck(std::string_view bottleneck);
-// Ordered knobs the report points to: recommendations in order, then the verdict's knobs (no duplicates).
-std::vector<std::string> diagnosed_knobs(const nlohmann::json& report);
+// A knob the diagnosis points to, and what points to it ("recommendation amp", "verdict input_pipeline").
+struct DiagnosedKnob {
+  std::string knob;
+  std::string source;
+};
+enum class DiagnosisScope {
+  kRecommendations,            // the recommendations' knobs only
+  kRecommendationsThenVerdict  // then the verdict's broader list
+};
+// The knobs a report points to, without duplicates: its recommendations' in order, then (by scope) the
+// verdict's; each with the first thing that pointed to it.
+std::vector<DiagnosedKnob> diagnosed_knobs(const nlohmann::json& report,
+                                           DiagnosisScope scope = DiagnosisScope::kRecommendationsThenVerdict);
 // Compact diagnosis kept per trial in tune.json.
 nlohmann::json summarize_diagnosis(const nlohmann::json& report);
 // The values of `space` (other than each knob's baseline value) that cannot act on the machine `report` ran

@@ -42,6 +42,20 @@ _CONTROL_STOP = "profile_train:capture_stop"
 _CONTROL_DISCARD = "profile_train:discard_next_pop"
 _CONTROL_FINALIZE = "profile_train:finalize"
 
+# The tuner's knobs this shim applies: key in PROFILE_TRAIN_OVERRIDES -> the DataLoader argument it sets
+# (None: applied elsewhere, amp.dtype around the model's forward). The keys are the override_key fields of
+# the knob catalog (include/profile_train/common/knobs.h); tests/common/knobs_test.cpp checks they agree.
+_OVERRIDE_KEYS = {
+    "dataloader.num_workers": "num_workers",
+    "dataloader.pin_memory": "pin_memory",
+    "dataloader.prefetch_factor": "prefetch_factor",
+    "dataloader.persistent_workers": "persistent_workers",
+    "dataloader.batch_size": "batch_size",
+    "amp.dtype": None,
+}
+_OVERRIDE_BATCH_SIZE = "dataloader.batch_size"
+_OVERRIDE_AMP = "amp.dtype"
+
 
 def _env_int(name, default=0):
     try:
@@ -414,14 +428,12 @@ def _install(torch):
             try:
                 ba = init_sig.bind(self, *args, **kwargs)
                 a = ba.arguments
-                for key, name in (("dataloader.num_workers", "num_workers"), ("dataloader.pin_memory", "pin_memory"),
-                                  ("dataloader.prefetch_factor", "prefetch_factor"),
-                                  ("dataloader.persistent_workers", "persistent_workers")):
-                    if key in ov:
+                for key, name in _OVERRIDE_KEYS.items():
+                    if name is not None and key != _OVERRIDE_BATCH_SIZE and key in ov:
                         a[name] = ov[key]
-                if "dataloader.batch_size" in ov and a.get("batch_sampler") is None and \
+                if _OVERRIDE_BATCH_SIZE in ov and a.get("batch_sampler") is None and \
                         a.get("batch_size", 1) is not None:
-                    a["batch_size"] = int(ov["dataloader.batch_size"])
+                    a["batch_size"] = int(ov[_OVERRIDE_BATCH_SIZE])
                 if int(a.get("num_workers", 0) or 0) == 0:
                     a["prefetch_factor"] = None
                     a["persistent_workers"] = False
@@ -541,7 +553,7 @@ def _install(torch):
         S.fwd_depth += 1
         S.nvtx.push("## forward ##")
         try:
-            amp = S.overrides.get("amp.dtype")
+            amp = S.overrides.get(_OVERRIDE_AMP)
             device_type = S.facts.get("params", {}).get("device") or "cpu"
             device_type = device_type.split(":")[0]
             if amp in ("bf16", "fp16", "off"):

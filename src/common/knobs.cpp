@@ -1,0 +1,169 @@
+#include "profile_train/common/knobs.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+
+namespace profile_train {
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string trim(std::string_view s) {
+  size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return std::string(s.substr(b, e - b));
+}
+
+// Integers above this are not a batch size, a worker count or a prefetch factor (and stay far from overflow).
+constexpr long long kMaxInteger = 1LL << 30;
+
+}  // namespace
+
+const std::vector<KnobDef>& knob_catalog() {
+  // Order = cheapest / lowest-risk first (ties in the guided search are broken by it). batch_size's auto
+  // list is the doubling ladder; the guided search stops climbing it at an OOM or a plateau.
+  static const std::vector<KnobDef> kCatalog = [] {
+    std::vector<KnobDef> c;
+    auto add = [&c](std::string name, KnobKind kind) -> KnobDef& {
+      c.push_back({});
+      c.back().name = std::move(name);
+      c.back().kind = kind;
+      return c.back();
+    };
+    KnobDef* k = &add("num_workers", KnobKind::kInteger);
+    k->auto_values = {"0", "1", "2", "4", "8"};
+    k->override_key = "dataloader.num_workers";
+    k->workload_flag = "--workers";
+    k->in_default_space = true;
+    k->aliases = {"workers", "dataloader.num_workers"};
+
+    k = &add("pin_memory", KnobKind::kBool);
+    k->auto_values = {"0", "1"};
+    k->override_key = "dataloader.pin_memory";
+    k->workload_flag = "--pin-memory";
+    k->in_default_space = true;
+    k->needs = KnobNeeds::kGpu;
+    k->needs_why = "pinned host memory only speeds up copies to a GPU";
+    k->aliases = {"pin", "dataloader.pin_memory"};
+
+    k = &add("prefetch_factor", KnobKind::kInteger);
+    k->auto_values = {"2", "4", "8"};
+    k->override_key = "dataloader.prefetch_factor";
+    k->workload_flag = "--prefetch";
+    k->aliases = {"prefetch", "dataloader.prefetch_factor"};
+
+    k = &add("persistent_workers", KnobKind::kBool);
+    k->auto_values = {"0", "1"};
+    k->override_key = "dataloader.persistent_workers";
+    k->aliases = {"persistent", "dataloader.persistent_workers"};
+
+    k = &add("amp", KnobKind::kChoice);
+    k->choices = {{"off", {"none", "fp32", "float32", "0"}}, {"bf16", {"bfloat16"}}, {"fp16", {"float16", "half"}}};
+    k->auto_values = {"off", "bf16", "fp16"};
+    k->override_key = "amp.dtype";
+    k->workload_flag = "--amp";
+    k->in_default_space = true;
+    k->value_needs = {{"fp16", KnobNeeds::kGpu, "fp16 autocast needs a GPU"},
+                      {"bf16", KnobNeeds::kGpuOrNativeBf16,
+                       "bf16 autocast is emulated on a CPU without AMX or AVX512-BF16"}};
+    k->aliases = {"autocast", "amp.dtype"};
+
+    k = &add("batch_size", KnobKind::kInteger);
+    k->min_value = 1;
+    k->auto_values = {"16", "32", "64", "128", "256", "512", "1024", "2048"};
+    k->override_key = "dataloader.batch_size";
+    k->workload_flag = "--batch-size";
+    k->in_default_space = true;
+    k->aliases = {"bs", "batch", "dataloader.batch_size"};
+
+    k = &add("channels_last", KnobKind::kBool);
+    k->auto_values = {"0", "1"};
+    k->workload_flag = "--channels-last";
+    k->aliases = {"model.channels_last"};
+
+    k = &add("cudnn_benchmark", KnobKind::kBool);
+    k->auto_values = {"0", "1"};
+    k->workload_flag = "--cudnn-benchmark";
+    k->needs = KnobNeeds::kGpu;
+    k->needs_why = "the cuDNN autotuner acts on the GPU only";
+    k->aliases = {"cudnn.benchmark", "cudnn"};
+
+    k = &add("tf32", KnobKind::kBool);
+    k->auto_values = {"0", "1"};
+    k->workload_flag = "--tf32";
+    k->needs = KnobNeeds::kGpu;
+    k->needs_why = "TF32 acts on the GPU only";
+    k->aliases = {"tf32.matmul"};
+    return c;
+  }();
+  return kCatalog;
+}
+
+const KnobDef* find_knob(std::string_view name) {
+  for (const KnobDef& k : knob_catalog()) {
+    if (k.name == name) return &k;
+  }
+  return nullptr;
+}
+
+const KnobDef* find_knob_spelling(std::string_view spelling) {
+  const std::string n = lower(trim(spelling));
+  for (const KnobDef& k : knob_catalog()) {
+    if (k.name == n || k.override_key == n) return &k;
+    if (std::find(k.aliases.begin(), k.aliases.end(), n) != k.aliases.end()) return &k;
+  }
+  return nullptr;
+}
+
+std::string knob_names() {
+  std::string names;
+  for (const KnobDef& k : knob_catalog()) names += (names.empty() ? "" : ", ") + k.name;
+  return names;
+}
+
+StatusOr<std::string> canonical_value(const KnobDef& knob, std::string_view value) {
+  const std::string v = lower(trim(value));
+  switch (knob.kind) {
+    case KnobKind::kInteger: {
+      long long x = 0;
+      auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+      if (v.empty() || ec != std::errc() || p != v.data() + v.size() || x < 0 || x > kMaxInteger) {
+        return InvalidArgument("knob " + knob.name + ": '" + std::string(value) +
+                               "' is not a non-negative integer");
+      }
+      if (x < knob.min_value) {
+        return InvalidArgument("knob " + knob.name + ": " + std::to_string(x) + " is below its minimum " +
+                               std::to_string(knob.min_value));
+      }
+      return std::to_string(x);
+    }
+    case KnobKind::kBool:
+      if (v == "1" || v == "true" || v == "on" || v == "yes") return std::string("1");
+      if (v == "0" || v == "false" || v == "off" || v == "no") return std::string("0");
+      return InvalidArgument("knob " + knob.name + ": '" + std::string(value) + "' is not a boolean (0/1)");
+    case KnobKind::kChoice: {
+      std::string domain;
+      for (const KnobChoice& c : knob.choices) {
+        if (c.value == v || std::find(c.synonyms.begin(), c.synonyms.end(), v) != c.synonyms.end()) return c.value;
+        domain += (domain.empty() ? "" : ", ") + c.value;
+      }
+      return InvalidArgument("knob " + knob.name + ": '" + std::string(value) + "' is not one of " + domain);
+    }
+  }
+  return InvalidArgument("knob " + knob.name + ": bad value");
+}
+
+KnobNeeds needs_of(const KnobDef& knob, std::string_view value) {
+  for (const KnobValueNeeds& n : knob.value_needs) {
+    if (n.value == value) return n.needs;
+  }
+  return knob.needs;
+}
+
+}  // namespace profile_train
