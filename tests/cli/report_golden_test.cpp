@@ -186,4 +186,66 @@ std::string test_name(const ::testing::TestParamInfo<std::string>& info) {
 INSTANTIATE_TEST_SUITE_P(Corpus, ReportGolden, ::testing::ValuesIn(corpus_traces()), test_name);
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(ReportGolden);
 
+// Golden diffs: `profile-train diff A B` of pairs of the golden reports above (diff.json, diff.html digest and
+// the terminal text), compared with tests/golden/diffs/. The pairs are a before/after of one model (4 workers
+// vs none), HTA's trace-diff pair, two models, and a CPU-only run against a GPU one (nulls on one side).
+struct DiffPair {
+  const char* name;
+  const char* a;
+  const char* b;
+};
+const DiffPair kDiffPairs[] = {
+    {"resnet50_workers_0_vs_4", "kineto_tb_plugin_resnet50_num_workers_0_worker0.1623143089861.pt.trace.json",
+     "kineto_tb_plugin_resnet50_num_workers_4_worker0.1623212756351.pt.trace.json"},
+    {"hta_trace_diff_control_vs_test", "hta_trace_diff_control_control.json", "hta_trace_diff_test_test.json"},
+    {"param_linear_vs_resnet", "param_linear_kineto.json", "param_resnet_kineto.json"},
+    {"cpu_only_vs_amd", "hta_cpu_only_rank-34.Jul_15_10_52_41.1074.pt.trace.json",
+     "hta_amd_trace_mi250_minitoy_train_ROCm6_2_kineto.json"},
+};
+
+class DiffGolden : public ::testing::TestWithParam<DiffPair> {};
+
+TEST_P(DiffGolden, DiffJsonHtmlAndTextUnchanged) {
+  const DiffPair& pair = GetParam();
+  const fs::path reports = fs::path(PT_SOURCE_DIR) / "tests" / "golden" / "reports";
+  const fs::path dir = fs::temp_directory_path() / ("pt_golden_diff_" + std::to_string(::getpid()) + "_" + pair.name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path out = dir / "out";
+  const fs::path text_file = dir / "stdout.txt";
+  const std::string cmd = std::string("cd '") + reports.string() + "' && NO_COLOR=1 COLUMNS=100 '" + PT_BINARY_DIR +
+                          "/profile-train' diff '" + pair.a + "' '" + pair.b + "' --format text,json,html --out '" +
+                          out.string() + "' >'" + text_file.string() + "' 2>'" + (dir / "stderr.txt").string() + "'";
+  const int status = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(status)) << cmd;
+  ASSERT_EQ(WEXITSTATUS(status), 0) << slurp(text_file) << slurp(dir / "stderr.txt");
+  const nlohmann::json diff = nlohmann::json::parse(slurp(out / "diff.json"));
+  std::string html = html_digest(slurp(out / "diff.html"));
+  std::string text = slurp(text_file);
+  replace_all(text, out.string(), "OUT");
+  fs::remove_all(dir);
+
+  const fs::path golden_dir = fs::path(PT_SOURCE_DIR) / "tests" / "golden" / "diffs";
+  const fs::path golden_json = golden_dir / (std::string(pair.name) + ".json");
+  const fs::path golden_text = golden_dir / (std::string(pair.name) + ".txt");
+  const fs::path golden_html = golden_dir / (std::string(pair.name) + ".html.txt");
+  const char* update = std::getenv("PT_UPDATE_GOLDEN");
+  if (update && std::string(update) == "1") {
+    spit(golden_json, diff.dump(1) + "\n");
+    spit(golden_text, text);
+    spit(golden_html, html);
+    GTEST_SKIP() << "updated the golden diff " << pair.name;
+  }
+  ASSERT_TRUE(fs::exists(golden_json)) << "no golden diff " << pair.name
+                                       << ": run with PT_UPDATE_GOLDEN=1 to create it, then review and commit it";
+  const nlohmann::json expected = nlohmann::json::parse(slurp(golden_json));
+  EXPECT_EQ(diff, expected) << pair.name << ": diff.json differs from " << golden_json << ":\n"
+                            << nlohmann::json::diff(expected, diff).dump(1).substr(0, 4000);
+  EXPECT_EQ(text, slurp(golden_text)) << pair.name << ": the diff text differs from " << golden_text;
+  EXPECT_EQ(html, slurp(golden_html)) << pair.name << ": diff.html differs from " << golden_html;
+}
+
+INSTANTIATE_TEST_SUITE_P(GoldenReports, DiffGolden, ::testing::ValuesIn(kDiffPairs),
+                         [](const ::testing::TestParamInfo<DiffPair>& info) { return std::string(info.param.name); });
+
 }  // namespace
