@@ -63,8 +63,7 @@ std::optional<Window> choose_window(const analysis::Report& report, const trace:
       if (!best || diff < best_diff) best = &s, best_diff = diff;
     }
     Window w;
-    // Through a double, as the JSON lookup this replaced read it (exact only below 2^53 ns).
-    w.start = static_cast<TimeNs>(static_cast<double>(best->start_ns));
+    w.start = best->start_ns;
     w.end = w.start + static_cast<TimeNs>(std::llround(best->duration_ms * 1e6));
     // per_step may list only some of the steps (first, last, slowest): steps.count is the total.
     const size_t n = report.steps.count >= 1 ? static_cast<size_t>(report.steps.count) : per_step.size();

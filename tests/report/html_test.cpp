@@ -107,6 +107,21 @@ TEST(Timeline, CountsAddUpWhenNothingIsMerged) {
   EXPECT_EQ(tl["merged_blocks"].get<int64_t>(), 0);
 }
 
+// Kineto traces carry epoch timestamps in ns (~1.7e18, past the 2^53 a double holds exactly): the window is
+// the step's own start, to the nanosecond, not the nearest double.
+TEST(Timeline, WindowStartsExactlyAtAStepWithAnEpochTimestamp) {
+  auto trace = make_training_trace(1, 5, 50'000'000);
+  const int64_t offset = 1'700'000'000'000'000'001;  // odd: no double near 1.7e18 is
+  for (auto& e : trace.events) e.start_ns += offset;
+  trace.finalize();
+  const int64_t start = 1'000'000'000 + offset;
+  json report = {{"steps", {{"per_step", json::array({{{"name", "s0"}, {"start_ns", start}, {"duration_ms", 50.0}}})}}}};
+  const json tl = detail::build_timeline(typed_report(report), trace);
+  ASSERT_TRUE(tl.is_object());
+  EXPECT_EQ(tl["window"]["start_ns"].get<int64_t>(), start);
+  EXPECT_EQ(tl["window"]["end_ns"].get<int64_t>(), start + 50'000'000);
+}
+
 TEST(Timeline, HugeStepIsMergedUnderTheBudgetAndEveryEventIsAccountedFor) {
   // One step with 150k kernels (300k+ events): must be summarized.
   const auto trace = make_training_trace(1, 150000, 2'000'000'000);
