@@ -1,6 +1,7 @@
 #include "html_common.h"
 
 #include <cmath>
+#include <iterator>
 
 namespace profile_train::report::detail {
 
@@ -8,8 +9,9 @@ using nlohmann::json;
 
 const char* const kDash = "\xE2\x80\x94";
 
-// In Role order (common/vocabulary.h).
-const std::array<RoleStyle, kRoleCount> kRoleStyles = {{
+namespace {
+// In Role order (common/vocabulary.h); the static_asserts keep each table as long as its enum.
+const RoleStyle kRoleStyles[] = {
     {"GPU kernels", "#4c78a8"},   // kKernel
     {"Memcpy", "#f58518"},        // kMemcpy
     {"Memset", "#e45756"},        // kMemset
@@ -18,17 +20,16 @@ const std::array<RoleStyle, kRoleCount> kRoleStyles = {{
     {"Data loading", "#eeca3b"},  // kDataLoading
     {"CPU compute", "#54a24b"},   // kCpu
     {"Other / idle", "#bab0ac"},  // kOther
-}};
+};
+static_assert(std::size(kRoleStyles) == kRoleCount);
 
-namespace {
 // In Bottleneck order (common/vocabulary.h).
-constexpr std::array<const char*, kBottleneckCount> kBottleneckLabels = {
+const char* const kBottleneckLabels[] = {
     "Input pipeline (data loading)", "Host-to-device copies", "CPU overhead (launch-bound)",
     "Host\xE2\x80\x93" "device synchronization", "GPU compute", "GPU memory", "Communication",
     "CPU only (no GPU used)", "Unknown"};
-}  // namespace
+static_assert(std::size(kBottleneckLabels) == kBottleneckCount);
 
-namespace {
 int decimals_for(double v) {
   const double a = std::fabs(v);
   return a >= 100 ? 0 : a >= 10 ? 1 : 2;
@@ -76,6 +77,8 @@ std::string fmt_gbps(std::optional<double> g) {
   if (!g) return kDash;
   return format_fixed(*g, decimals_for(*g)) + " GB/s";
 }
+
+const RoleStyle& style_of(Role role) { return kRoleStyles[static_cast<size_t>(role)]; }
 
 std::string bottleneck_label(Bottleneck b) { return kBottleneckLabels[static_cast<size_t>(b)]; }
 

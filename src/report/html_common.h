@@ -3,7 +3,6 @@
 // free-form facts). Internal to the report component. Nothing here throws on a missing or mistyped key.
 #pragma once
 
-#include <array>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -39,8 +38,7 @@ struct RoleStyle {
   const char* label;
   const char* color;
 };
-extern const std::array<RoleStyle, kRoleCount> kRoleStyles;
-inline const RoleStyle& style_of(Role r) { return kRoleStyles[static_cast<size_t>(r)]; }
+const RoleStyle& style_of(Role role);
 
 // Human label of a bottleneck class (Bottleneck::kInputPipeline -> "Input pipeline (data loading)").
 std::string bottleneck_label(Bottleneck bottleneck);

@@ -1,7 +1,10 @@
 // HTML report rendering: structure, escaping of program-supplied names, bounded timeline size.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "assets.h"
+#include "html_common.h"
 #include "profile_train/report/escape.h"
 #include "profile_train/report/writers.h"
 #include "synthetic.h"
@@ -173,6 +176,31 @@ TEST(Html, StepsSectionShowsTheExcludedStepsAndThePhases) {
   const std::string plain = render_html(typed_report(fixture("report_input_pipeline.json")), nullptr);
   EXPECT_EQ(plain.find("id=\"steps-excluded\""), std::string::npos);
   EXPECT_EQ(plain.find("id=\"phases\""), std::string::npos);
+}
+
+// The display tables keyed by the vocabularies cover every value (a missing initializer would leave a null
+// label), and no two values look alike.
+TEST(Html, EveryRoleAndBottleneckHasItsOwnLabel) {
+  std::set<std::string> role_labels, colours;
+  for (Role role : kAllRoles) {
+    const auto& style = detail::style_of(role);
+    ASSERT_NE(style.label, nullptr) << name_of(role);
+    ASSERT_NE(style.color, nullptr) << name_of(role);
+    role_labels.insert(style.label);
+    colours.insert(style.color);
+  }
+  EXPECT_EQ(role_labels.size(), kRoleCount);
+  EXPECT_EQ(colours.size(), kRoleCount);
+  std::set<std::string> labels;
+  for (size_t i = 0; i < kBottleneckCount; ++i) {
+    const auto b = static_cast<Bottleneck>(i);
+    const std::string label = detail::bottleneck_label(b);
+    EXPECT_FALSE(label.empty()) << name_of(b);
+    EXPECT_EQ(detail::bottleneck_label(name_of(b)), label);
+    labels.insert(label);
+  }
+  EXPECT_EQ(labels.size(), kBottleneckCount);
+  EXPECT_EQ(detail::bottleneck_label(std::string_view("not_a_class")), "not_a_class");
 }
 
 TEST(Html, RendersWithoutTraceAndWithAnEmptyReport) {
