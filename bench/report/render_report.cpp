@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 
+#include "profile_train/report/report_json.h"
 #include "profile_train/report/writers.h"
 #include "profile_train/trace/importer.h"
 #include "profile_train/trace/model.h"
@@ -67,7 +68,12 @@ int main(int argc, char** argv) {
               << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() << " s\n";
   }
   const auto t0 = std::chrono::steady_clock::now();
-  Status s = report::write_html(report, have_trace ? &trace : nullptr, argv[2]);
+  auto typed = report::report_from_json(report);
+  if (!typed.ok()) {
+    std::cerr << typed.status().message() << "\n";
+    return typed.status().exit_code();
+  }
+  Status s = report::write_html(*typed, have_trace ? &trace : nullptr, argv[2]);
   if (!s.ok()) {
     std::cerr << s.message() << "\n";
     return s.exit_code();

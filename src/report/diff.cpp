@@ -14,6 +14,7 @@
 #include "profile_train/common/atomic_file.h"
 #include "profile_train/common/terminal.h"
 #include "profile_train/report/escape.h"
+#include "profile_train/report/report_json.h"
 #include "html_common.h"
 
 namespace profile_train::report {
@@ -23,13 +24,11 @@ using detail::fmt_bytes;
 using detail::fmt_gbps;
 using detail::fmt_ms;
 using detail::fmt_pct;
-using detail::number_path;
-using detail::string_path;
+using analysis::Report;
+using detail::style_of;
 using nlohmann::json;
 
 json opt(std::optional<double> v) { return v ? json(*v) : json(nullptr); }
-
-std::optional<double> jnum(const json& j, const char* key) { return number_path(j, {key}); }
 
 json pair_entry(std::optional<double> a, std::optional<double> b) {
   json e = {{"a", opt(a)}, {"b", opt(b)}, {"delta", nullptr}};
@@ -42,29 +41,28 @@ struct KernelRow {
   double ms_per_step = 0;
   std::optional<double> count_per_step;
 };
-std::map<std::string, KernelRow> kernel_rows(const json& r) {
+std::map<std::string, KernelRow> kernel_rows(const Report& r) {
   std::map<std::string, KernelRow> rows;
-  const json* top = detail::find_path(r, {"gpu", "top_kernels"});
-  if (!top || !top->is_array()) return rows;
-  // top_kernels cover the steady-state steps (all steps in reports without steady_state).
-  const double steps = std::max(1.0, number_path(r, {"steps", "steady_state", "count"})
-                                         .value_or(number_path(r, {"steps", "count"}).value_or(1.0)));
-  for (const auto& k : *top) {
-    auto name = string_path(k, {"name"});
-    auto total = number_path(k, {"total_ms"});
-    if (!name || !total) continue;
-    KernelRow& row = rows[*name];  // duplicates (should not happen) are summed
-    row.ms_per_step += *total / steps;
-    if (auto c = number_path(k, {"count"})) row.count_per_step = row.count_per_step.value_or(0) + *c / steps;
+  // top_kernels cover the steady-state steps (all steps in reports without steady_state: count 0 there).
+  const int64_t steady = r.steps.steady_state.count > 0 ? r.steps.steady_state.count : r.steps.count;
+  const double steps = std::max(1.0, static_cast<double>(steady));
+  for (const auto& k : r.gpu.top_kernels) {
+    KernelRow& row = rows[k.name];  // duplicates (should not happen) are summed
+    row.ms_per_step += k.total_ms / steps;
+    row.count_per_step = row.count_per_step.value_or(0) + static_cast<double>(k.count) / steps;
   }
   return rows;
+}
+
+const analysis::CopyDirection* copy_direction(const Report& r, analysis::CopyDirection analysis::Memcpy::*dir) {
+  return r.gpu.memcpy ? &((*r.gpu.memcpy).*dir) : nullptr;
 }
 
 std::string sign_ms(double d) { return (d >= 0 ? "+" : "\xE2\x88\x92") + fmt_ms(std::fabs(d)); }
 
 }  // namespace
 
-StatusOr<json> load_report(const std::filesystem::path& input) {
+StatusOr<Report> load_report(const std::filesystem::path& input) {
   std::error_code ec;
   std::filesystem::path file = input;
   if (std::filesystem::is_directory(input, ec)) file = input / "report.json";
@@ -79,31 +77,38 @@ StatusOr<json> load_report(const std::filesystem::path& input) {
     return BadInput(file.string() + ": not valid JSON (" + e.what() + ")");
   }
   if (!j.is_object()) return BadInput(file.string() + ": not a report (top level is not an object)");
-  auto version = string_path(j, {"schema_version"});
+  auto version = detail::string_path(j, {"schema_version"});
   if (!version) return BadInput(file.string() + ": not a report.json (no schema_version)");
   if (version->rfind("1.", 0) != 0 && *version != "1")
     return Unsupported(file.string() + ": report schema_version " + *version + " is not supported (this build reads 1.x)");
-  return j;
+  auto report = report_from_json(j);
+  if (!report.ok()) {
+    std::string why = report.status().message();
+    if (why.rfind("report: ", 0) == 0) why.erase(0, 8);
+    return Status(report.status().code(), file.string() + ": not a report (" + why + ")");
+  }
+  return std::move(*report);
 }
 
-json diff_reports(const json& a, const json& b, const std::string& label_a, const std::string& label_b,
+json diff_reports(const Report& a, const Report& b, const std::string& label_a, const std::string& label_b,
                   const DiffOptions& options) {
   json d;
   d["diff_version"] = kDiffVersion;
   d["tool"] = {{"name", "profile-train"}};
-  auto side = [](const json& r, const std::string& label) {
+  auto side = [](const Report& r, const std::string& label) {
     return json{{"label", label},
-                {"bottleneck", string_path(r, {"verdict", "bottleneck"}).value_or("unknown")},
-                {"confidence", opt(number_path(r, {"verdict", "confidence"}))},
-                {"summary", string_path(r, {"verdict", "summary"}).value_or("")},
-                {"steps", opt(number_path(r, {"steps", "count"}))},
-                {"device", string_path(r, {"device", "name"}).value_or("")}};
+                {"bottleneck", name_of(r.verdict.bottleneck)},
+                {"confidence", r.verdict.confidence},
+                {"summary", r.verdict.summary},
+                // a float in diff.json, as diff 1.0 wrote it
+                {"steps", static_cast<double>(r.steps.count)},
+                {"device", r.device ? r.device->name.value_or("") : std::string()}};
   };
   d["a"] = side(a, label_a);
   d["b"] = side(b, label_b);
 
-  const auto ma = number_path(a, {"steps", "mean_ms"});
-  const auto mb = number_path(b, {"steps", "mean_ms"});
+  const auto ma = a.steps.mean_ms;
+  const auto mb = b.steps.mean_ms;
   json st = {{"a_ms", opt(ma)}, {"b_ms", opt(mb)}, {"delta_ms", nullptr}, {"ratio", nullptr}, {"speedup", nullptr}};
   if (ma && mb) {
     st["delta_ms"] = *mb - *ma;
@@ -114,22 +119,22 @@ json diff_reports(const json& a, const json& b, const std::string& label_a, cons
     }
   }
   d["step_time"] = st;
-  d["gpu_utilization"] = pair_entry(number_path(a, {"gpu", "utilization"}), number_path(b, {"gpu", "utilization"}));
+  d["gpu_utilization"] = pair_entry(a.gpu.utilization, b.gpu.utilization);
 
   json cats = json::array();
-  for (const auto& c : detail::kCategories) {
-    auto ms_of = [&](const json& r, std::optional<double> mean) -> std::optional<double> {
-      if (auto v = number_path(r, {"breakdown_ms", c.key})) return v;
-      if (auto f = number_path(r, {"breakdown", c.key}); f && mean) return *f * *mean;
+  for (Role role : kAllRoles) {
+    auto ms_of = [&](const Report& r, std::optional<double> mean) -> std::optional<double> {
+      if (auto v = r.breakdown_ms[role]) return v;
+      if (auto f = r.breakdown[role]; f && mean) return *f * *mean;
       return std::nullopt;
     };
     const auto am = ms_of(a, ma), bm = ms_of(b, mb);
-    json e = {{"category", c.key},
+    json e = {{"category", name_of(role)},
               {"a_ms", opt(am)},
               {"b_ms", opt(bm)},
               {"delta_ms", nullptr},
-              {"a_fraction", opt(number_path(a, {"breakdown", c.key}))},
-              {"b_fraction", opt(number_path(b, {"breakdown", c.key}))}};
+              {"a_fraction", opt(a.breakdown[role])},
+              {"b_fraction", opt(b.breakdown[role])}};
     if (am && bm) e["delta_ms"] = *bm - *am;
     cats.push_back(std::move(e));
   }
@@ -174,28 +179,34 @@ json diff_reports(const json& a, const json& b, const std::string& label_a, cons
   d["kernels"] = std::move(kernels);
 
   json copies = json::array();
-  for (const char* dir : {"h2d", "d2h", "d2d"}) {
-    const json* ca = detail::find_path(a, {"gpu", "memcpy", dir});
-    const json* cb = detail::find_path(b, {"gpu", "memcpy", dir});
+  using analysis::CopyDirection;
+  using analysis::Memcpy;
+  static const std::pair<const char*, CopyDirection Memcpy::*> kDirections[] = {
+      {"h2d", &Memcpy::h2d}, {"d2h", &Memcpy::d2h}, {"d2d", &Memcpy::d2d}};
+  for (const auto& [dir, member] : kDirections) {
+    const CopyDirection* ca = copy_direction(a, member);
+    const CopyDirection* cb = copy_direction(b, member);
     if (!ca && !cb) continue;
     // A direction without copies in either run is noise in a "what changed" list.
-    auto none = [](const json* c) { return !c || number_path(*c, {"count_per_step"}).value_or(0.0) == 0.0; };
+    auto none = [](const CopyDirection* c) { return !c || c->count_per_step == 0.0; };
     if (none(ca) && none(cb)) continue;
-    static const json kEmpty = json::object();
-    const json& xa = ca ? *ca : kEmpty;
-    const json& xb = cb ? *cb : kEmpty;
+    // A side without the direction (no memcpy section) is null, not 0.
+    auto field = [](const CopyDirection* c, double CopyDirection::*f) { return c ? json(c->*f) : json(nullptr); };
+    auto optional_field = [](const CopyDirection* c, std::optional<double> CopyDirection::*f) {
+      return c ? opt(c->*f) : json(nullptr);
+    };
     json e = {{"direction", dir},
-              {"a_ms_per_step", opt(jnum(xa, "time_ms_per_step"))},
-              {"b_ms_per_step", opt(jnum(xb, "time_ms_per_step"))},
+              {"a_ms_per_step", field(ca, &CopyDirection::time_ms_per_step)},
+              {"b_ms_per_step", field(cb, &CopyDirection::time_ms_per_step)},
               {"delta_ms_per_step", nullptr},
-              {"a_bytes_per_step", opt(jnum(xa, "bytes_per_step"))},
-              {"b_bytes_per_step", opt(jnum(xb, "bytes_per_step"))},
-              {"a_count_per_step", opt(jnum(xa, "count_per_step"))},
-              {"b_count_per_step", opt(jnum(xb, "count_per_step"))},
-              {"a_bandwidth_gbps", opt(jnum(xa, "bandwidth_gbps"))},
-              {"b_bandwidth_gbps", opt(jnum(xb, "bandwidth_gbps"))},
-              {"a_pageable_fraction", opt(jnum(xa, "pageable_fraction"))},
-              {"b_pageable_fraction", opt(jnum(xb, "pageable_fraction"))}};
+              {"a_bytes_per_step", field(ca, &CopyDirection::bytes_per_step)},
+              {"b_bytes_per_step", field(cb, &CopyDirection::bytes_per_step)},
+              {"a_count_per_step", field(ca, &CopyDirection::count_per_step)},
+              {"b_count_per_step", field(cb, &CopyDirection::count_per_step)},
+              {"a_bandwidth_gbps", optional_field(ca, &CopyDirection::bandwidth_gbps)},
+              {"b_bandwidth_gbps", optional_field(cb, &CopyDirection::bandwidth_gbps)},
+              {"a_pageable_fraction", optional_field(ca, &CopyDirection::pageable_fraction)},
+              {"b_pageable_fraction", optional_field(cb, &CopyDirection::pageable_fraction)}};
     if (e["a_ms_per_step"].is_number() && e["b_ms_per_step"].is_number())
       e["delta_ms_per_step"] = e["b_ms_per_step"].get<double>() - e["a_ms_per_step"].get<double>();
     copies.push_back(std::move(e));
@@ -206,11 +217,9 @@ json diff_reports(const json& a, const json& b, const std::string& label_a, cons
   });
   d["copies"] = std::move(copies);
 
-  auto rec_ids = [](const json& r) {
+  auto rec_ids = [](const Report& r) {
     std::vector<std::string> ids;
-    if (const json* recs = detail::find_path(r, {"recommendations"}); recs && recs->is_array())
-      for (const auto& rec : *recs)
-        if (auto id = string_path(rec, {"id"})) ids.push_back(*id);
+    for (const auto& rec : r.recommendations) ids.push_back(rec.id);
     return ids;
   };
   const auto ra = rec_ids(a), rb = rec_ids(b);
@@ -291,8 +300,7 @@ void write_diff_text(const json& d, std::ostream& out, const TextOptions& option
       << reset << "\n";
   for (const auto& c : d.value("breakdown", json::array())) {
     std::string label = safe(c, "category");
-    for (const auto& k : detail::kCategories)
-      if (label == k.key) label = k.label;
+    if (const auto role = role_from_name(label)) label = style_of(*role).label;
     out << pad(label, 24) << pad(num_or_dash(at(c, "a_ms"), fmt_ms), 12, true) << pad(num_or_dash(at(c, "b_ms"), fmt_ms), 12, true)
         << pad("", 2) << delta_text(at(c, "delta_ms"), color) << "\n";
   }
@@ -389,11 +397,9 @@ std::string render_diff_html(const json& d) {
         "<th class=\"num\">Share A</th><th class=\"num\">Share B</th></tr></thead><tbody>\n");
   for (const auto& c : d.value("breakdown", json::array())) {
     const std::string key = c.value("category", "");
-    const detail::CategoryStyle* style = nullptr;
-    for (const auto& k : detail::kCategories)
-      if (key == k.key) style = &k;
+    const auto role = role_from_name(key);
     h.raw("<tr><td>");
-    if (style) h.raw("<span class=\"swatch\" style=\"background:").raw(style->color).raw("\"></span>").raw(style->label);
+    if (role) h.raw("<span class=\"swatch\" style=\"background:").raw(style_of(*role).color).raw("\"></span>").raw(style_of(*role).label);
     else h.text(key);
     h.raw("</td><td class=\"num\">").text(num_or_dash(at(c, "a_ms"), fmt_ms)).raw("</td><td class=\"num\">")
         .text(num_or_dash(at(c, "b_ms"), fmt_ms)).raw("</td>");

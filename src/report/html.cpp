@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "assets.h"
+#include "profile_train/analysis/report.h"
 #include "profile_train/common/atomic_file.h"
 #include "profile_train/report/escape.h"
 #include "html_common.h"
@@ -24,11 +25,17 @@ using detail::fmt_gbps;
 using detail::fmt_ms;
 using detail::fmt_pct;
 using detail::fmt_us;
-using detail::number_path;
-using detail::string_path;
 using detail::Html;
+using detail::number_path;  // over the report's free-form facts
+using detail::string_path;
+using detail::style_of;
 using detail::value_to_text;
+using analysis::Report;
 using nlohmann::json;
+
+std::optional<double> as_number(std::optional<int64_t> v) {
+  return v ? std::optional<double>(static_cast<double>(*v)) : std::nullopt;
+}
 
 
 // Axis tick label in ms with as many decimals as the tick spacing needs.
@@ -39,14 +46,14 @@ std::string tick_label(double v, double spacing) {
 
 // ---- sections -------------------------------------------------------------------------------------------
 
-void write_banner(Html& h, const json& r) {
-  const std::string bottleneck = string_path(r, {"verdict", "bottleneck"}).value_or("unknown");
+void write_banner(Html& h, const Report& r) {
+  const std::string bottleneck(name_of(r.verdict.bottleneck));
   std::string css = "v-";
   for (char c : bottleneck) css += std::isalnum(static_cast<unsigned char>(c)) ? c : '-';
   h.raw("<header class=\"banner ").text(css).raw("\" id=\"verdict\">\n<div class=\"brand\">profile-train report</div>\n");
   h.raw("<div class=\"verdict-line\"><span class=\"verdict-kicker\">Bottleneck</span><h1 id=\"verdict-bottleneck\" data-bottleneck=\"")
-      .text(bottleneck).raw("\">").text(detail::bottleneck_label(bottleneck)).raw("</h1></div>\n");
-  if (auto s = string_path(r, {"verdict", "summary"})) h.raw("<p class=\"verdict-summary\">").text(*s).raw("</p>\n");
+      .text(bottleneck).raw("\">").text(detail::bottleneck_label(r.verdict.bottleneck)).raw("</h1></div>\n");
+  h.raw("<p class=\"verdict-summary\">").text(r.verdict.summary).raw("</p>\n");
   h.raw("<div class=\"kpis\">\n");
   auto kpi = [&](const char* id, const char* label, const std::string& value, const std::string& sub) {
     h.raw("<div class=\"kpi\" id=\"").raw(id).raw("\"><div class=\"kpi-label\">").raw(label)
@@ -54,53 +61,44 @@ void write_banner(Html& h, const json& r) {
     if (!sub.empty()) h.raw("<div class=\"kpi-sub\">").text(sub).raw("</div>");
     h.raw("</div>\n");
   };
-  const auto conf = number_path(r, {"verdict", "confidence"});
-  kpi("kpi-confidence", "Confidence", fmt_pct(conf),
-      !conf ? "" : *conf >= 0.75 ? "high" : *conf >= 0.5 ? "medium" : "low");
-  std::string steps_sub;
-  if (auto n = number_path(r, {"steps", "count"})) {
-    steps_sub = fmt_count(n) + " steps";
-    if (auto st = number_path(r, {"steps", "steady_state", "count"}); st && *st < *n)
-      steps_sub = fmt_count(st) + " steady-state of " + steps_sub;
-    if (auto sd = number_path(r, {"steps", "stddev_ms"})) steps_sub += ", \xC2\xB1" + fmt_ms(sd);
-  }
-  kpi("kpi-step", "Mean step time", fmt_ms(number_path(r, {"steps", "mean_ms"})), steps_sub);
-  kpi("kpi-gpu-util", "GPU utilization", fmt_pct(number_path(r, {"gpu", "utilization"})), "kernel time / step");
-  std::string dev = string_path(r, {"device", "name"}).value_or("");
-  if (dev.empty()) dev = string_path(r, {"facts", "gpu", "name"}).value_or("");
+  const double conf = r.verdict.confidence;
+  kpi("kpi-confidence", "Confidence", fmt_pct(conf), conf >= 0.75 ? "high" : conf >= 0.5 ? "medium" : "low");
+  const double n = static_cast<double>(r.steps.count);
+  std::string steps_sub = fmt_count(n) + " steps";
+  if (const double st = static_cast<double>(r.steps.steady_state.count); st < n)
+    steps_sub = fmt_count(st) + " steady-state of " + steps_sub;
+  if (r.steps.stddev_ms) steps_sub += ", \xC2\xB1" + fmt_ms(r.steps.stddev_ms);
+  kpi("kpi-step", "Mean step time", fmt_ms(r.steps.mean_ms), steps_sub);
+  kpi("kpi-gpu-util", "GPU utilization", fmt_pct(r.gpu.utilization), "kernel time / step");
+  const auto total_memory = r.device ? as_number(r.device->total_memory_bytes) : std::nullopt;
+  std::string dev = r.device ? r.device->name.value_or("") : "";
+  if (dev.empty()) dev = string_path(r.facts, {"gpu", "name"}).value_or("");
   // No GPU name anywhere: say whether the run had no GPU at all or the trace just does not name it.
-  const json* has_gpu = detail::find_path(r, {"source", "has_gpu_activity"});
-  const bool no_gpu = has_gpu != nullptr && has_gpu->is_boolean() && !has_gpu->get<bool>();
-  if (dev.empty()) dev = no_gpu ? "CPU (no GPU activity)" : "unknown";
-  kpi("kpi-device", "Device", dev,
-      number_path(r, {"device", "total_memory_bytes"}) ? fmt_bytes(number_path(r, {"device", "total_memory_bytes"}))
-                                                        : "");
+  if (dev.empty()) dev = r.source.has_gpu_activity ? "unknown" : "CPU (no GPU activity)";
+  kpi("kpi-device", "Device", dev, total_memory ? fmt_bytes(total_memory) : "");
   h.raw("</div>\n");
-  if (const json* ev = detail::find_path(r, {"verdict", "evidence"}); ev && ev->is_array() && !ev->empty()) {
+  if (!r.verdict.evidence.empty()) {
     h.raw("<ul class=\"verdict-evidence\">\n");
-    for (const auto& e : *ev) h.raw("<li>").text(value_to_text(e)).raw("</li>\n");
+    for (const auto& e : r.verdict.evidence) h.raw("<li>").text(e).raw("</li>\n");
     h.raw("</ul>\n");
   }
   h.raw("</header>\n");
 }
 
-// Per-step breakdown in ms for one per_step entry: its breakdown is fractions of that step (sum ~1) or,
-// if a producer wrote milliseconds, taken as is.
-std::vector<double> step_breakdown_ms(const json& step, double duration_ms) {
-  std::vector<double> ms(8, 0.0);
-  const json* b = detail::find_path(step, {"breakdown"});
-  if (!b || !b->is_object()) return ms;
+// Per-step breakdown in ms, by Role, for one per_step entry: its breakdown is fractions of that step (sum ~1)
+// or, if a producer wrote milliseconds, taken as is.
+std::vector<double> step_breakdown_ms(const analysis::StepRow& step) {
+  std::vector<double> ms(kRoleCount, 0.0);
   double sum = 0;
-  for (int i = 0; i < 8; ++i) {
-    auto v = number_path(*b, {detail::kCategories[i].key});
-    ms[i] = v.value_or(0.0);
-    sum += ms[i];
+  for (Role role : kAllRoles) {
+    ms[static_cast<size_t>(role)] = step.breakdown.value_or_zero(role);
+    sum += step.breakdown.value_or_zero(role);
   }
-  if (sum <= 1.0001) for (auto& v : ms) v *= duration_ms;
+  if (sum <= 1.0001) for (auto& v : ms) v *= step.duration_ms;
   return ms;
 }
 
-void write_breakdown(Html& h, const json& r) {
+void write_breakdown(Html& h, const Report& r) {
   h.raw("<section id=\"breakdown\"><h2>Step-time breakdown</h2>\n");
   h.raw("<p class=\"hint\">Each step's wall time carved by priority (kernel, memcpy, memset, communication, runtime, "
         "data loading, CPU; the rest is other/idle), as the TensorBoard profiler plugin did.</p>\n");
@@ -112,25 +110,22 @@ void write_breakdown(Html& h, const json& r) {
     std::string excluded;  // why the step is left out of the steady state ("" when it is in)
   };
   std::vector<Bar> bars;
-  const json* per_step = detail::find_path(r, {"steps", "per_step"});
-  size_t n_steps = per_step && per_step->is_array() ? per_step->size() : 0;
+  const auto& per_step = r.steps.per_step;
+  const size_t n_steps = per_step.size();
   const size_t max_bars = 48;
   const size_t stride = n_steps > max_bars ? (n_steps + max_bars - 1) / max_bars : 1;
   for (size_t i = 0; i < n_steps; i += stride) {
-    const json& s = (*per_step)[i];
-    const double d = number_path(s, {"duration_ms"}).value_or(0.0);
-    Bar bar{string_path(s, {"name"}).value_or("step " + std::to_string(i)), step_breakdown_ms(s, d), d, false,
-            string_path(s, {"excluded"}).value_or("")};
-    bars.push_back(std::move(bar));
+    const analysis::StepRow& s = per_step[i];
+    bars.push_back(Bar{s.name, step_breakdown_ms(s), s.duration_ms, false, s.excluded.value_or("")});
   }
   // Mean bar: breakdown_ms, else breakdown fractions x mean step time.
-  std::vector<double> mean_ms(8, 0.0);
+  std::vector<double> mean_ms(kRoleCount, 0.0);
   bool have_mean = false;
-  const auto mean_step = number_path(r, {"steps", "mean_ms"});
-  for (int i = 0; i < 8; ++i) {
-    const char* key = detail::kCategories[i].key;
-    if (auto v = number_path(r, {"breakdown_ms", key})) mean_ms[i] = *v, have_mean = true;
-    else if (auto f = number_path(r, {"breakdown", key}); f && mean_step) mean_ms[i] = *f * *mean_step, have_mean = true;
+  const auto mean_step = r.steps.mean_ms;
+  for (Role role : kAllRoles) {
+    const size_t i = static_cast<size_t>(role);
+    if (auto v = r.breakdown_ms[role]) mean_ms[i] = *v, have_mean = true;
+    else if (auto f = r.breakdown[role]; f && mean_step) mean_ms[i] = *f * *mean_step, have_mean = true;
   }
   if (have_mean) {
     double total = 0;
@@ -178,15 +173,16 @@ void write_breakdown(Html& h, const json& r) {
     h.raw("<g class=\"bar").raw(b.mean ? " bar-mean" : "").raw(b.excluded.empty() ? "" : " bar-excluded\" opacity=\"0.4")
         .raw("\" data-step=\"").text(b.label).raw("\">");
     if (!b.excluded.empty()) h.raw("<title>").text(b.label).raw(": left out of the steady state (").text(b.excluded).raw(")</title>");
-    for (int c = 0; c < 8; ++c) {
-      if (b.ms[c] <= 0) continue;
-      const double hh = plot_h * b.ms[c] / nice;
+    for (Role role : kAllRoles) {
+      const double ms = b.ms[static_cast<size_t>(role)];
+      if (ms <= 0) continue;
+      const double hh = plot_h * ms / nice;
       y -= hh;
-      const double frac = b.total > 0 ? b.ms[c] / b.total : 0;
+      const double frac = b.total > 0 ? ms / b.total : 0;
       h.raw("<rect x=\"").raw(format_fixed(x, 1)).raw("\" y=\"").raw(format_fixed(y, 2)).raw("\" width=\"")
           .raw(format_fixed(bar_w, 1)).raw("\" height=\"").raw(format_fixed(hh, 2)).raw("\" fill=\"")
-          .raw(detail::kCategories[c].color).raw("\" data-cat=\"").raw(detail::kCategories[c].key).raw("\"><title>")
-          .text(b.label).raw(" \xC2\xB7 ").raw(detail::kCategories[c].label).raw(": ").text(fmt_ms(b.ms[c]))
+          .raw(style_of(role).color).raw("\" data-cat=\"").raw(name_of(role)).raw("\"><title>")
+          .text(b.label).raw(" \xC2\xB7 ").raw(style_of(role).label).raw(": ").text(fmt_ms(ms))
           .raw(" (").text(fmt_pct(frac)).raw(")</title></rect>");
     }
     h.raw("</g>\n");
@@ -206,21 +202,20 @@ void write_breakdown(Html& h, const json& r) {
   // Legend + table of the mean.
   h.raw("<table class=\"data breakdown-table\"><thead><tr><th>Category</th><th class=\"num\">Mean per step</th>"
         "<th class=\"num\">Share of step</th><th class=\"bar-col\"></th></tr></thead><tbody>\n");
-  for (int c = 0; c < 8; ++c) {
-    const char* key = detail::kCategories[c].key;
-    auto frac = number_path(r, {"breakdown", key});
-    std::optional<double> ms = number_path(r, {"breakdown_ms", key});
+  for (Role role : kAllRoles) {
+    const auto frac = r.breakdown[role];
+    std::optional<double> ms = r.breakdown_ms[role];
     if (!ms && frac && mean_step) ms = *frac * *mean_step;
-    h.raw("<tr><td><span class=\"swatch\" style=\"background:").raw(detail::kCategories[c].color).raw("\"></span>")
-        .raw(detail::kCategories[c].label).raw("</td><td class=\"num\">").text(fmt_ms(ms))
+    h.raw("<tr><td><span class=\"swatch\" style=\"background:").raw(style_of(role).color).raw("\"></span>")
+        .raw(style_of(role).label).raw("</td><td class=\"num\">").text(fmt_ms(ms))
         .raw("</td><td class=\"num\">").text(fmt_pct(frac)).raw("</td><td class=\"bar-col\"><span class=\"hbar\" style=\"width:")
         .raw(format_fixed(std::clamp(frac.value_or(0.0), 0.0, 1.0) * 100.0, 1)).raw("%;background:")
-        .raw(detail::kCategories[c].color).raw("\"></span></td></tr>\n");
+        .raw(style_of(role).color).raw("\"></span></td></tr>\n");
   }
   h.raw("</tbody></table>\n</section>\n");
 }
 
-void write_timeline(Html& h, const json& r, const trace::Trace* trace, json* timeline_out) {
+void write_timeline(Html& h, const Report& r, const trace::Trace* trace, json* timeline_out) {
   h.raw("<section id=\"timeline-section\"><h2>Timeline of a representative step</h2>\n");
   if (!trace) {
     h.raw("<p class=\"na\">No trace was given to the writer, so there is no timeline.</p></section>\n");
@@ -249,10 +244,9 @@ void write_timeline(Html& h, const json& r, const trace::Trace* trace, json* tim
   *timeline_out = std::move(tl);
 }
 
-void write_kernels(Html& h, const json& r) {
+void write_kernels(Html& h, const Report& r) {
   h.raw("<section id=\"kernels\"><h2>Top kernels</h2>\n");
-  const json* k = detail::find_path(r, {"gpu", "top_kernels"});
-  if (!k || !k->is_array() || k->empty()) {
+  if (r.gpu.top_kernels.empty()) {
     h.raw("<p class=\"na\">No GPU kernels in this trace.</p></section>\n");
     return;
   }
@@ -260,48 +254,47 @@ void write_kernels(Html& h, const json& r) {
         "<th class=\"num\">Total (all steps)</th><th class=\"num\">Mean</th><th class=\"num\">Share of kernel time</th><th>Tensor cores</th>"
         "<th>Category</th></tr></thead><tbody>\n");
   int rank = 0;
-  for (const auto& kr : *k) {
+  for (const auto& kr : r.gpu.top_kernels) {
     ++rank;
-    const std::string name = string_path(kr, {"name"}).value_or("?");
-    const auto share = number_path(kr, {"share"});
+    const std::string& name = kr.name;
+    const auto share = kr.share;
     h.raw("<tr><td class=\"num\">").raw(std::to_string(rank)).raw("</td><td class=\"kname\" title=\"").text(name)
         .raw("\"><code>").text(detail::truncate_utf8(name, 160)).raw("</code></td><td class=\"num\">")
-        .text(fmt_count(number_path(kr, {"count"}))).raw("</td><td class=\"num\">")
-        .text(fmt_ms(number_path(kr, {"total_ms"}))).raw("</td><td class=\"num\">")
-        .text(fmt_us(number_path(kr, {"mean_us"}))).raw("</td><td class=\"num\"><span class=\"share\"><span style=\"width:")
+        .text(fmt_count(static_cast<double>(kr.count))).raw("</td><td class=\"num\">")
+        .text(fmt_ms(kr.total_ms)).raw("</td><td class=\"num\">")
+        .text(fmt_us(kr.mean_us)).raw("</td><td class=\"num\"><span class=\"share\"><span style=\"width:")
         .raw(format_fixed(std::clamp(share.value_or(0.0), 0.0, 1.0) * 100, 1)).raw("%\"></span></span>")
         .text(fmt_pct(share)).raw("</td><td>");
-    const json* tc = detail::find_path(kr, {"tensor_core"});
-    h.raw(!tc ? detail::kDash : (tc->is_boolean() && tc->get<bool>()) ? "<span class=\"yes\">yes</span>" : "no");
-    h.raw("</td><td>").text(string_path(kr, {"category"}).value_or("")).raw("</td></tr>\n");
+    h.raw(kr.tensor_core ? "<span class=\"yes\">yes</span>" : "no");
+    h.raw("</td><td>").text(kr.category).raw("</td></tr>\n");
   }
   h.raw("</tbody></table>\n</section>\n");
 }
 
-void write_copies(Html& h, const json& r) {
+void write_copies(Html& h, const Report& r) {
   h.raw("<section id=\"copies\"><h2>Copies</h2>\n");
-  const json* m = detail::find_path(r, {"gpu", "memcpy"});
   bool any = false;
-  std::string rows;
   Html body;
-  for (const char* dir : {"h2d", "d2h", "d2d"}) {
-    const json* c = m ? detail::find_path(*m, {dir}) : nullptr;
-    if (!c || !c->is_object()) continue;
-    if (auto n = number_path(*c, {"count_per_step"}); n && *n == 0) continue;  // no copies this direction
+  using analysis::CopyDirection;
+  using analysis::Memcpy;
+  static const struct {
+    const char* label;
+    CopyDirection Memcpy::*direction;
+  } kDirections[] = {{"Host \xE2\x86\x92 device", &Memcpy::h2d},
+                     {"Device \xE2\x86\x92 host", &Memcpy::d2h},
+                     {"Device \xE2\x86\x92 device", &Memcpy::d2d}};
+  for (const auto& dir : kDirections) {
+    if (!r.gpu.memcpy) break;
+    const CopyDirection& c = (*r.gpu.memcpy).*dir.direction;
+    if (c.count_per_step == 0) continue;  // no copies this direction
     any = true;
-    const auto pageable = number_path(*c, {"pageable_bytes"});
-    const auto pinned = number_path(*c, {"pinned_bytes"});
-    const auto pf = number_path(*c, {"pageable_fraction"});
-    static const std::pair<const char*, const char*> labels[] = {
-        {"h2d", "Host \xE2\x86\x92 device"}, {"d2h", "Device \xE2\x86\x92 host"}, {"d2d", "Device \xE2\x86\x92 device"}};
-    const char* label = dir;
-    for (const auto& [k, v] : labels)
-      if (std::string_view(k) == dir) label = v;
-    body.raw("<tr><td>").raw(label).raw("</td><td class=\"num\">").text(fmt_count(number_path(*c, {"count_per_step"})))
-        .raw("</td><td class=\"num\">").text(fmt_bytes(number_path(*c, {"bytes_per_step"})))
-        .raw("</td><td class=\"num\">").text(fmt_ms(number_path(*c, {"time_ms_per_step"})))
-        .raw("</td><td class=\"num\">").text(fmt_pct(number_path(*c, {"fraction"})))
-        .raw("</td><td class=\"num\">").text(fmt_gbps(number_path(*c, {"bandwidth_gbps"})))
+    const double pageable = c.pageable_bytes, pinned = c.pinned_bytes;
+    const auto pf = c.pageable_fraction;
+    body.raw("<tr><td>").raw(dir.label).raw("</td><td class=\"num\">").text(fmt_count(c.count_per_step))
+        .raw("</td><td class=\"num\">").text(fmt_bytes(c.bytes_per_step))
+        .raw("</td><td class=\"num\">").text(fmt_ms(c.time_ms_per_step))
+        .raw("</td><td class=\"num\">").text(fmt_pct(c.fraction))
+        .raw("</td><td class=\"num\">").text(fmt_gbps(c.bandwidth_gbps))
         .raw("</td><td><div class=\"pp\" title=\"pageable ").text(fmt_bytes(pageable)).raw(", pinned ")
         .text(fmt_bytes(pinned)).raw("\">");
     if (pf) {
@@ -325,14 +318,14 @@ void write_copies(Html& h, const json& r) {
         "<span class=\"legend-chip pp-pinned\"></span>pinned.</p>\n</section>\n");
 }
 
-void write_memory(Html& h, const json& r) {
+void write_memory(Html& h, const Report& r) {
   h.raw("<section id=\"memory\"><h2>GPU memory</h2>\n");
-  auto peak = number_path(r, {"gpu", "memory", "peak_allocated_bytes"});
-  if (!peak) peak = number_path(r, {"facts", "gpu", "memory_peak_bytes"});
-  auto cap = number_path(r, {"gpu", "memory", "capacity_bytes"});
-  if (!cap) cap = number_path(r, {"device", "total_memory_bytes"});
-  if (!cap) cap = number_path(r, {"facts", "gpu", "memory_total_bytes"});
-  auto frac = number_path(r, {"gpu", "memory", "peak_fraction"});
+  auto peak = as_number(r.gpu.memory.peak_allocated_bytes);
+  if (!peak) peak = number_path(r.facts, {"gpu", "memory_peak_bytes"});
+  auto cap = as_number(r.gpu.memory.capacity_bytes);
+  if (!cap && r.device) cap = as_number(r.device->total_memory_bytes);
+  if (!cap) cap = number_path(r.facts, {"gpu", "memory_total_bytes"});
+  auto frac = r.gpu.memory.peak_fraction;
   if (!frac && peak && cap && *cap > 0) frac = *peak / *cap;
   if (!peak) {
     h.raw("<p class=\"na\">Peak memory is not known for this trace (no allocator events).</p></section>\n");
@@ -344,31 +337,31 @@ void write_memory(Html& h, const json& r) {
       .text(cap ? fmt_bytes(cap) : std::string("unknown capacity")).raw(" (").text(fmt_pct(frac)).raw(")</div></div>\n</section>\n");
 }
 
-void write_metrics(Html& h, const json& r) {
+void write_metrics(Html& h, const Report& r) {
   struct M {
     const char* label;
-    std::initializer_list<std::string_view> path;
+    std::optional<double> value;
     std::string (*fmt)(std::optional<double>);
   };
   const M metrics[] = {
-      {"GPU busy (kernel | copy | memset)", {"gpu", "busy_fraction"}, fmt_pct},
-      {"GPU idle", {"gpu", "idle", "fraction"}, fmt_pct},
-      {"SM efficiency", {"gpu", "sm_efficiency"}, fmt_pct},
-      {"Achieved occupancy", {"gpu", "achieved_occupancy"}, fmt_pct},
-      {"Kernels per step", {"gpu", "kernels_per_step"}, fmt_count},
-      {"Median kernel", {"gpu", "kernel_median_us"}, fmt_us},
-      {"Short kernels (< 10 µs)", {"gpu", "short_kernel_fraction"}, fmt_pct},
-      {"Tensor-core kernel time", {"gpu", "tensor_core_kernel_share"}, fmt_pct},
-      {"FP32 tensor-core-eligible time", {"gpu", "fp32_eligible_kernel_share"}, fmt_pct},
-      {"Launches per step", {"host", "launches_per_step"}, fmt_count},
-      {"Mean launch call", {"host", "launch_mean_us"}, fmt_us},
-      {"Host syncs per step", {"host", "sync", "count_per_step"}, fmt_count},
-      {"Host sync time / step", {"host", "sync", "time_ms_per_step"}, fmt_ms},
-      {"Exposed communication", {"communication", "exposed_fraction"}, fmt_pct},
+      {"GPU busy (kernel | copy | memset)", r.gpu.busy_fraction, fmt_pct},
+      {"GPU idle", r.gpu.idle ? std::optional<double>(r.gpu.idle->fraction) : std::nullopt, fmt_pct},
+      {"SM efficiency", r.gpu.sm_efficiency, fmt_pct},
+      {"Achieved occupancy", r.gpu.achieved_occupancy, fmt_pct},
+      {"Kernels per step", r.gpu.kernels_per_step, fmt_count},
+      {"Median kernel", r.gpu.kernel_median_us, fmt_us},
+      {"Short kernels (< 10 µs)", r.gpu.short_kernel_fraction, fmt_pct},
+      {"Tensor-core kernel time", r.gpu.tensor_core_kernel_share, fmt_pct},
+      {"FP32 tensor-core-eligible time", r.gpu.fp32_eligible_kernel_share, fmt_pct},
+      {"Launches per step", r.host.launches_per_step, fmt_count},
+      {"Mean launch call", r.host.launch_mean_us, fmt_us},
+      {"Host syncs per step", r.host.sync.count_per_step, fmt_count},
+      {"Host sync time / step", r.host.sync.time_ms_per_step, fmt_ms},
+      {"Exposed communication", r.communication.exposed_fraction, fmt_pct},
   };
   h.raw("<section id=\"metrics\"><h2>Key metrics</h2><dl class=\"metrics\">\n");
   for (const auto& m : metrics) {
-    const auto v = number_path(r, m.path);
+    const auto& v = m.value;
     h.raw("<div").raw(v ? "" : " class=\"na\"").raw("><dt>").raw(m.label).raw("</dt><dd>").text(m.fmt(v)).raw("</dd></div>\n");
   }
   h.raw("</dl></section>\n");
@@ -383,10 +376,36 @@ void flatten_facts(const json& j, const std::string& prefix, std::vector<std::pa
   }
 }
 
-void write_facts_and_quality(Html& h, const json& r) {
+// data_quality's counters and flags as report.json names them, in the order of the keys there (sorted).
+// `problem`: a non-zero count or a true flag is highlighted; totals and skipped flow events (joins use
+// correlation ids instead) are informational.
+struct QualityItem {
+  const char* key;
+  std::optional<int64_t> count;  // unset for the flag, and for agent_internal_errors when absent
+  std::optional<bool> flag;
+  bool problem;
+};
+
+std::vector<QualityItem> quality_items(const analysis::DataQuality& q) {
+  std::vector<QualityItem> items;
+  if (q.agent_internal_errors) items.push_back({"agent_internal_errors", q.agent_internal_errors, {}, true});
+  items.push_back({"clock_anomalies", q.clock_anomalies, {}, true});
+  items.push_back({"dropped_records", q.dropped_records, {}, true});
+  items.push_back({"events_imported", q.events_imported, {}, false});
+  items.push_back({"events_total", q.events_total, {}, false});
+  items.push_back({"flow_events_skipped", q.flow_events_skipped, {}, false});
+  items.push_back({"malformed_events", q.malformed_events, {}, true});
+  items.push_back({"missing_device_properties", {}, q.missing_device_properties, true});
+  items.push_back({"negative_durations", q.negative_durations, {}, true});
+  items.push_back({"unknown_categories", q.unknown_categories, {}, true});
+  items.push_back({"unmatched_correlations", q.unmatched_correlations, {}, true});
+  return items;
+}
+
+void write_facts_and_quality(Html& h, const Report& r) {
   h.raw("<section id=\"facts\"><h2>Configuration facts</h2>\n");
   std::vector<std::pair<std::string, std::string>> facts;
-  if (const json* f = detail::find_path(r, {"facts"})) flatten_facts(*f, "", &facts);
+  flatten_facts(r.facts, "", &facts);
   if (facts.empty()) {
     h.raw("<p class=\"na\">No configuration facts were recorded or inferred.</p>\n");
   } else {
@@ -396,29 +415,17 @@ void write_facts_and_quality(Html& h, const json& r) {
     h.raw("</tbody></table>\n");
   }
   h.raw("</section>\n<section id=\"data-quality\"><h2>Data quality</h2>\n");
-  const json* dq = detail::find_path(r, {"data_quality"});
-  std::vector<std::string> notes;
-  if (dq && dq->is_object()) {
-    h.raw("<dl class=\"metrics dq\">\n");
-    for (auto it = dq->begin(); it != dq->end(); ++it) {
-      if (it.key() == "notes") continue;
-      // Counters of problems are highlighted when non-zero; totals and skipped flow events (joins use
-      // correlation ids instead) are informational.
-      const bool bad = it.value().is_number() && it.key() != "events_total" && it.key() != "events_imported" &&
-                       it.key() != "flow_events_skipped" && it.value().get<double>() > 0;
-      const bool flag = it.value().is_boolean() && it.value().get<bool>();
-      h.raw("<div").raw(bad || flag ? " class=\"warn\"" : "").raw("><dt>").text(it.key()).raw("</dt><dd>")
-          .text(it.value().is_number() ? fmt_count(it.value().get<double>()) : value_to_text(it.value()))
-          .raw("</dd></div>\n");
-    }
-    h.raw("</dl>\n");
-    if (const json* n = detail::find_path(*dq, {"notes"}); n && n->is_array())
-      for (const auto& e : *n) notes.push_back(value_to_text(e));
+  h.raw("<dl class=\"metrics dq\">\n");
+  for (const QualityItem& item : quality_items(r.data_quality)) {
+    const bool warn = item.problem && (item.count ? *item.count > 0 : item.flag.value_or(false));
+    h.raw("<div").raw(warn ? " class=\"warn\"" : "").raw("><dt>").text(item.key).raw("</dt><dd>")
+        .text(item.count ? fmt_count(static_cast<double>(*item.count)) : *item.flag ? "true" : "false")
+        .raw("</dd></div>\n");
   }
-  if (const json* miss = detail::find_path(r, {"source", "missing"}); miss && miss->is_array())
-    for (const auto& e : *miss) notes.push_back("Missing from the input: " + value_to_text(e));
-  if (auto g = string_path(r, {"source", "gpu_capture_status"}); g && !g->empty())
-    notes.push_back("GPU capture: " + *g);
+  h.raw("</dl>\n");
+  std::vector<std::string> notes = r.data_quality.notes;
+  for (const auto& e : r.source.missing) notes.push_back("Missing from the input: " + e);
+  if (const auto& g = r.source.gpu_capture_status; g && !g->empty()) notes.push_back("GPU capture: " + *g);
   if (notes.empty()) {
     h.raw("<p class=\"hint\">No data-quality notes.</p>\n");
   } else {
@@ -429,33 +436,27 @@ void write_facts_and_quality(Html& h, const json& r) {
   h.raw("</section>\n");
 }
 
-void write_footer(Html& h, const json& r) {
-  h.raw("<footer><div>Generated by ").text(string_path(r, {"tool", "name"}).value_or("profile-train")).raw(" ")
-      .text(string_path(r, {"tool", "version"}).value_or("")).raw(" \xC2\xB7 report schema ")
-      .text(string_path(r, {"schema_version"}).value_or("?"));
-  if (auto f = string_path(r, {"source", "format"})) h.raw(" \xC2\xB7 input format ").text(*f);
-  if (auto p = string_path(r, {"source", "producer"}); p && !p->empty()) h.raw(" (").text(*p).raw(")");
-  if (auto s = string_path(r, {"source", "step_detection"})) h.raw(" \xC2\xB7 steps by ").text(*s);
-  h.raw("</div>");
-  if (const json* files = detail::find_path(r, {"source", "files"}); files && files->is_array()) {
-    h.raw("<div class=\"files\">");
-    for (const auto& f : *files) h.raw("<code>").text(value_to_text(f)).raw("</code> ");
-    h.raw("</div>");
-  }
-  h.raw("</footer>\n");
+void write_footer(Html& h, const Report& r) {
+  h.raw("<footer><div>Generated by ").text(r.tool.name).raw(" ").text(r.tool.version).raw(" \xC2\xB7 report schema ")
+      .text(r.schema_version);
+  if (const auto& f = r.source.format) h.raw(" \xC2\xB7 input format ").text(*f);
+  if (const auto& p = r.source.producer; p && !p->empty()) h.raw(" (").text(*p).raw(")");
+  h.raw(" \xC2\xB7 steps by ").text(r.source.step_detection);
+  h.raw("</div><div class=\"files\">");
+  for (const auto& f : r.source.files) h.raw("<code>").text(f).raw("</code> ");
+  h.raw("</div></footer>\n");
 }
 
 }  // namespace
 
-std::string render_html(const json& report, const trace::Trace* trace) {
+std::string render_html(const Report& report, const trace::Trace* trace) {
   Html h;
-  const std::string bottleneck = string_path(report, {"verdict", "bottleneck"}).value_or("unknown");
   h.raw("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
         // No network: everything is inline; the policy makes any stray URL fail instead of fetching.
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
         "script-src 'unsafe-inline'; img-src data:\">\n<title>profile-train \xE2\x80\x94 ")
-      .text(detail::bottleneck_label(bottleneck)).raw("</title>\n<script>")
+      .text(detail::bottleneck_label(report.verdict.bottleneck)).raw("</title>\n<script>")
       .raw(detail::asset_head_js()).raw("</script>\n<style>").raw(detail::asset_report_css()).raw("</style>\n</head>\n");
   h.raw("<body data-render=\"pending\">\n");
   write_banner(h, report);
@@ -485,7 +486,7 @@ std::string render_html(const json& report, const trace::Trace* trace) {
   return std::move(h.str());
 }
 
-Status write_html(const json& report, const trace::Trace* trace, const std::filesystem::path& path) {
+Status write_html(const Report& report, const trace::Trace* trace, const std::filesystem::path& path) {
   std::string html;
   try {
     html = render_html(report, trace);

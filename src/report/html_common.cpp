@@ -1,6 +1,7 @@
 #include "html_common.h"
 
 #include <cmath>
+#include <iterator>
 
 namespace profile_train::report::detail {
 
@@ -8,14 +9,27 @@ using nlohmann::json;
 
 const char* const kDash = "\xE2\x80\x94";
 
-const CategoryStyle kCategories[8] = {
-    {"kernel", "GPU kernels", "#4c78a8"},       {"memcpy", "Memcpy", "#f58518"},
-    {"memset", "Memset", "#e45756"},            {"communication", "Communication", "#72b7b2"},
-    {"runtime", "CUDA runtime", "#b279a2"},     {"data_loading", "Data loading", "#eeca3b"},
-    {"cpu", "CPU compute", "#54a24b"},          {"other", "Other / idle", "#bab0ac"},
-};
-
 namespace {
+// In Role order (common/vocabulary.h); the static_asserts keep each table as long as its enum.
+const RoleStyle kRoleStyles[] = {
+    {"GPU kernels", "#4c78a8"},   // kKernel
+    {"Memcpy", "#f58518"},        // kMemcpy
+    {"Memset", "#e45756"},        // kMemset
+    {"Communication", "#72b7b2"}, // kCommunication
+    {"CUDA runtime", "#b279a2"},  // kRuntime
+    {"Data loading", "#eeca3b"},  // kDataLoading
+    {"CPU compute", "#54a24b"},   // kCpu
+    {"Other / idle", "#bab0ac"},  // kOther
+};
+static_assert(std::size(kRoleStyles) == kRoleCount);
+
+// In Bottleneck order (common/vocabulary.h).
+const char* const kBottleneckLabels[] = {
+    "Input pipeline (data loading)", "Host-to-device copies", "CPU overhead (launch-bound)",
+    "Host\xE2\x80\x93" "device synchronization", "GPU compute", "GPU memory", "Communication",
+    "CPU only (no GPU used)", "Unknown"};
+static_assert(std::size(kBottleneckLabels) == kBottleneckCount);
+
 int decimals_for(double v) {
   const double a = std::fabs(v);
   return a >= 100 ? 0 : a >= 10 ? 1 : 2;
@@ -64,17 +78,13 @@ std::string fmt_gbps(std::optional<double> g) {
   return format_fixed(*g, decimals_for(*g)) + " GB/s";
 }
 
+const RoleStyle& style_of(Role role) { return kRoleStyles[static_cast<size_t>(role)]; }
+
+std::string bottleneck_label(Bottleneck b) { return kBottleneckLabels[static_cast<size_t>(b)]; }
+
 std::string bottleneck_label(std::string_view b) {
-  if (b == "input_pipeline") return "Input pipeline (data loading)";
-  if (b == "host_to_device") return "Host-to-device copies";
-  if (b == "cpu_overhead") return "CPU overhead (launch-bound)";
-  if (b == "synchronization") return "Host\xE2\x80\x93" "device synchronization";
-  if (b == "gpu_compute") return "GPU compute";
-  if (b == "gpu_memory") return "GPU memory";
-  if (b == "communication") return "Communication";
-  if (b == "cpu_only") return "CPU only (no GPU used)";
-  if (b == "unknown") return "Unknown";
-  return std::string(b);
+  const auto known = bottleneck_from_name(b);
+  return known ? bottleneck_label(*known) : std::string(b);
 }
 
 }  // namespace profile_train::report::detail

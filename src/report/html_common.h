@@ -1,5 +1,6 @@
-// Small helpers shared by the HTML writers (report and diff): safe JSON access and number formatting.
-// Internal to the report component. Nothing here throws on a missing or mistyped key.
+// Small helpers shared by the HTML writers (report and diff): number formatting, the display names and colours
+// of the report's vocabularies, and safe JSON access (for the diff document, the job summary and the report's
+// free-form facts). Internal to the report component. Nothing here throws on a missing or mistyped key.
 #pragma once
 
 #include <initializer_list>
@@ -9,8 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "profile_train/analysis/report.h"
 #include "profile_train/common/format.h"
 #include "profile_train/common/json_path.h"
+#include "profile_train/common/vocabulary.h"
 #include "profile_train/report/escape.h"
 
 namespace profile_train::report::detail {
@@ -30,15 +33,16 @@ std::string fmt_count(std::optional<double> n);         // "12", "1.2k", "3.4M"
 std::string fmt_gbps(std::optional<double> gbps);       // "12.3 GB/s"
 extern const char* const kDash;                        // "—"
 
-// The 8 breakdown categories in carving order, with display labels and chart colors.
-struct CategoryStyle {
-  const char* key;
+// Display label and chart colour of each breakdown role, indexed by Role (the JSON key is name_of(role)).
+struct RoleStyle {
   const char* label;
   const char* color;
 };
-extern const CategoryStyle kCategories[8];
+const RoleStyle& style_of(Role role);
 
-// Human label of a verdict.bottleneck value ("input_pipeline" -> "Input pipeline").
+// Human label of a bottleneck class (Bottleneck::kInputPipeline -> "Input pipeline (data loading)").
+std::string bottleneck_label(Bottleneck bottleneck);
+// The same for a verdict.bottleneck spelling (diff and job documents); an unknown spelling is shown as is.
 std::string bottleneck_label(std::string_view bottleneck);
 
 // A JSON value as display text (strings as is, null as a dash, numbers to 4 decimals).
@@ -63,12 +67,12 @@ class Html {
 
 // Report sections of html_recommendations.cpp: the plan (first, under the banner), what the host does while
 // the GPU idles, and the ordered recommendations with minor fixes and notes folded.
-void write_plan(Html& h, const nlohmann::json& report);
-void write_host_idle(Html& h, const nlohmann::json& report);
-void write_recommendations(Html& h, const nlohmann::json& report);
+void write_plan(Html& h, const analysis::Report& report);
+void write_host_idle(Html& h, const analysis::Report& report);
+void write_recommendations(Html& h, const analysis::Report& report);
 // html_steps.cpp: how the steps were found, the steady state (steps left out and why) and the phase split.
-void write_steps(Html& h, const nlohmann::json& report);
+void write_steps(Html& h, const analysis::Report& report);
 // html_operators.cpp: operators and modules (top by GPU time, host self time, during GPU idle).
-void write_operators(Html& h, const nlohmann::json& report);
+void write_operators(Html& h, const analysis::Report& report);
 
 }  // namespace profile_train::report::detail

@@ -2,31 +2,33 @@
 // self time, the operators the host runs while the GPU idles, and the annotation / module ranges. Every
 // program-supplied string is escaped (Html::text); numeric cells carry data-v for the sort.
 #include <algorithm>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "html_common.h"
 
 namespace profile_train::report::detail {
 
-using nlohmann::json;
-
 namespace {
 
+// A numeric column of one operator table: its header, the row's value and how it is shown.
+template <class Row>
 struct Column {
-  const char* key;
   const char* label;
+  std::optional<double> (*value)(const Row&);
   std::string (*fmt)(std::optional<double>);
 };
 
-void table(Html& h, const json& rows, const char* id, const std::vector<Column>& cols) {
+template <class Row>
+void table(Html& h, const std::vector<Row>& rows, const char* id, const std::vector<Column<Row>>& cols) {
   h.raw("<table class=\"data sortable\" id=\"").raw(id).raw("\"><thead><tr><th>Name</th>");
   for (const auto& c : cols) h.raw("<th class=\"num\">").raw(c.label).raw("</th>");
   h.raw("</tr></thead><tbody>\n");
-  for (const auto& r : rows) {
-    const std::string name = string_path(r, {"name"}).value_or("?");
-    h.raw("<tr><td class=\"kname\" title=\"").text(name).raw("\"><code>").text(truncate_utf8(name, 120)).raw("</code></td>");
+  for (const Row& r : rows) {
+    h.raw("<tr><td class=\"kname\" title=\"").text(r.name).raw("\"><code>").text(truncate_utf8(r.name, 120)).raw("</code></td>");
     for (const auto& c : cols) {
-      const auto v = number_path(r, {c.key});
+      const auto v = c.value(r);
       h.raw("<td class=\"num\"").raw(v ? " data-v=\"" + format_fixed(*v, 6) + "\"" : "").raw(">").text(c.fmt(v)).raw("</td>");
     }
     h.raw("</tr>\n");
@@ -38,55 +40,63 @@ std::string fmt_plain(std::optional<double> v) { return v ? format_fixed(*v, *v 
 
 }  // namespace
 
-void write_operators(Html& h, const json& r) {
-  const json* o = find_path(r, {"operators"});
-  if (!o || !o->is_object()) return;
-  const json* gpu = find_path(*o, {"top_by_gpu_time"});
-  const json* host = find_path(*o, {"top_by_host_time"});
-  const json* idle = find_path(*o, {"during_gpu_idle"});
-  const json* mods = find_path(*o, {"modules"});
-  auto has = [](const json* a) { return a && a->is_array() && !a->empty(); };
-  if (!has(gpu) && !has(host) && !has(mods)) return;
+void write_operators(Html& h, const analysis::Report& r) {
+  using analysis::ModuleShare;
+  using analysis::OperatorGpuRow;
+  using analysis::OperatorHostRow;
+  using analysis::OperatorIdleRow;
+  const analysis::Operators& o = r.operators;
+  if (o.top_by_gpu_time.empty() && o.top_by_host_time.empty() && o.modules.empty()) return;
   h.raw("<section id=\"operators\"><h2>Where the time goes: operators and modules</h2>\n");
-  if (auto f = number_path(*o, {"attributed_fraction"})) {
+  if (const auto f = o.attributed_fraction) {
     h.raw("<p class=\"hint\" id=\"operators-attributed\">").text(fmt_pct(f)).raw(" of GPU time is joined to the operator that launched it");
-    if (auto u = number_path(*o, {"unattributed_ms_per_step"}); u && *u > 0)
+    if (const auto u = o.unattributed_ms_per_step; u && *u > 0)
       h.raw("; ").text(fmt_ms(u)).raw(" per step is not (no operator around its launch)");
     h.raw(".</p>\n");
   }
-  if (has(gpu)) {
+  if (!o.top_by_gpu_time.empty()) {
     h.raw("<h3>Top operators by GPU time</h3>\n<div class=\"opbars\" id=\"operators-chart\">\n");
     double max_share = 0;
-    for (const auto& row : *gpu) max_share = std::max(max_share, number_path(row, {"gpu_share"}).value_or(0.0));
-    for (const auto& row : *gpu) {
-      const auto share = number_path(row, {"gpu_share"});
-      const std::string name = string_path(row, {"name"}).value_or("?");
-      h.raw("<div class=\"opbar\"><code title=\"").text(name).raw("\">").text(truncate_utf8(name, 80))
+    for (const auto& row : o.top_by_gpu_time) max_share = std::max(max_share, row.gpu_share.value_or(0.0));
+    for (const auto& row : o.top_by_gpu_time) {
+      h.raw("<div class=\"opbar\"><code title=\"").text(row.name).raw("\">").text(truncate_utf8(row.name, 80))
           .raw("</code><div class=\"bar\"><span style=\"width:")
-          .raw(format_fixed(max_share > 0 ? 100.0 * share.value_or(0.0) / max_share : 0.0, 1)).raw("%\"></span></div><span>")
-          .text(fmt_pct(share)).raw("</span></div>\n");
+          .raw(format_fixed(max_share > 0 ? 100.0 * row.gpu_share.value_or(0.0) / max_share : 0.0, 1)).raw("%\"></span></div><span>")
+          .text(fmt_pct(row.gpu_share)).raw("</span></div>\n");
     }
     h.raw("</div>\n");
-    table(h, *gpu, "operators-gpu-table",
-          {{"gpu_ms_per_step", "GPU / step", fmt_ms}, {"gpu_share", "Share of GPU time", fmt_pct},
-           {"calls_per_step", "Calls / step", fmt_plain}, {"gpu_activities_per_call", "Kernels / call", fmt_plain},
-           {"host_self_ms_per_step", "Host self / step", fmt_ms}});
+    table<OperatorGpuRow>(
+        h, o.top_by_gpu_time, "operators-gpu-table",
+        {{"GPU / step", [](const OperatorGpuRow& x) -> std::optional<double> { return x.gpu_ms_per_step; }, fmt_ms},
+         {"Share of GPU time", [](const OperatorGpuRow& x) { return x.gpu_share; }, fmt_pct},
+         {"Calls / step", [](const OperatorGpuRow& x) -> std::optional<double> { return x.calls_per_step; }, fmt_plain},
+         {"Kernels / call", [](const OperatorGpuRow& x) { return x.gpu_activities_per_call; }, fmt_plain},
+         {"Host self / step", [](const OperatorGpuRow& x) -> std::optional<double> { return x.host_self_ms_per_step; },
+          fmt_ms}});
   }
-  if (has(host)) {
+  if (!o.top_by_host_time.empty()) {
     h.raw("<h3>Top operators by host self time</h3>\n");
-    table(h, *host, "operators-host-table",
-          {{"host_self_ms_per_step", "Host self / step", fmt_ms}, {"host_share", "Share of the step", fmt_pct},
-           {"calls_per_step", "Calls / step", fmt_plain}, {"gpu_ms_per_step", "GPU / step", fmt_ms}});
+    table<OperatorHostRow>(
+        h, o.top_by_host_time, "operators-host-table",
+        {{"Host self / step", [](const OperatorHostRow& x) -> std::optional<double> { return x.host_self_ms_per_step; },
+          fmt_ms},
+         {"Share of the step", [](const OperatorHostRow& x) -> std::optional<double> { return x.host_share; }, fmt_pct},
+         {"Calls / step", [](const OperatorHostRow& x) -> std::optional<double> { return x.calls_per_step; }, fmt_plain},
+         {"GPU / step", [](const OperatorHostRow& x) -> std::optional<double> { return x.gpu_ms_per_step; }, fmt_ms}});
   }
-  if (has(idle)) {
+  if (!o.during_gpu_idle.empty()) {
     h.raw("<h3>Operators on the host while the GPU idles</h3>\n");
-    table(h, *idle, "operators-idle-table",
-          {{"idle_ms_per_step", "GPU idle / step", fmt_ms}, {"idle_share", "Share of the idle time", fmt_pct}});
+    table<OperatorIdleRow>(
+        h, o.during_gpu_idle, "operators-idle-table",
+        {{"GPU idle / step", [](const OperatorIdleRow& x) -> std::optional<double> { return x.idle_ms_per_step; }, fmt_ms},
+         {"Share of the idle time", [](const OperatorIdleRow& x) { return x.idle_share; }, fmt_pct}});
   }
-  if (has(mods)) {
+  if (!o.modules.empty()) {
     h.raw("<h3>Annotations and modules by GPU time</h3>\n");
-    table(h, *mods, "operators-module-table",
-          {{"gpu_ms_per_step", "GPU / step", fmt_ms}, {"gpu_share", "Share of GPU time", fmt_pct}});
+    table<ModuleShare>(
+        h, o.modules, "operators-module-table",
+        {{"GPU / step", [](const ModuleShare& x) -> std::optional<double> { return x.gpu_ms_per_step; }, fmt_ms},
+         {"Share of GPU time", [](const ModuleShare& x) { return x.gpu_share; }, fmt_pct}});
   }
   h.raw("</section>\n");
 }

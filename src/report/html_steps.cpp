@@ -6,42 +6,38 @@
 
 namespace profile_train::report::detail {
 
-using nlohmann::json;
-
-void write_steps(Html& h, const json& r) {
+void write_steps(Html& h, const analysis::Report& r) {
   h.raw("<section id=\"steps\"><h2>Steps</h2>\n<p class=\"hint\">");
-  const auto count = number_path(r, {"steps", "count"});
-  const auto steady = number_path(r, {"steps", "steady_state", "count"});
-  h.text(fmt_count(count)).raw(" steps, found by <code>").text(string_path(r, {"source", "step_detection"}).value_or("?"))
+  const auto& steady = r.steps.steady_state;
+  const double count = static_cast<double>(r.steps.count);
+  h.text(fmt_count(count)).raw(" steps, found by <code>").text(r.source.step_detection)
       .raw("</code>. The figures of this report cover the ");
-  if (steady && count && *steady < *count) h.text(fmt_count(steady)).raw(" steady-state steps");
+  if (static_cast<double>(steady.count) < count) h.text(fmt_count(static_cast<double>(steady.count))).raw(" steady-state steps");
   else h.raw("steps (none left out as warm-up or outlier)");
   h.raw(".</p>\n");
-  const json* ex = find_path(r, {"steps", "steady_state", "excluded"});
-  if (ex != nullptr && ex->is_array() && !ex->empty()) {
-    h.raw("<p id=\"steps-excluded-summary\">Left out: ").text(fmt_count(number_path(r, {"steps", "steady_state", "excluded_count"})))
-        .raw(" step(s), ").text(fmt_ms(number_path(r, {"steps", "steady_state", "excluded_ms"})))
-        .raw(" in all; the mean over every step is ").text(fmt_ms(number_path(r, {"steps", "steady_state", "mean_all_ms"})))
-        .raw(" (steady state ").text(fmt_ms(number_path(r, {"steps", "mean_ms"}))).raw(").</p>\n");
+  if (!steady.excluded.empty()) {
+    h.raw("<p id=\"steps-excluded-summary\">Left out: ").text(fmt_count(static_cast<double>(steady.excluded_count)))
+        .raw(" step(s), ").text(fmt_ms(steady.excluded_ms))
+        .raw(" in all; the mean over every step is ").text(fmt_ms(steady.mean_all_ms))
+        .raw(" (steady state ").text(fmt_ms(r.steps.mean_ms)).raw(").</p>\n");
     h.raw("<table class=\"data\" id=\"steps-excluded\"><thead><tr><th>Step</th><th>Name</th><th>Why</th>"
           "<th class=\"num\">Duration</th></tr></thead><tbody>\n");
-    for (const auto& x : *ex) {
-      h.raw("<tr><td>").text(fmt_count(number_path(x, {"index"}))).raw("</td><td><code>")
-          .text(string_path(x, {"name"}).value_or("")).raw("</code></td><td>").text(string_path(x, {"reason"}).value_or(""))
-          .raw("</td><td class=\"num\">").text(fmt_ms(number_path(x, {"duration_ms"}))).raw("</td></tr>\n");
+    for (const auto& x : steady.excluded) {
+      h.raw("<tr><td>").text(fmt_count(static_cast<double>(x.index))).raw("</td><td><code>")
+          .text(x.name).raw("</code></td><td>").text(x.reason)
+          .raw("</td><td class=\"num\">").text(fmt_ms(x.duration_ms)).raw("</td></tr>\n");
     }
     h.raw("</tbody></table>\n");
   }
-  const json* ph = find_path(r, {"phases", "ms_per_step"});
-  if (ph != nullptr && ph->is_object()) {
+  if (r.phases) {
     h.raw("<h3>Phases</h3>\n<p class=\"hint\">Host time of the training thread per steady-state step, from the "
           "forward, backward, optimizer (step and zero_grad) and DataLoader ranges; a dash: the trace has no such "
           "range.</p>\n<table class=\"data\" id=\"phases\"><thead><tr><th>Phase</th><th class=\"num\">Per step</th>"
           "<th class=\"num\">Share of step</th></tr></thead><tbody>\n");
-    for (const char* k : {"forward", "backward", "optimizer", "data_wait", "other"}) {
-      h.raw("<tr data-phase=\"").raw(k).raw("\"><td>").raw(k).raw("</td><td class=\"num\">")
-          .text(fmt_ms(number_path(r, {"phases", "ms_per_step", k}))).raw("</td><td class=\"num\">")
-          .text(fmt_pct(number_path(r, {"phases", "fraction", k}))).raw("</td></tr>\n");
+    for (Phase p : kAllPhases) {
+      h.raw("<tr data-phase=\"").raw(name_of(p)).raw("\"><td>").raw(name_of(p)).raw("</td><td class=\"num\">")
+          .text(fmt_ms(r.phases->ms_per_step[p])).raw("</td><td class=\"num\">")
+          .text(fmt_pct(r.phases->fraction[p])).raw("</td></tr>\n");
     }
     h.raw("</tbody></table>\n");
   }

@@ -38,66 +38,41 @@ int category_code(Category c) {
   }
 }
 
-std::optional<double> number_at(const json& j, const char* key) {
-  if (!j.is_object()) return std::nullopt;
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return std::nullopt;
-  return it->get<double>();
-}
-
 struct Window {
   TimeNs start = 0, end = 0;
   std::string label;
 };
 
 // The step closest to the median step time, else the analysis window, else the whole trace.
-std::optional<Window> choose_window(const json& report, const trace::Trace& trace) {
-  const json* per_step = nullptr;
-  if (report.is_object() && report.contains("steps") && report["steps"].is_object() &&
-      report["steps"].contains("per_step") && report["steps"]["per_step"].is_array())
-    per_step = &report["steps"]["per_step"];
-  if (per_step && !per_step->empty()) {
-    std::vector<double> durations;
-    for (const auto& s : *per_step)
-      if (auto d = number_at(s, "duration_ms")) durations.push_back(*d);
-    if (!durations.empty()) {
-      std::vector<double> sorted = durations;
+std::optional<Window> choose_window(const analysis::Report& report, const trace::Trace& trace) {
+  const auto& per_step = report.steps.per_step;
+  if (!per_step.empty()) {
+    double median = 0;
+    if (report.steps.median_ms) {
+      median = *report.steps.median_ms;
+    } else {
+      std::vector<double> sorted;
+      for (const auto& s : per_step) sorted.push_back(s.duration_ms);
       std::sort(sorted.begin(), sorted.end());
-      double median = sorted[(sorted.size() - 1) / 2];
-      if (auto m = number_at(report["steps"], "median_ms")) median = *m;
-      const json* best = nullptr;
-      double best_diff = 0;
-      for (const auto& s : *per_step) {
-        auto d = number_at(s, "duration_ms");
-        auto st = number_at(s, "start_ns");
-        if (!d || !st) continue;
-        const double diff = std::fabs(*d - median);
-        if (!best || diff < best_diff) best = &s, best_diff = diff;
-      }
-      if (best) {
-        Window w;
-        w.start = static_cast<TimeNs>(*number_at(*best, "start_ns"));
-        w.end = w.start + static_cast<TimeNs>(std::llround(*number_at(*best, "duration_ms") * 1e6));
-        const std::string name = (*best).contains("name") && (*best)["name"].is_string()
-                                     ? (*best)["name"].get<std::string>() : std::string("step");
-        const auto detection = report.contains("source") && report["source"].is_object()
-                                   ? report["source"].value("step_detection", std::string()) : std::string();
-        if (detection == "whole_trace") w.label = "whole trace (no steps found)";
-        // per_step may list only some of the steps (first, last, slowest): steps.count is the total.
-        const auto count = number_at(report["steps"], "count");
-        const size_t n = count && *count >= 1 ? static_cast<size_t>(*count) : per_step->size();
-        if (n == 1) w.label = name + " (the only step)";
-        else w.label = name + " (median step of " + std::to_string(n) + ")";
-        if (w.end > w.start) return w;
-      }
+      median = sorted[(sorted.size() - 1) / 2];
     }
+    const analysis::StepRow* best = nullptr;
+    double best_diff = 0;
+    for (const auto& s : per_step) {
+      const double diff = std::fabs(s.duration_ms - median);
+      if (!best || diff < best_diff) best = &s, best_diff = diff;
+    }
+    Window w;
+    w.start = best->start_ns;
+    w.end = w.start + static_cast<TimeNs>(std::llround(best->duration_ms * 1e6));
+    // per_step may list only some of the steps (first, last, slowest): steps.count is the total.
+    const size_t n = report.steps.count >= 1 ? static_cast<size_t>(report.steps.count) : per_step.size();
+    if (n == 1) w.label = best->name + " (the only step)";
+    else w.label = best->name + " (median step of " + std::to_string(n) + ")";
+    if (w.end > w.start) return w;
   }
-  if (report.is_object() && report.contains("source")) {
-    auto ws = number_at(report["source"], "window_start_ns");
-    auto we = number_at(report["source"], "window_end_ns");
-    if (ws && we && *we > *ws)
-      return Window{static_cast<TimeNs>(*ws), static_cast<TimeNs>(*we), "analysis window (no steps found)"};
-  }
+  const auto ws = report.source.window_start_ns, we = report.source.window_end_ns;
+  if (ws && we && *we > *ws) return Window{*ws, *we, "analysis window (no steps found)"};
   TimeNs lo = 0, hi = 0;
   bool any = false;
   for (const auto& e : trace.events) {
@@ -148,7 +123,7 @@ void merge_lane(const std::vector<Sel>& sel, const std::vector<uint32_t>& lane, 
 
 }  // namespace
 
-json build_timeline(const json& report, const trace::Trace& trace, const TimelineLimits& limits) {
+json build_timeline(const analysis::Report& report, const trace::Trace& trace, const TimelineLimits& limits) {
   auto window = choose_window(report, trace);
   if (!window) return nullptr;
   const TimeNs ws = window->start, we = window->end;

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "profile_train/analysis/report.h"
 #include "profile_train/trace/model.h"
 
 namespace profile_train::report::detail {
@@ -23,7 +24,7 @@ struct TimelineLimits {
 //    total, drawn, merged_blocks, merged_events, dropped_depth, dropped_tracks}
 // Events shorter than a resolution that grows until the budget fits are merged per (track, depth) with
 // their short neighbours into one block that keeps the count. Returns null when nothing can be shown.
-nlohmann::json build_timeline(const nlohmann::json& report, const trace::Trace& trace,
+nlohmann::json build_timeline(const analysis::Report& report, const trace::Trace& trace,
                               const TimelineLimits& limits = {});
 
 }  // namespace profile_train::report::detail

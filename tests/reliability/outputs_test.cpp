@@ -2,6 +2,7 @@
 // UTF-8, failed and partial writes, a full disk, two commands sharing one --out, escape sequences in names,
 // --perfetto over an input or the report, degenerate reports (0 ms steps, nothing but malformed events, a
 // million steps). Each test failed before its fix.
+#include <algorithm>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -198,6 +199,21 @@ TEST_F(OutputsTest, DiffPrintsNoEscapeSequences) {
   ASSERT_EQ(r.rc, 0) << r.err;
   expect_inert(r.out);
   EXPECT_NE(r.out.find("k\\x1b[31mred"), std::string::npos) << "the name is not shown visibly: " << r.out;
+}
+
+// A report.json that is JSON but not a report (a key of the wrong type): one error line naming the file and
+// the key, exit 2 (bad input), no diff of defaults.
+TEST_F(OutputsTest, DiffOfAReportOfTheWrongShapeIsOneErrorLine) {
+  json bad = json::parse(minimal_report(10, "k", 1));
+  bad["steps"]["count"] = "many";
+  const fs::path a = write("a.json", bad.dump());
+  const fs::path b = write("b.json", minimal_report(5, "k", 1));
+  const Result r = run({"diff", a.string(), b.string()});
+  EXPECT_EQ(r.rc, 2) << r.out << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("a.json"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("steps.count"), std::string::npos) << r.err;
 }
 
 TEST_F(OutputsTest, RulesExplainAndAnalyzeSummaryPrintNoEscapeSequences) {

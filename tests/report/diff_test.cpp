@@ -32,7 +32,7 @@ json improved(json b) {
 TEST(Diff, FiguresVerdictKernelsAndCopies) {
   const json a = fixture("report_input_pipeline.json");
   const json b = improved(a);
-  const json d = diff_reports(a, b, "A", "B");
+  const json d = diff_reports(typed_report(a), typed_report(b), "A", "B");
   EXPECT_EQ(d["diff_version"], kDiffVersion);
   EXPECT_DOUBLE_EQ(d["step_time"]["a_ms"].get<double>(), 100.0);
   EXPECT_DOUBLE_EQ(d["step_time"]["b_ms"].get<double>(), 62.5);
@@ -66,13 +66,13 @@ TEST(Diff, KernelTimePerStepIsOverTheSteadyStateSteps) {
   json b = a;
   b["steps"]["count"] = 5;
   b["steps"]["steady_state"] = {{"count", 4}};
-  const json d = diff_reports(a, b, "A", "B");
+  const json d = diff_reports(typed_report(a), typed_report(b), "A", "B");
   for (const auto& k : d["kernels"]) EXPECT_NEAR(k["delta_ms_per_step"].get<double>(), 0.0, 1e-9) << k.dump();
 }
 
 TEST(Diff, TextShowsHeadlineFirstAndNoColorWhenOff) {
   const json a = fixture("report_input_pipeline.json");
-  const json d = diff_reports(a, improved(a), "before.json", "after.json");
+  const json d = diff_reports(typed_report(a), typed_report(improved(a)), "before.json", "after.json");
   std::ostringstream out;
   write_diff_text(d, out, {});
   const std::string s = out.str();
@@ -86,14 +86,14 @@ TEST(Diff, TextShowsHeadlineFirstAndNoColorWhenOff) {
 
 TEST(Diff, SameReportHasZeroDeltasAndUnchangedVerdict) {
   const json a = fixture("report_input_pipeline.json");
-  const json d = diff_reports(a, a, "A", "A");
+  const json d = diff_reports(typed_report(a), typed_report(a), "A", "A");
   EXPECT_FALSE(d["verdict"]["changed"].get<bool>());
   EXPECT_DOUBLE_EQ(d["step_time"]["ratio"].get<double>(), 1.0);
   for (const auto& k : d["kernels"]) EXPECT_DOUBLE_EQ(k["delta_ms_per_step"].get<double>(), 0.0);
 }
 
 TEST(Diff, MissingValuesStayNull) {
-  const json d = diff_reports(json::object(), fixture("report_input_pipeline.json"), "empty", "B");
+  const json d = diff_reports(typed_report(json::object()), typed_report(fixture("report_input_pipeline.json")), "empty", "B");
   EXPECT_TRUE(d["step_time"]["ratio"].is_null());
   EXPECT_TRUE(d["breakdown"][0]["delta_ms"].is_null());
   std::ostringstream out;
@@ -108,7 +108,7 @@ TEST(Diff, LoadReportFromFileOrFolderAndRejectsBadInput) {
   }
   auto from_dir = load_report(dir);
   ASSERT_TRUE(from_dir.ok()) << from_dir.status().message();
-  EXPECT_EQ((*from_dir)["verdict"]["bottleneck"], "input_pipeline");
+  EXPECT_EQ(from_dir->verdict.bottleneck, Bottleneck::kInputPipeline);
   EXPECT_TRUE(load_report(dir / "report.json").ok());
   const auto empty = temp_dir("diff-empty");
   EXPECT_EQ(load_report(empty).status().code(), StatusCode::kNotFound);
@@ -120,9 +120,24 @@ TEST(Diff, LoadReportFromFileOrFolderAndRejectsBadInput) {
   EXPECT_NE(t.status().message().find("trunc.json"), std::string::npos);
 }
 
+// A report.json that is JSON with a 1.x schema_version but whose keys have the wrong types is not a report:
+// one BadInput naming the file and the key, not a diff of defaults.
+TEST(Diff, LoadReportRejectsAReportOfTheWrongShape) {
+  const auto dir = temp_dir("diff-shape");
+  json bad = fixture("report_input_pipeline.json");
+  bad["steps"]["count"] = "many";
+  std::ofstream(dir / "report.json") << bad.dump();
+  auto r = load_report(dir);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kBadInput);
+  EXPECT_NE(r.status().message().find("report.json"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("steps.count"), std::string::npos) << r.status().message();
+  EXPECT_EQ(r.status().message().find('\n'), std::string::npos) << r.status().message();
+}
+
 TEST(Diff, HtmlEscapesLabelsAndKernelNames) {
   const json a = fixture("report_input_pipeline.json");
-  const std::string html = render_diff_html(diff_reports(a, improved(a), "<i>A</i>", "B"));
+  const std::string html = render_diff_html(diff_reports(typed_report(a), typed_report(improved(a)), "<i>A</i>", "B"));
   EXPECT_EQ(html.find("<script>alert(1)"), std::string::npos);
   EXPECT_NE(html.find("&lt;i&gt;A&lt;/i&gt;"), std::string::npos);
   EXPECT_EQ(count_of(html, "<script"), 2u);  // head hook + render marker

@@ -1,7 +1,10 @@
 // HTML report rendering: structure, escaping of program-supplied names, bounded timeline size.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "assets.h"
+#include "html_common.h"
 #include "profile_train/report/escape.h"
 #include "profile_train/report/writers.h"
 #include "synthetic.h"
@@ -43,7 +46,7 @@ TEST(Escape, HtmlEscapesMarkupAndTruncatesOnCharBoundary) {
 TEST(Html, FixtureRendersAllSectionsWithEscapedNames) {
   const json report = fixture("report_input_pipeline.json");
   const auto trace = make_training_trace(4, 40, 100'000'000);
-  const std::string html = render_html(report, &trace);
+  const std::string html = render_html(typed_report(report), &trace);
   // Sections the page promises.
   for (const char* id : {"id=\"verdict\"", "id=\"breakdown-chart\"", "id=\"recs-list\"", "id=\"timeline\"",
                          "id=\"kernels-table\"", "id=\"copies-table\"", "id=\"memory\"", "id=\"data-quality\""})
@@ -72,7 +75,7 @@ TEST(Html, FixtureRendersAllSectionsWithEscapedNames) {
 TEST(Html, EmbeddedTimelineDataIsValidJsonWithTheHostileNameAsData) {
   const json report = fixture("report_input_pipeline.json");
   const auto trace = make_training_trace(4, 40, 100'000'000);
-  const std::string html = render_html(report, &trace);
+  const std::string html = render_html(typed_report(report), &trace);
   auto text = embedded_data(html);
   ASSERT_TRUE(text.has_value());
   EXPECT_EQ(text->find('<'), std::string::npos);
@@ -96,7 +99,7 @@ TEST(Timeline, CountsAddUpWhenNothingIsMerged) {
   const auto trace = make_training_trace(3, 20, 50'000'000);
   json report = {{"steps", {{"median_ms", 50.0},
                             {"per_step", json::array({{{"name", "s0"}, {"start_ns", 1000000000}, {"duration_ms", 50.0}}})}}}};
-  const json tl = detail::build_timeline(report, trace);
+  const json tl = detail::build_timeline(typed_report(report), trace);
   ASSERT_TRUE(tl.is_object());
   // Independently: events of drawable categories overlapping [1.00 s, 1.05 s].
   int64_t expected = 0;
@@ -107,12 +110,27 @@ TEST(Timeline, CountsAddUpWhenNothingIsMerged) {
   EXPECT_EQ(tl["merged_blocks"].get<int64_t>(), 0);
 }
 
+// Kineto traces carry epoch timestamps in ns (~1.7e18, past the 2^53 a double holds exactly): the window is
+// the step's own start, to the nanosecond, not the nearest double.
+TEST(Timeline, WindowStartsExactlyAtAStepWithAnEpochTimestamp) {
+  auto trace = make_training_trace(1, 5, 50'000'000);
+  const int64_t offset = 1'700'000'000'000'000'001;  // odd: no double near 1.7e18 is
+  for (auto& e : trace.events) e.start_ns += offset;
+  trace.finalize();
+  const int64_t start = 1'000'000'000 + offset;
+  json report = {{"steps", {{"per_step", json::array({{{"name", "s0"}, {"start_ns", start}, {"duration_ms", 50.0}}})}}}};
+  const json tl = detail::build_timeline(typed_report(report), trace);
+  ASSERT_TRUE(tl.is_object());
+  EXPECT_EQ(tl["window"]["start_ns"].get<int64_t>(), start);
+  EXPECT_EQ(tl["window"]["end_ns"].get<int64_t>(), start + 50'000'000);
+}
+
 TEST(Timeline, HugeStepIsMergedUnderTheBudgetAndEveryEventIsAccountedFor) {
   // One step with 150k kernels (300k+ events): must be summarized.
   const auto trace = make_training_trace(1, 150000, 2'000'000'000);
   json report = {{"steps", {{"per_step", json::array({{{"name", "big"}, {"start_ns", 1000000000}, {"duration_ms", 2000.0}}})}}}};
   detail::TimelineLimits limits;
-  const json tl = detail::build_timeline(report, trace, limits);
+  const json tl = detail::build_timeline(typed_report(report), trace, limits);
   ASSERT_TRUE(tl.is_object());
   const auto total = tl["total"].get<int64_t>();
   EXPECT_GT(total, 300000);
@@ -125,7 +143,7 @@ TEST(Timeline, HugeStepIsMergedUnderTheBudgetAndEveryEventIsAccountedFor) {
   counted += tl["dropped_depth"].get<int64_t>() + tl["dropped_track_events"].get<int64_t>() +
              tl["dropped_budget"].get<int64_t>();
   EXPECT_EQ(counted, total);
-  const std::string html = render_html(report, &trace);
+  const std::string html = render_html(typed_report(report), &trace);
   EXPECT_LT(html.size(), size_t{10} << 20);
 }
 
@@ -139,7 +157,7 @@ TEST(Html, StepsSectionShowsTheExcludedStepsAndThePhases) {
   report["phases"] = {{"ms_per_step", {{"forward", 20.0}, {"backward", 30.0}, {"optimizer", nullptr}, {"data_wait", 5.0}, {"other", 1.0}}},
                       {"fraction", {{"forward", 0.357}, {"backward", 0.536}, {"optimizer", nullptr}, {"data_wait", 0.089}, {"other", 0.018}}},
                       {"backward_from", "## backward ##"}};
-  const std::string html = render_html(report, nullptr);
+  const std::string html = render_html(typed_report(report), nullptr);
   const size_t at = html.find("id=\"steps-excluded\"");
   ASSERT_NE(at, std::string::npos);
   const std::string table = html.substr(at, html.find("</table>", at) - at);
@@ -149,27 +167,54 @@ TEST(Html, StepsSectionShowsTheExcludedStepsAndThePhases) {
   // In the per-step chart the excluded step's bar is marked (the fixture's first step stands for it here).
   json marked = report;
   marked["steps"]["per_step"][0]["excluded"] = "warm-up";
-  EXPECT_EQ(count_of(render_html(marked, nullptr), "bar-excluded"), 1u);
+  EXPECT_EQ(count_of(render_html(typed_report(marked), nullptr), "bar-excluded"), 1u);
   EXPECT_NE(html.find("data-phase=\"backward\""), std::string::npos);
   const size_t opt = html.find("data-phase=\"optimizer\"");
   ASSERT_NE(opt, std::string::npos);
   EXPECT_NE(html.substr(opt, html.find("</tr>", opt) - opt).find("\xE2\x80\x94"), std::string::npos);  // unknown: a dash
   // Without steady-state exclusions or phases: the section says so and has neither table.
-  const std::string plain = render_html(fixture("report_input_pipeline.json"), nullptr);
+  const std::string plain = render_html(typed_report(fixture("report_input_pipeline.json")), nullptr);
   EXPECT_EQ(plain.find("id=\"steps-excluded\""), std::string::npos);
   EXPECT_EQ(plain.find("id=\"phases\""), std::string::npos);
 }
 
+// The display tables keyed by the vocabularies cover every value (a missing initializer would leave a null
+// label), and no two values look alike.
+TEST(Html, EveryRoleAndBottleneckHasItsOwnLabel) {
+  std::set<std::string> role_labels, colours;
+  for (Role role : kAllRoles) {
+    const auto& style = detail::style_of(role);
+    ASSERT_NE(style.label, nullptr) << name_of(role);
+    ASSERT_NE(style.color, nullptr) << name_of(role);
+    role_labels.insert(style.label);
+    colours.insert(style.color);
+  }
+  EXPECT_EQ(role_labels.size(), kRoleCount);
+  EXPECT_EQ(colours.size(), kRoleCount);
+  std::set<std::string> labels;
+  for (size_t i = 0; i < kBottleneckCount; ++i) {
+    const auto b = static_cast<Bottleneck>(i);
+    const std::string label = detail::bottleneck_label(b);
+    EXPECT_FALSE(label.empty()) << name_of(b);
+    EXPECT_EQ(detail::bottleneck_label(name_of(b)), label);
+    labels.insert(label);
+  }
+  EXPECT_EQ(labels.size(), kBottleneckCount);
+  EXPECT_EQ(detail::bottleneck_label(std::string_view("not_a_class")), "not_a_class");
+}
+
 TEST(Html, RendersWithoutTraceAndWithAnEmptyReport) {
-  const std::string a = render_html(fixture("report_input_pipeline.json"), nullptr);
+  const std::string a = render_html(typed_report(fixture("report_input_pipeline.json")), nullptr);
   EXPECT_NE(a.find("no timeline"), std::string::npos);
-  const std::string b = render_html(json::object(), nullptr);
+  const std::string b = render_html(typed_report(json::object()), nullptr);
   EXPECT_NE(b.find("data-bottleneck=\"unknown\""), std::string::npos);
   EXPECT_NE(b.find("No step breakdown"), std::string::npos);
-  // Mistyped values are shown as missing, never thrown on.
+  // Mistyped values stop at the typed report (one BadInput naming the key), never reach the writer.
   json odd = {{"steps", {{"mean_ms", "fast"}, {"per_step", 3}}}, {"gpu", {{"top_kernels", {{"a", 1}}}}},
               {"recommendations", json::array({1, "x", json::object()})}};
-  EXPECT_NO_THROW(render_html(odd, nullptr));
+  const auto parsed = report_from_json(odd);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.status().code(), StatusCode::kBadInput);
 }
 
 // Issue 17 item 11: a Python program's report shows the Python fix, the C++ one folded; a LibTorch program's
@@ -183,30 +228,30 @@ TEST(Html, FixSnippetInTheProgramsOwnLanguageFirst) {
   };
   report["source"]["format"] = "native";
   report["facts"]["capture"]["shim"] = true;
-  const std::string py = render_html(report, nullptr);
+  const std::string py = render_html(typed_report(report), nullptr);
   EXPECT_EQ(first_of(py), "python");
   EXPECT_NE(py.find("LibTorch (C++) version</summary>"), std::string::npos);
   report["facts"].erase("capture");
   report["facts"].erase("versions");
   report["facts"]["workload"]["name"] = "mlp";
-  const std::string cpp = render_html(report, nullptr);
+  const std::string cpp = render_html(typed_report(report), nullptr);
   EXPECT_EQ(first_of(cpp), "cpp");
   EXPECT_NE(cpp.find("PyTorch (Python) version</summary>"), std::string::npos);
 }
 
 TEST(Html, DeviceCardSaysCpuWhenTheRunHadNoGpuAndUnknownWhenTheTraceIsSilent) {
-  const std::string cpu = render_html(json{{"source", {{"has_gpu_activity", false}}}}, nullptr);
+  const std::string cpu = render_html(typed_report(json{{"source", {{"has_gpu_activity", false}}}}), nullptr);
   EXPECT_NE(cpu.find("CPU (no GPU activity)"), std::string::npos);
-  const std::string silent = render_html(json{{"source", {{"has_gpu_activity", true}}}}, nullptr);
+  const std::string silent = render_html(typed_report(json{{"source", {{"has_gpu_activity", true}}}}), nullptr);
   EXPECT_EQ(silent.find("CPU (no GPU activity)"), std::string::npos);
 }
 
 TEST(Html, WriteHtmlWritesTheFileAndReportsIoErrors) {
   const auto dir = temp_dir("html");
   const auto trace = make_training_trace(2, 10, 10'000'000);
-  ASSERT_TRUE(write_html(fixture("report_input_pipeline.json"), &trace, dir / "report.html").ok());
+  ASSERT_TRUE(write_html(typed_report(fixture("report_input_pipeline.json")), &trace, dir / "report.html").ok());
   EXPECT_GT(std::filesystem::file_size(dir / "report.html"), 1000u);
-  const Status bad = write_html(json::object(), nullptr, dir / "no-such-dir" / "report.html");
+  const Status bad = write_html(typed_report(json::object()), nullptr, dir / "no-such-dir" / "report.html");
   EXPECT_FALSE(bad.ok());
   EXPECT_NE(bad.message().find("no-such-dir"), std::string::npos);
 }

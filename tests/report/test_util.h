@@ -9,7 +9,10 @@
 #include <sstream>
 #include <string>
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+
+#include "profile_train/report/report_json.h"
 
 namespace profile_train::report::testing {
 
@@ -22,6 +25,17 @@ inline std::string read_file(const std::filesystem::path& p) {
 
 inline nlohmann::json fixture(const std::string& name) {
   return nlohmann::json::parse(read_file(std::filesystem::path(PT_REPORT_FIXTURES) / name));
+}
+
+// A report document (a fixture, possibly edited) as the typed report the writers take; a document that does
+// not read as a report fails the test.
+inline analysis::Report typed_report(const nlohmann::json& j) {
+  auto r = report_from_json(j);
+  if (!r.ok()) {
+    ADD_FAILURE() << "not a report: " << r.status().message();
+    return {};
+  }
+  return std::move(*r);
 }
 
 inline size_t count_of(const std::string& hay, const std::string& needle) {

@@ -1,5 +1,5 @@
 // Comparison of two reports (before/after): step time, breakdown categories, verdict, and the kernels and
-// copies that changed most. Pure functions over report.json documents plus sinks. Owner: report component.
+// copies that changed most. Pure functions over typed reports (analysis/report.h) plus sinks. Owner: report component.
 #pragma once
 
 #include <filesystem>
@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "profile_train/analysis/report.h"
 #include "profile_train/common/status.h"
 #include "profile_train/report/writers.h"
 
@@ -16,9 +17,11 @@ namespace profile_train::report {
 // diff.json format version (major.minor; minor versions only add keys).
 inline constexpr const char* kDiffVersion = "1.0";
 
-// Loads a report.json given the file itself or a run output folder that contains one. Rejects an unknown
-// major schema_version. Errors name the path (BadInput / NotFound / Unsupported).
-StatusOr<nlohmann::json> load_report(const std::filesystem::path& file_or_dir);
+// Loads a report.json given the file itself or a run output folder that contains one, as a typed report
+// (report_from_json). Rejects an unknown major schema_version and a document that is not a report (a key of
+// the wrong type: BadInput naming the file and the key). Errors name the path (BadInput / NotFound /
+// Unsupported).
+StatusOr<analysis::Report> load_report(const std::filesystem::path& file_or_dir);
 
 struct DiffOptions {
   int top = 10;  // kernels listed (largest absolute change in time per step first)
@@ -27,7 +30,7 @@ struct DiffOptions {
 // The diff document (diff.json). `label_a` / `label_b` name the inputs (usually their paths).
 // Kernel times per step are top_kernels[].total_ms / steps.count (total_ms covers the analysis window);
 // a kernel in only one report's top list is compared against null ("not in top list"), not against 0.
-nlohmann::json diff_reports(const nlohmann::json& a, const nlohmann::json& b, const std::string& label_a,
+nlohmann::json diff_reports(const analysis::Report& a, const analysis::Report& b, const std::string& label_a,
                             const std::string& label_b, const DiffOptions& options = {});
 
 // Terminal rendering of a diff document: headline first, then tables.

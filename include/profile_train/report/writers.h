@@ -23,9 +23,9 @@ struct TextOptions {
 void write_text_summary(const analysis::Report& report, std::ostream& out, const TextOptions& options = {});
 
 // Self-contained HTML (no network, no external assets). `trace` may be null (then no timeline).
-Status write_html(const nlohmann::json& report, const trace::Trace* trace, const std::filesystem::path& path);
+Status write_html(const analysis::Report& report, const trace::Trace* trace, const std::filesystem::path& path);
 // The same document as a string (write_html writes this). May throw only on allocation failure.
-std::string render_html(const nlohmann::json& report, const trace::Trace* trace);
+std::string render_html(const analysis::Report& report, const trace::Trace* trace);
 
 // summary.html of a multi-rank job (analysis::summarize_job's object): verdict, per-rank bars and table.
 Status write_job_html(const nlohmann::json& job, const std::filesystem::path& path);
