@@ -57,10 +57,45 @@ const char* to_string(SyncKind k) {
 }
 
 void Trace::finalize() {
-  std::stable_sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
-    if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
-    return a.dur_ns > b.dur_ns;  // enclosing ranges first
-  });
+  // Order: start, then longer first (enclosing ranges first), then the original order: a stable sort. Sorting
+  // 24-byte keys and moving each ~100-byte event once is several times faster than a stable sort of the
+  // events themselves (which moves them log n times), and needs less than half of its temporary memory.
+  struct Key {
+    TimeNs start, dur;
+    size_t index;
+  };
+  std::vector<Key> keys(events.size());
+  bool sorted = true;
+  for (size_t i = 0; i < events.size(); ++i) {
+    keys[i] = {events[i].start_ns, events[i].dur_ns, i};
+    if (i > 0 && (keys[i].start < keys[i - 1].start ||
+                  (keys[i].start == keys[i - 1].start && keys[i].dur > keys[i - 1].dur)))
+      sorted = false;
+  }
+  if (!sorted) {
+    std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
+      if (a.start != b.start) return a.start < b.start;
+      if (a.dur != b.dur) return a.dur > b.dur;
+      return a.index < b.index;
+    });
+    // Apply the permutation in place, one cycle at a time (no second copy of the events): position j
+    // receives the event at keys[j].index; a position that holds its final event is marked index == j.
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (keys[i].index == i) continue;
+      const Event first = events[i];
+      size_t j = i;
+      for (;;) {
+        const size_t from = keys[j].index;
+        keys[j].index = j;
+        if (from == i) {
+          events[j] = first;
+          break;
+        }
+        events[j] = events[from];
+        j = from;
+      }
+    }
+  }
   std::stable_sort(memory.begin(), memory.end(),
                    [](const MemorySample& a, const MemorySample& b) { return a.ts_ns < b.ts_ns; });
 }

@@ -12,6 +12,18 @@ std::string JsonReader::found() const {
   return std::string(" (found byte 0x") + hex[u >> 4] + hex[u & 15] + ")";
 }
 
+void JsonReader::fail(const char* what) const { fail_at(offset(), what); }
+
+void JsonReader::fail_expected(const char* what) const { fail(what + found()); }
+
+void JsonReader::fail_expected_char(char c) const { fail(std::string("expected '") + c + "'" + found()); }
+
+void JsonReader::fail_expected_separator(char closer) const {
+  fail(std::string("expected ',' or '") + closer + "'" + found());
+}
+
+void JsonReader::fail_too_deep() const { fail("nesting deeper than " + std::to_string(max_depth_) + " levels"); }
+
 void JsonReader::refill(size_t mark) {
   char* buf = buf_.get();
   const size_t keep = static_cast<size_t>(end_ - buf) - mark;
@@ -63,9 +75,7 @@ void JsonReader::skip_value(int depth) {
     // At the start of a value.
     char c = peek();
     if (c == '{' || c == '[') {
-      if (depth + static_cast<int>(stack_.size()) + 1 > max_depth_) {
-        fail("nesting deeper than " + std::to_string(max_depth_) + " levels");
-      }
+      if (depth + static_cast<int>(stack_.size()) + 1 > max_depth_) fail_too_deep();
       ++p_;
       const char closer = c == '{' ? '}' : ']';
       if (try_close(closer)) {
@@ -89,7 +99,7 @@ void JsonReader::skip_value(int depth) {
     } else if (c == 'n') {
       skip_literal("null", 4);
     } else {
-      fail("expected a JSON value" + found());
+      fail_expected("expected a JSON value");
     }
     // After a value: close containers as long as they end here.
     for (;;) {
@@ -215,6 +225,21 @@ bool number_to_double(const NumberText& n, double* out) {
 }
 
 bool number_to_i64(const NumberText& n, int64_t* out) {
+  // Fast path: a JSON integer of at most 18 digits always fits; longer ones go through from_chars.
+  if (n.integral && !n.text.empty() && n.text.size() <= 18) {
+    const char* p = n.text.data();
+    const char* e = p + n.text.size();
+    const bool neg = *p == '-';
+    p += neg;
+    if (p < e) {
+      int64_t v = 0;
+      for (; p < e && static_cast<unsigned char>(*p - '0') < 10; ++p) v = v * 10 + (*p - '0');
+      if (p == e) {
+        *out = neg ? -v : v;
+        return true;
+      }
+    }
+  }
   if (n.integral) {
     const char* b = n.text.data();
     auto [ptr, ec] = std::from_chars(b, b + n.text.size(), *out);
@@ -227,7 +252,10 @@ bool number_to_i64(const NumberText& n, int64_t* out) {
   return true;
 }
 
-bool us_text_to_ns(const NumberText& n, int64_t* out) {
+namespace {
+
+// us_text_to_ns for any text: exponents, over-long integer parts.
+bool us_text_to_ns_general(const NumberText& n, int64_t* out) {
   std::string_view t = n.text;
   bool neg = false;
   if (!t.empty() && t[0] == '-') {
@@ -271,6 +299,39 @@ bool us_text_to_ns(const NumberText& n, int64_t* out) {
   }
   if (ip > uint64_t{9'200'000'000'000'000}) return false;  // ip * 1000 + 999 must fit in int64
   uint64_t ns = ip * 1000 + frac + (round_up ? 1 : 0);
+  *out = neg ? -static_cast<int64_t>(ns) : static_cast<int64_t>(ns);
+  return true;
+}
+
+}  // namespace
+
+bool us_text_to_ns(const NumberText& n, int64_t* out) {
+  // One pass over the usual form, [-]digits[.digits]; anything else (an exponent, an integer part too long
+  // for the check below) is left to the general version, which gives the same result for this form.
+  const char* p = n.text.data();
+  const char* const e = p + n.text.size();
+  const bool neg = p < e && *p == '-';
+  p += neg;
+  uint64_t ip = 0;
+  for (; p < e && JsonReader::is_digit(*p); ++p) {
+    if (ip > (uint64_t{1} << 62) / 10) return us_text_to_ns_general(n, out);
+    ip = ip * 10 + static_cast<uint64_t>(*p - '0');
+  }
+  uint64_t frac = 0;
+  int digits = 0;
+  bool round_up = false;
+  if (p < e && *p == '.') {
+    for (++p; p < e && JsonReader::is_digit(*p); ++p) {
+      const int d = *p - '0';
+      if (digits < 3) frac = frac * 10 + static_cast<uint64_t>(d);
+      else if (digits == 3) round_up = d >= 5;
+      digits += digits < 4;
+    }
+  }
+  if (p != e) return us_text_to_ns_general(n, out);
+  for (; digits < 3; ++digits) frac *= 10;
+  if (ip > uint64_t{9'200'000'000'000'000}) return false;  // ip * 1000 + 999 must fit in int64
+  const uint64_t ns = ip * 1000 + frac + (round_up ? 1 : 0);
   *out = neg ? -static_cast<int64_t>(ns) : static_cast<int64_t>(ns);
   return true;
 }

@@ -109,7 +109,7 @@ class JsonReader {
     return *p_;
   }
   void expect(char c) {
-    if (peek() != c) fail(std::string("expected '") + c + "'" + found());
+    if (peek() != c) fail_expected_char(c);
     ++p_;
   }
   // After a value inside a container: consumes ',' (returns true) or the closer (returns false).
@@ -119,7 +119,7 @@ class JsonReader {
     if (c == ',') return true;
     if (c == closer) return false;
     --p_;
-    fail(std::string("expected ',' or '") + closer + "'" + found());
+    fail_expected_separator(closer);
   }
   // Consumes `s` if the stream continues with it (no whitespace skipping).
   bool starts_with(std::string_view s) {
@@ -142,7 +142,7 @@ class JsonReader {
   // Reads a string token. The view points into the buffer (no escapes) or into per-element scratch
   // storage; it is valid until the current element() call returns.
   std::string_view read_string() {
-    if (peek() != '"') fail("expected a string" + found());
+    if (peek() != '"') fail_expected("expected a string");
     const char* start = ++p_;
     const char* q = find_quote_or_backslash(start);
     if (*q == '"' && q < end_) {
@@ -153,7 +153,7 @@ class JsonReader {
     return read_escaped(start, q);
   }
   void skip_string() {
-    if (peek() != '"') fail("expected a string" + found());
+    if (peek() != '"') fail_expected("expected a string");
     ++p_;
     for (;;) {
       const char* q = find_quote_or_backslash(p_);
@@ -176,7 +176,7 @@ class JsonReader {
     if (!is_digit(*q)) {
       if (q >= end_) throw NeedMore{};
       p_ = q;
-      fail("expected a number" + found());
+      fail_expected("expected a number");
     }
     while (is_digit(*q)) ++q;
     if (*q == '.') {
@@ -211,7 +211,13 @@ class JsonReader {
   // Formats " (found 'x')" for error messages.
   std::string found() const;
   [[noreturn]] void fail(const std::string& what) const { fail_at(offset(), what); }
+  [[noreturn, gnu::cold, gnu::noinline]] void fail(const char* what) const;
   [[noreturn]] static void fail_at(uint64_t off, const std::string& what) { throw JsonError{off, what}; }
+  // The error paths of the token primitives, out of line so that the primitives stay small enough to inline.
+  [[noreturn, gnu::cold, gnu::noinline]] void fail_expected(const char* what) const;  // what + found()
+  [[noreturn, gnu::cold, gnu::noinline]] void fail_expected_char(char c) const;
+  [[noreturn, gnu::cold, gnu::noinline]] void fail_expected_separator(char closer) const;
+  [[noreturn, gnu::cold, gnu::noinline]] void fail_too_deep() const;
 
   static bool is_ws(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
   static bool is_digit(char c) { return static_cast<unsigned char>(c - '0') < 10; }
