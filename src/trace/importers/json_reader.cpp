@@ -228,16 +228,13 @@ bool number_to_i64(const NumberText& n, int64_t* out) {
   // Fast path: a JSON integer of at most 18 digits always fits; longer ones go through from_chars.
   if (n.integral && !n.text.empty() && n.text.size() <= 18) {
     const char* p = n.text.data();
-    const char* e = p + n.text.size();
+    const size_t len = n.text.size();
     const bool neg = *p == '-';
-    p += neg;
-    if (p < e) {
-      int64_t v = 0;
-      for (; p < e && static_cast<unsigned char>(*p - '0') < 10; ++p) v = v * 10 + (*p - '0');
-      if (p == e) {
-        *out = neg ? -v : v;
-        return true;
-      }
+    const size_t digits = len - neg;
+    if (digits > 0 && count_digits(p + neg, p + len) == digits) {
+      const auto v = static_cast<int64_t>(parse_digits(p + neg, digits));
+      *out = neg ? -v : v;
+      return true;
     }
   }
   if (n.integral) {
@@ -306,30 +303,26 @@ bool us_text_to_ns_general(const NumberText& n, int64_t* out) {
 }  // namespace
 
 bool us_text_to_ns(const NumberText& n, int64_t* out) {
-  // One pass over the usual form, [-]digits[.digits]; anything else (an exponent, an integer part too long
-  // for the check below) is left to the general version, which gives the same result for this form.
+  // The usual form, [-]digits[.digits], eight digits at a time; anything else (an exponent, an integer part
+  // over 18 digits) is left to the general version, which gives the same result for this form.
   const char* p = n.text.data();
   const char* const e = p + n.text.size();
   const bool neg = p < e && *p == '-';
   p += neg;
-  uint64_t ip = 0;
-  for (; p < e && JsonReader::is_digit(*p); ++p) {
-    if (ip > (uint64_t{1} << 62) / 10) return us_text_to_ns_general(n, out);
-    ip = ip * 10 + static_cast<uint64_t>(*p - '0');
-  }
-  uint64_t frac = 0;
-  int digits = 0;
+  const size_t int_digits = count_digits(p, e);
+  if (int_digits > 18) return us_text_to_ns_general(n, out);
+  const uint64_t ip = parse_digits(p, int_digits);
+  p += int_digits;
+  uint64_t frac = 0;  // the first 3 decimals (ns), zero-filled
   bool round_up = false;
   if (p < e && *p == '.') {
-    for (++p; p < e && JsonReader::is_digit(*p); ++p) {
-      const int d = *p - '0';
-      if (digits < 3) frac = frac * 10 + static_cast<uint64_t>(d);
-      else if (digits == 3) round_up = d >= 5;
-      digits += digits < 4;
-    }
+    ++p;
+    const size_t frac_digits = count_digits(p, e);
+    for (size_t k = 0; k < 3; ++k) frac = frac * 10 + (k < frac_digits ? static_cast<uint64_t>(p[k] - '0') : 0);
+    round_up = frac_digits > 3 && p[3] >= '5';
+    p += frac_digits;
   }
   if (p != e) return us_text_to_ns_general(n, out);
-  for (; digits < 3; ++digits) frac *= 10;
   if (ip > uint64_t{9'200'000'000'000'000}) return false;  // ip * 1000 + 999 must fit in int64
   const uint64_t ns = ip * 1000 + frac + (round_up ? 1 : 0);
   *out = neg ? -static_cast<int64_t>(ns) : static_cast<int64_t>(ns);

@@ -47,6 +47,62 @@ struct NumberText {
   bool integral = true;  // no '.', no exponent
 };
 
+// Eight bytes at a time over ASCII digits (SWAR). Byte 0 of a word is the first character (little-endian
+// targets; elsewhere the scalar loops are used).
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+inline constexpr bool kSwarDigits = true;
+#else
+inline constexpr bool kSwarDigits = false;
+#endif
+
+inline uint64_t load8(const char* p) {
+  uint64_t w;
+  std::memcpy(&w, p, 8);
+  return w;
+}
+
+// The high bit of each byte of `w` that is not an ASCII digit ('0'..'9' is 0x30..0x39: high nibble 3, and
+// adding 6 keeps it 3). A carry out of a byte >= 0xFA only disturbs the bytes after it, which come after a
+// non-digit anyway.
+inline uint64_t non_digit_bytes(uint64_t w) {
+  constexpr uint64_t kHi = 0xF0F0F0F0F0F0F0F0ull, k3 = 0x3030303030303030ull, k6 = 0x0606060606060606ull;
+  const uint64_t x = ((w & kHi) ^ k3) | (((w + k6) & kHi) ^ k3);  // non-zero bytes: not digits
+  constexpr uint64_t k7f = 0x7F7F7F7F7F7F7F7Full;
+  return (x | ((x & k7f) + k7f)) & 0x8080808080808080ull;
+}
+
+// The value of the 8 digits at p: pairs, then quadruples, then the whole, each step in every lane at once.
+inline uint64_t parse8_digits(const char* p) {
+  uint64_t v = load8(p) - 0x3030303030303030ull;                       // 8 lanes of 0..9
+  v = (v * 10 + (v >> 8)) & 0x00FF00FF00FF00FFull;                    // 4 lanes of 0..99
+  v = (v * 100 + (v >> 16)) & 0x0000FFFF0000FFFFull;                  // 2 lanes of 0..9999
+  return (v * 10000 + (v >> 32)) & 0xFFFFFFFFull;                     // 0..99999999
+}
+
+// Number of ASCII digits in [p, e).
+inline size_t count_digits(const char* p, const char* e) {
+  const char* q = p;
+  if constexpr (kSwarDigits) {
+    while (e - q >= 8) {
+      const uint64_t m = non_digit_bytes(load8(q));
+      if (m != 0) return static_cast<size_t>(q - p) + (static_cast<size_t>(__builtin_ctzll(m)) >> 3);
+      q += 8;
+    }
+  }
+  while (q < e && static_cast<unsigned char>(*q - '0') < 10) ++q;
+  return static_cast<size_t>(q - p);
+}
+
+// The value of the `n` (<= 19) digits at p.
+inline uint64_t parse_digits(const char* p, size_t n) {
+  uint64_t v = 0;
+  if constexpr (kSwarDigits) {
+    for (; n >= 8; n -= 8, p += 8) v = v * 100000000 + parse8_digits(p);
+  }
+  for (; n > 0; --n, ++p) v = v * 10 + static_cast<uint64_t>(*p - '0');
+  return v;
+}
+
 class JsonReader {
  public:
   static constexpr size_t kPad = 64;  // zero bytes kept after the data: SIMD loads may read past the end
@@ -178,7 +234,7 @@ class JsonReader {
       p_ = q;
       fail_expected("expected a number");
     }
-    while (is_digit(*q)) ++q;
+    q = skip_digits(q);
     if (*q == '.') {
       n.integral = false;
       ++q;
@@ -187,7 +243,7 @@ class JsonReader {
         p_ = q;
         fail("expected a digit after '.'");
       }
-      while (is_digit(*q)) ++q;
+      q = skip_digits(q);
     }
     if (*q == 'e' || *q == 'E') {
       n.integral = false;
@@ -219,10 +275,25 @@ class JsonReader {
   [[noreturn, gnu::cold, gnu::noinline]] void fail_expected_separator(char closer) const;
   [[noreturn, gnu::cold, gnu::noinline]] void fail_too_deep() const;
 
-  static bool is_ws(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+  // ' ', '\n', '\r', '\t' as one bit test (one branch instead of four).
+  static bool is_ws(char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u <= ' ' && ((uint64_t{1} << u) & ((uint64_t{1} << ' ') | (1u << '\n') | (1u << '\r') | (1u << '\t'))) != 0;
+  }
   static bool is_digit(char c) { return static_cast<unsigned char>(c - '0') < 10; }
 
  private:
+  // First non-digit at or after q, inside the buffer: the zero padding after end_ stops the scan there.
+  static const char* skip_digits(const char* q) {
+    if constexpr (kSwarDigits) {
+      for (;; q += 8) {
+        const uint64_t m = non_digit_bytes(load8(q));
+        if (m != 0) return q + (__builtin_ctzll(m) >> 3);
+      }
+    }
+    while (is_digit(*q)) ++q;
+    return q;
+  }
   // First '"' or '\\' at or after p, or a pointer >= end_ if none is buffered.
   const char* find_quote_or_backslash(const char* p) const {
 #if defined(__SSE2__)
