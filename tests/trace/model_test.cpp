@@ -52,6 +52,18 @@ TEST(TraceModel, FinalizeSortsByStartLongerFirstAndKeepsTheInputOrderOfTies) {
   }
 }
 
+TEST(TraceModel, FinalizeOrdersNegativeAndExtremeStarts) {
+  std::mt19937_64 rng(9);
+  std::vector<Event> ev(5000);
+  const int64_t extremes[] = {INT64_MIN, INT64_MIN + 1, -1, 0, 1, INT64_MAX - 1, INT64_MAX};
+  for (size_t i = 0; i < ev.size(); ++i) {
+    ev[i].start_ns = i % 3 == 0 ? extremes[rng() % 7] : static_cast<int64_t>(rng());  // all 64 bits used
+    ev[i].dur_ns = static_cast<int64_t>(rng() % 3);
+    ev[i].correlation = static_cast<int64_t>(i);
+  }
+  EXPECT_EQ(finalized_order(ev), reference_order(ev));
+}
+
 TEST(TraceModel, FinalizeMovesWholeEvents) {
   std::vector<Event> ev(50);
   for (size_t i = 0; i < ev.size(); ++i) {
