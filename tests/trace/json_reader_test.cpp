@@ -5,6 +5,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "importers/byte_sources.h"
 #include "importers/json_reader.h"
@@ -126,6 +127,49 @@ TEST(JsonNumbers, IntegerConversionMatchesFromChars) {
   ASSERT_TRUE(number_to_i64(num("-9223372036854775808"), &v));
   EXPECT_EQ(v, INT64_MIN);
   EXPECT_FALSE(number_to_i64(num("9223372036854775808"), &v));
+}
+
+// Numbers read by JsonReader carry their digit counts and are converted without loops; the results must be
+// those of the plain conversions (tested above) of the same text, whatever the buffer boundaries.
+TEST(JsonNumbers, NumbersScannedByTheReaderConvertAsTheirText) {
+  std::mt19937_64 rng(17);
+  std::vector<std::string> texts;
+  std::string doc = "[";
+  for (int i = 0; i < 20000; ++i) {
+    std::string s = (rng() % 4 == 0) ? "-" : "";
+    const int n = 1 + static_cast<int>(rng() % 20);
+    for (int k = 0; k < n; ++k) s += static_cast<char>('0' + rng() % 10);
+    if (rng() % 2 == 0) {
+      s += '.';
+      const int f = 1 + static_cast<int>(rng() % 8);
+      for (int k = 0; k < f; ++k) s += static_cast<char>('0' + rng() % 10);
+    }
+    if (rng() % 10 == 0) s += "e" + std::to_string(static_cast<int>(rng() % 7) - 3);
+    texts.push_back(s);
+    doc += (i > 0 ? ", " : "") + s;
+  }
+  doc += "]";
+  for (size_t chunk : {size_t{16}, size_t{29}, size_t{4096}}) {
+    SCOPED_TRACE(chunk);
+    MemorySource src(doc, "mem");
+    JsonReader r(src, 8, chunk);
+    r.element([&] { r.expect('['); });
+    for (size_t i = 0; i < texts.size(); ++i) {
+      NumberText scanned;
+      r.element([&] {
+        scanned = r.read_number();
+        (void)r.next_or_close(']');
+        int64_t a = 0, b = 0;
+        const NumberText plain = num(texts[i]);
+        ASSERT_EQ(scanned.text, texts[i]);
+        ASSERT_EQ(us_text_to_ns(scanned, &a), us_text_to_ns(plain, &b)) << texts[i];
+        ASSERT_EQ(a, b) << texts[i];
+        a = b = 0;
+        ASSERT_EQ(number_to_i64(scanned, &a), number_to_i64(plain, &b)) << texts[i];
+        ASSERT_EQ(a, b) << texts[i];
+      });
+    }
+  }
 }
 
 // Skips one value from `text` with the given chunk size; returns the error text or "" on success.

@@ -225,6 +225,13 @@ bool number_to_double(const NumberText& n, double* out) {
 }
 
 bool number_to_i64(const NumberText& n, int64_t* out) {
+  // Scanned by the reader: the digit count is known and whole words may be read.
+  if (n.scanned && n.integral && n.int_digits <= 16) {
+    const bool neg = n.text[0] == '-';
+    const auto v = static_cast<int64_t>(parse_upto16_digits(n.text.data() + neg, n.int_digits));
+    *out = neg ? -v : v;
+    return true;
+  }
   // Fast path: a JSON integer of at most 18 digits always fits; longer ones go through from_chars.
   if (n.integral && !n.text.empty() && n.text.size() <= 18) {
     const char* p = n.text.data();
@@ -303,6 +310,25 @@ bool us_text_to_ns_general(const NumberText& n, int64_t* out) {
 }  // namespace
 
 bool us_text_to_ns(const NumberText& n, int64_t* out) {
+  if (n.scanned && !n.exponent && n.int_digits <= 16) {  // no loop: the counts are known, words readable
+    const char* p = n.text.data();
+    const bool neg = *p == '-';
+    p += neg;
+    const uint64_t ip = parse_upto16_digits(p, n.int_digits);
+    uint64_t frac = 0;
+    bool round_up = false;
+    if (n.frac_digits > 0) {
+      static constexpr uint64_t kScale[4] = {1000, 100, 10, 1};
+      const size_t k = std::min<size_t>(n.frac_digits, 3);
+      const char* f = p + n.int_digits + 1;
+      frac = parse_upto8_digits(f, k) * kScale[k];
+      round_up = n.frac_digits > 3 && f[3] >= '5';
+    }
+    if (ip > uint64_t{9'200'000'000'000'000}) return false;  // ip * 1000 + 999 must fit in int64
+    const uint64_t ns = ip * 1000 + frac + (round_up ? 1 : 0);
+    *out = neg ? -static_cast<int64_t>(ns) : static_cast<int64_t>(ns);
+    return true;
+  }
   // The usual form, [-]digits[.digits], eight digits at a time; anything else (an exponent, an integer part
   // over 18 digits) is left to the general version, which gives the same result for this form.
   const char* p = n.text.data();

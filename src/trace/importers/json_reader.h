@@ -45,6 +45,12 @@ struct SourceError {
 struct NumberText {
   std::string_view text;
   bool integral = true;  // no '.', no exponent
+  // Set by JsonReader::read_number: the text is [-]int_digits[.frac_digits][exponent], already validated,
+  // and at least 8 bytes past any of its digits are readable (the buffer's padding), so the conversions
+  // may read whole words.
+  bool scanned = false;
+  bool exponent = false;
+  uint32_t int_digits = 0, frac_digits = 0;
 };
 
 // Eight bytes at a time over ASCII digits (SWAR). Byte 0 of a word is the first character (little-endian
@@ -71,12 +77,27 @@ inline uint64_t non_digit_bytes(uint64_t w) {
   return (x | ((x & k7f) + k7f)) & 0x8080808080808080ull;
 }
 
-// The value of the 8 digits at p: pairs, then quadruples, then the whole, each step in every lane at once.
-inline uint64_t parse8_digits(const char* p) {
-  uint64_t v = load8(p) - 0x3030303030303030ull;                       // 8 lanes of 0..9
+// The value of 8 digit bytes: pairs, then quadruples, then the whole, each step in every lane at once.
+inline uint64_t parse8_word(uint64_t w) {
+  uint64_t v = w - 0x3030303030303030ull;                              // 8 lanes of 0..9
   v = (v * 10 + (v >> 8)) & 0x00FF00FF00FF00FFull;                    // 4 lanes of 0..99
   v = (v * 100 + (v >> 16)) & 0x0000FFFF0000FFFFull;                  // 2 lanes of 0..9999
   return (v * 10000 + (v >> 32)) & 0xFFFFFFFFull;                     // 0..99999999
+}
+inline uint64_t parse8_digits(const char* p) { return parse8_word(load8(p)); }
+
+// The value of the n (1..8) digits at p, reading the 8 bytes at p: the digits are shifted to the top of the
+// word and '0's fill the bottom, so that one parse8_word does it without a loop.
+inline uint64_t parse_upto8_digits(const char* p, size_t n) {
+  const unsigned shift = 8 * static_cast<unsigned>(8 - n);  // 0..56
+  return parse8_word((load8(p) << shift) | (~(~uint64_t{0} << shift) & 0x3030303030303030ull));
+}
+
+// The value of the n (1..16) digits at p, reading up to 16 bytes from p.
+inline uint64_t parse_upto16_digits(const char* p, size_t n) {
+  if (n <= 8) return parse_upto8_digits(p, n);
+  static constexpr uint64_t kPow10[9] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000};
+  return parse8_digits(p) * kPow10[n - 8] + parse_upto8_digits(p + 8, n - 8);
 }
 
 // Number of ASCII digits in [p, e).
@@ -234,7 +255,9 @@ class JsonReader {
       p_ = q;
       fail_expected("expected a number");
     }
+    const char* int_start = q;
     q = skip_digits(q);
+    n.int_digits = static_cast<uint32_t>(q - int_start);
     if (*q == '.') {
       n.integral = false;
       ++q;
@@ -243,10 +266,13 @@ class JsonReader {
         p_ = q;
         fail("expected a digit after '.'");
       }
+      const char* frac_start = q;
       q = skip_digits(q);
+      n.frac_digits = static_cast<uint32_t>(q - frac_start);
     }
     if (*q == 'e' || *q == 'E') {
       n.integral = false;
+      n.exponent = true;
       ++q;
       if (*q == '+' || *q == '-') ++q;
       if (!is_digit(*q)) {
@@ -259,6 +285,7 @@ class JsonReader {
     if (q >= end_) throw NeedMore{};  // the number might continue in the next chunk
     p_ = q;
     n.text = std::string_view(start, static_cast<size_t>(q - start));
+    n.scanned = kSwarDigits;
     return n;
   }
   // Skips any value; `depth` is the nesting depth of the container holding it (top-level value: 0).
