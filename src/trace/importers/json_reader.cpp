@@ -69,7 +69,7 @@ void JsonReader::skip_literal(const char* lit, size_t n) {
   p_ += n;
 }
 
-void JsonReader::skip_value(int depth) {
+void JsonReader::skip_composite(int depth) {
   stack_.clear();
   for (;;) {
     // At the start of a value.

@@ -289,7 +289,17 @@ class JsonReader {
     return n;
   }
   // Skips any value; `depth` is the nesting depth of the container holding it (top-level value: 0).
-  void skip_value(int depth);
+  // Strings and numbers (most skipped values) inline; containers and literals out of line.
+  void skip_value(int depth) {
+    const char c = peek();
+    if (c == '"') {
+      skip_string();
+    } else if (c == '-' || is_digit(c)) {
+      (void)read_number();
+    } else {
+      skip_composite(depth);
+    }
+  }
 
   // Formats " (found 'x')" for error messages.
   std::string found() const;
@@ -347,6 +357,7 @@ class JsonReader {
       refill(static_cast<size_t>(p_ - buf_.get()));
     }
   }
+  void skip_composite(int depth);  // skip_value's general case
   std::string_view read_escaped(const char* start, const char* q);
   void skip_literal(const char* lit, size_t n);
   void refill(size_t mark);
