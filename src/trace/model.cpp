@@ -56,11 +56,87 @@ const char* to_string(SyncKind k) {
   return "unknown";
 }
 
+namespace {
+
+struct SortKey {
+  uint64_t start;  // start_ns - the smallest start_ns (no overflow as unsigned)
+  size_t index;    // position in the input
+};
+
+// Stable LSD radix sort by `start`, 11 bits per pass, as many passes as the largest value needs: no
+// comparisons, so no mispredicted branches (a comparison sort of trace events mispredicts on every other
+// comparison). Temporary memory: one second array of keys.
+void radix_sort_by_start(std::vector<SortKey>& keys) {
+  uint64_t all = 0;
+  for (const SortKey& k : keys) all |= k.start;
+  constexpr int kDigitBits = 11;
+  constexpr size_t kBuckets = size_t{1} << kDigitBits;
+  std::vector<SortKey> tmp(keys.size());
+  std::vector<size_t> count(kBuckets);
+  for (int shift = 0; shift < 64 && (all >> shift) != 0; shift += kDigitBits) {
+    std::fill(count.begin(), count.end(), 0);
+    for (const SortKey& k : keys) ++count[(k.start >> shift) & (kBuckets - 1)];
+    size_t sum = 0;
+    for (size_t& c : count) {
+      const size_t n = c;
+      c = sum;
+      sum += n;
+    }
+    for (const SortKey& k : keys) tmp[count[(k.start >> shift) & (kBuckets - 1)]++] = k;
+    keys.swap(tmp);
+  }
+}
+
+}  // namespace
+
 void Trace::finalize() {
-  std::stable_sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
-    if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
-    return a.dur_ns > b.dur_ns;  // enclosing ranges first
-  });
+  // Order: start, then longer first (enclosing ranges first), then the original order: a stable sort. The
+  // permutation is computed on 16-byte keys (radix sort by start, then the few events with the same start
+  // by duration) and each ~100-byte event is moved once: several times faster than a stable sort of the
+  // events themselves (which moves them log n times), with less temporary memory.
+  bool sorted = true;
+  TimeNs min_start = events.empty() ? 0 : events[0].start_ns;
+  for (size_t i = 1; i < events.size(); ++i) {
+    const Event& a = events[i - 1];
+    const Event& b = events[i];
+    if (b.start_ns < a.start_ns || (b.start_ns == a.start_ns && b.dur_ns > a.dur_ns)) sorted = false;
+    min_start = std::min(min_start, b.start_ns);
+  }
+  if (!sorted) {
+    std::vector<SortKey> keys(events.size());
+    for (size_t i = 0; i < events.size(); ++i)
+      keys[i] = {static_cast<uint64_t>(events[i].start_ns) - static_cast<uint64_t>(min_start), i};
+    radix_sort_by_start(keys);
+    // Same start: longer first; equal keys keep the input order (the radix sort is stable, so is this).
+    for (size_t i = 0; i < keys.size();) {
+      size_t j = i + 1;
+      while (j < keys.size() && keys[j].start == keys[i].start) ++j;
+      if (j - i > 1) {
+        std::stable_sort(keys.begin() + static_cast<ptrdiff_t>(i), keys.begin() + static_cast<ptrdiff_t>(j),
+                         [&](const SortKey& a, const SortKey& b) {
+                           return events[a.index].dur_ns > events[b.index].dur_ns;
+                         });
+      }
+      i = j;
+    }
+    // Apply the permutation in place, one cycle at a time (no second copy of the events): position j
+    // receives the event at keys[j].index; a position that holds its final event is marked index == j.
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (keys[i].index == i) continue;
+      const Event first = events[i];
+      size_t j = i;
+      for (;;) {
+        const size_t from = keys[j].index;
+        keys[j].index = j;
+        if (from == i) {
+          events[j] = first;
+          break;
+        }
+        events[j] = events[from];
+        j = from;
+      }
+    }
+  }
   std::stable_sort(memory.begin(), memory.end(),
                    [](const MemorySample& a, const MemorySample& b) { return a.ts_ns < b.ts_ns; });
 }

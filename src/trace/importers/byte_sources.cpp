@@ -1,7 +1,6 @@
 #include "importers/byte_sources.h"
 
 #include <sys/stat.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -49,8 +48,7 @@ StatusOr<size_t> MemorySource::read(char* buf, size_t n) {
 // ---- GzipSource ---------------------------------------------------------------------------------------
 
 struct GzipSource::State {
-  z_stream zs{};
-  bool init_ok = false;
+  std::unique_ptr<Inflater> inflater;
   std::vector<unsigned char> in;  // compressed input window
   bool in_eof = false;            // the compressed source is exhausted
   bool done = false;              // last member finished
@@ -60,67 +58,65 @@ namespace {
 constexpr size_t kGzipInBuf = size_t{256} << 10;
 }
 
-GzipSource::GzipSource(ByteSource& compressed) : in_(compressed), st_(std::make_unique<State>()) {
+GzipDecoder GzipSource::default_decoder() { return isal_supported() ? GzipDecoder::kIsal : GzipDecoder::kZlib; }
+
+GzipSource::GzipSource(ByteSource& compressed, GzipDecoder decoder)
+    : in_(compressed), st_(std::make_unique<State>()) {
   st_->in.resize(kGzipInBuf);
-  // 15 + 32: accept gzip or zlib headers (auto-detect).
-  st_->init_ok = inflateInit2(&st_->zs, 15 + 32) == Z_OK;
+  if (decoder == GzipDecoder::kIsal) st_->inflater = make_isal_inflater();
+  if (st_->inflater == nullptr) st_->inflater = make_zlib_inflater();
+  decoder_ = decoder == GzipDecoder::kIsal && isal_supported() ? GzipDecoder::kIsal : GzipDecoder::kZlib;
+  st_->inflater->set_input(st_->in.data(), 0);
 }
 
-GzipSource::~GzipSource() {
-  if (st_->init_ok) inflateEnd(&st_->zs);
-}
+GzipSource::~GzipSource() = default;
 
 Status GzipSource::fill() {
   auto& s = *st_;
   if (s.in_eof) return Status::Ok();
   // Keep unconsumed input at the front.
-  size_t keep = s.zs.avail_in;
-  if (keep > 0 && s.zs.next_in != s.in.data()) std::memmove(s.in.data(), s.zs.next_in, keep);
+  Inflater& z = *s.inflater;
+  const size_t keep = z.avail_in();
+  if (keep > 0 && z.next_in() != s.in.data()) std::memmove(s.in.data(), z.next_in(), keep);
   auto got = in_.read(reinterpret_cast<char*>(s.in.data()) + keep, s.in.size() - keep);
   if (!got.ok()) return got.status();
   if (*got == 0) s.in_eof = true;
-  s.zs.next_in = s.in.data();
-  s.zs.avail_in = static_cast<uInt>(keep + *got);
+  z.set_input(s.in.data(), keep + *got);
   return Status::Ok();
 }
 
 StatusOr<size_t> GzipSource::read(char* buf, size_t n) {
   auto& s = *st_;
-  if (!s.init_ok) return Internal(name() + ": cannot initialise zlib");
+  Inflater& z = *s.inflater;
+  if (!z.ok()) return Internal(name() + ": cannot initialise zlib");
   if (s.done || n == 0) return size_t{0};
-  s.zs.next_out = reinterpret_cast<Bytef*>(buf);
-  s.zs.avail_out = static_cast<uInt>(std::min<size_t>(n, 1u << 30));
-  const uInt want = s.zs.avail_out;
-  while (s.zs.avail_out == want) {  // loop until at least one byte came out
-    if (s.zs.avail_in == 0) {
-      PT_RETURN_IF_ERROR(fill());
-      if (s.zs.avail_in == 0 && s.in_eof) return BadInput(name() + ": truncated gzip stream");
-    }
-    const int rc = inflate(&s.zs, Z_NO_FLUSH);
-    if (rc == Z_STREAM_END) {
+  auto* out = reinterpret_cast<unsigned char*>(buf);
+  size_t total = 0;
+  while (total == 0) {  // loop until at least one byte came out
+    if (z.avail_in() == 0) PT_RETURN_IF_ERROR(fill());
+    size_t produced = 0;
+    const Inflater::Result rc = z.inflate(out, n, &produced);
+    total += produced;
+    if (rc == Inflater::Result::kMemberEnd) {
       // Another gzip member may follow (concatenated .gz files); anything else after the trailer is ignored.
-      if (s.zs.avail_in < 2) {
+      if (z.avail_in() < 2) {
         PT_RETURN_IF_ERROR(fill());
       }
-      if (s.zs.avail_in >= 2 && s.zs.next_in[0] == 0x1f && s.zs.next_in[1] == 0x8b) {
-        inflateReset(&s.zs);
+      if (z.avail_in() >= 2 && z.next_in()[0] == 0x1f && z.next_in()[1] == 0x8b) {
+        z.reset();
         continue;
       }
       s.done = true;
       break;
     }
-    if (rc == Z_BUF_ERROR) {
-      // No progress possible: needs more input.
+    if (rc == Inflater::Result::kError) return BadInput(name() + ": corrupt gzip stream (" + z.error() + ")");
+    if (rc == Inflater::Result::kNoProgress || (produced == 0 && z.avail_in() == 0)) {
+      // Needs more input (a decoder may hold the last bytes and still have output: it was called once more).
       if (s.in_eof) return BadInput(name() + ": truncated gzip stream");
       PT_RETURN_IF_ERROR(fill());
-      continue;
-    }
-    if (rc != Z_OK) {
-      const char* msg = s.zs.msg != nullptr ? s.zs.msg : "invalid data";
-      return BadInput(name() + ": corrupt gzip stream (" + msg + ")");
     }
   }
-  return static_cast<size_t>(want - s.zs.avail_out);
+  return total;
 }
 
 // ---- GuardSource --------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "importers/inflate.h"
 #include "profile_train/trace/importer.h"
 
 namespace profile_train::trace::detail {
@@ -49,11 +50,16 @@ class MemorySource final : public ByteSource {
   size_t pos_ = 0;
 };
 
-// Streaming gzip (or zlib) decoder over another source; handles multi-member files. A stream that ends
-// before the gzip trailer is BadInput "NAME: truncated gzip stream"; corrupt data is BadInput too.
+// Streaming gzip decoder over another source; handles multi-member files. A stream that ends before the
+// gzip trailer is BadInput "NAME: truncated gzip stream"; corrupt data is BadInput "NAME: corrupt gzip
+// stream (REASON)", REASON in the decoder's words (load_trace decodes a file that failed with ISA-L again
+// with zlib, so that what a user sees does not depend on the build).
 class GzipSource final : public ByteSource {
  public:
-  explicit GzipSource(ByteSource& compressed);
+  // ISA-L when built with it, else zlib.
+  static GzipDecoder default_decoder();
+  explicit GzipSource(ByteSource& compressed, GzipDecoder decoder = default_decoder());
+  GzipDecoder decoder() const { return decoder_; }  // the one in use (zlib when ISA-L is not built)
   ~GzipSource() override;
   GzipSource(const GzipSource&) = delete;
   GzipSource& operator=(const GzipSource&) = delete;
@@ -63,6 +69,7 @@ class GzipSource final : public ByteSource {
  private:
   Status fill();
   ByteSource& in_;
+  GzipDecoder decoder_ = GzipDecoder::kZlib;
   struct State;
   std::unique_ptr<State> st_;
 };

@@ -12,6 +12,18 @@ std::string JsonReader::found() const {
   return std::string(" (found byte 0x") + hex[u >> 4] + hex[u & 15] + ")";
 }
 
+void JsonReader::fail(const char* what) const { fail_at(offset(), what); }
+
+void JsonReader::fail_expected(const char* what) const { fail(what + found()); }
+
+void JsonReader::fail_expected_char(char c) const { fail(std::string("expected '") + c + "'" + found()); }
+
+void JsonReader::fail_expected_separator(char closer) const {
+  fail(std::string("expected ',' or '") + closer + "'" + found());
+}
+
+void JsonReader::fail_too_deep() const { fail("nesting deeper than " + std::to_string(max_depth_) + " levels"); }
+
 void JsonReader::refill(size_t mark) {
   char* buf = buf_.get();
   const size_t keep = static_cast<size_t>(end_ - buf) - mark;
@@ -57,15 +69,13 @@ void JsonReader::skip_literal(const char* lit, size_t n) {
   p_ += n;
 }
 
-void JsonReader::skip_value(int depth) {
+void JsonReader::skip_composite(int depth) {
   stack_.clear();
   for (;;) {
     // At the start of a value.
     char c = peek();
     if (c == '{' || c == '[') {
-      if (depth + static_cast<int>(stack_.size()) + 1 > max_depth_) {
-        fail("nesting deeper than " + std::to_string(max_depth_) + " levels");
-      }
+      if (depth + static_cast<int>(stack_.size()) + 1 > max_depth_) fail_too_deep();
       ++p_;
       const char closer = c == '{' ? '}' : ']';
       if (try_close(closer)) {
@@ -89,7 +99,7 @@ void JsonReader::skip_value(int depth) {
     } else if (c == 'n') {
       skip_literal("null", 4);
     } else {
-      fail("expected a JSON value" + found());
+      fail_expected("expected a JSON value");
     }
     // After a value: close containers as long as they end here.
     for (;;) {
@@ -215,6 +225,25 @@ bool number_to_double(const NumberText& n, double* out) {
 }
 
 bool number_to_i64(const NumberText& n, int64_t* out) {
+  // Scanned by the reader: the digit count is known and whole words may be read.
+  if (n.scanned && n.integral && n.int_digits <= 16) {
+    const bool neg = n.text[0] == '-';
+    const auto v = static_cast<int64_t>(parse_upto16_digits(n.text.data() + neg, n.int_digits));
+    *out = neg ? -v : v;
+    return true;
+  }
+  // Fast path: a JSON integer of at most 18 digits always fits; longer ones go through from_chars.
+  if (n.integral && !n.text.empty() && n.text.size() <= 18) {
+    const char* p = n.text.data();
+    const size_t len = n.text.size();
+    const bool neg = *p == '-';
+    const size_t digits = len - neg;
+    if (digits > 0 && count_digits(p + neg, p + len) == digits) {
+      const auto v = static_cast<int64_t>(parse_digits(p + neg, digits));
+      *out = neg ? -v : v;
+      return true;
+    }
+  }
   if (n.integral) {
     const char* b = n.text.data();
     auto [ptr, ec] = std::from_chars(b, b + n.text.size(), *out);
@@ -227,7 +256,10 @@ bool number_to_i64(const NumberText& n, int64_t* out) {
   return true;
 }
 
-bool us_text_to_ns(const NumberText& n, int64_t* out) {
+namespace {
+
+// us_text_to_ns for any text: exponents, over-long integer parts.
+bool us_text_to_ns_general(const NumberText& n, int64_t* out) {
   std::string_view t = n.text;
   bool neg = false;
   if (!t.empty() && t[0] == '-') {
@@ -271,6 +303,54 @@ bool us_text_to_ns(const NumberText& n, int64_t* out) {
   }
   if (ip > uint64_t{9'200'000'000'000'000}) return false;  // ip * 1000 + 999 must fit in int64
   uint64_t ns = ip * 1000 + frac + (round_up ? 1 : 0);
+  *out = neg ? -static_cast<int64_t>(ns) : static_cast<int64_t>(ns);
+  return true;
+}
+
+}  // namespace
+
+bool us_text_to_ns(const NumberText& n, int64_t* out) {
+  if (n.scanned && !n.exponent && n.int_digits <= 16) {  // no loop: the counts are known, words readable
+    const char* p = n.text.data();
+    const bool neg = *p == '-';
+    p += neg;
+    const uint64_t ip = parse_upto16_digits(p, n.int_digits);
+    uint64_t frac = 0;
+    bool round_up = false;
+    if (n.frac_digits > 0) {
+      static constexpr uint64_t kScale[4] = {1000, 100, 10, 1};
+      const size_t k = std::min<size_t>(n.frac_digits, 3);
+      const char* f = p + n.int_digits + 1;
+      frac = parse_upto8_digits(f, k) * kScale[k];
+      round_up = n.frac_digits > 3 && f[3] >= '5';
+    }
+    if (ip > uint64_t{9'200'000'000'000'000}) return false;  // ip * 1000 + 999 must fit in int64
+    const uint64_t ns = ip * 1000 + frac + (round_up ? 1 : 0);
+    *out = neg ? -static_cast<int64_t>(ns) : static_cast<int64_t>(ns);
+    return true;
+  }
+  // The usual form, [-]digits[.digits], eight digits at a time; anything else (an exponent, an integer part
+  // over 18 digits) is left to the general version, which gives the same result for this form.
+  const char* p = n.text.data();
+  const char* const e = p + n.text.size();
+  const bool neg = p < e && *p == '-';
+  p += neg;
+  const size_t int_digits = count_digits(p, e);
+  if (int_digits > 18) return us_text_to_ns_general(n, out);
+  const uint64_t ip = parse_digits(p, int_digits);
+  p += int_digits;
+  uint64_t frac = 0;  // the first 3 decimals (ns), zero-filled
+  bool round_up = false;
+  if (p < e && *p == '.') {
+    ++p;
+    const size_t frac_digits = count_digits(p, e);
+    for (size_t k = 0; k < 3; ++k) frac = frac * 10 + (k < frac_digits ? static_cast<uint64_t>(p[k] - '0') : 0);
+    round_up = frac_digits > 3 && p[3] >= '5';
+    p += frac_digits;
+  }
+  if (p != e) return us_text_to_ns_general(n, out);
+  if (ip > uint64_t{9'200'000'000'000'000}) return false;  // ip * 1000 + 999 must fit in int64
+  const uint64_t ns = ip * 1000 + frac + (round_up ? 1 : 0);
   *out = neg ? -static_cast<int64_t>(ns) : static_cast<int64_t>(ns);
   return true;
 }

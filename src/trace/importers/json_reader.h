@@ -45,7 +45,84 @@ struct SourceError {
 struct NumberText {
   std::string_view text;
   bool integral = true;  // no '.', no exponent
+  // Set by JsonReader::read_number: the text is [-]int_digits[.frac_digits][exponent], already validated,
+  // and at least 8 bytes past any of its digits are readable (the buffer's padding), so the conversions
+  // may read whole words.
+  bool scanned = false;
+  bool exponent = false;
+  uint32_t int_digits = 0, frac_digits = 0;
 };
+
+// Eight bytes at a time over ASCII digits (SWAR). Byte 0 of a word is the first character (little-endian
+// targets; elsewhere the scalar loops are used).
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+inline constexpr bool kSwarDigits = true;
+#else
+inline constexpr bool kSwarDigits = false;
+#endif
+
+inline uint64_t load8(const char* p) {
+  uint64_t w;
+  std::memcpy(&w, p, 8);
+  return w;
+}
+
+// The high bit of each byte of `w` that is not an ASCII digit ('0'..'9' is 0x30..0x39: high nibble 3, and
+// adding 6 keeps it 3). A carry out of a byte >= 0xFA only disturbs the bytes after it, which come after a
+// non-digit anyway.
+inline uint64_t non_digit_bytes(uint64_t w) {
+  constexpr uint64_t kHi = 0xF0F0F0F0F0F0F0F0ull, k3 = 0x3030303030303030ull, k6 = 0x0606060606060606ull;
+  const uint64_t x = ((w & kHi) ^ k3) | (((w + k6) & kHi) ^ k3);  // non-zero bytes: not digits
+  constexpr uint64_t k7f = 0x7F7F7F7F7F7F7F7Full;
+  return (x | ((x & k7f) + k7f)) & 0x8080808080808080ull;
+}
+
+// The value of 8 digit bytes: pairs, then quadruples, then the whole, each step in every lane at once.
+inline uint64_t parse8_word(uint64_t w) {
+  uint64_t v = w - 0x3030303030303030ull;                              // 8 lanes of 0..9
+  v = (v * 10 + (v >> 8)) & 0x00FF00FF00FF00FFull;                    // 4 lanes of 0..99
+  v = (v * 100 + (v >> 16)) & 0x0000FFFF0000FFFFull;                  // 2 lanes of 0..9999
+  return (v * 10000 + (v >> 32)) & 0xFFFFFFFFull;                     // 0..99999999
+}
+inline uint64_t parse8_digits(const char* p) { return parse8_word(load8(p)); }
+
+// The value of the n (1..8) digits at p, reading the 8 bytes at p: the digits are shifted to the top of the
+// word and '0's fill the bottom, so that one parse8_word does it without a loop.
+inline uint64_t parse_upto8_digits(const char* p, size_t n) {
+  const unsigned shift = 8 * static_cast<unsigned>(8 - n);  // 0..56
+  return parse8_word((load8(p) << shift) | (~(~uint64_t{0} << shift) & 0x3030303030303030ull));
+}
+
+// The value of the n (1..16) digits at p, reading up to 16 bytes from p.
+inline uint64_t parse_upto16_digits(const char* p, size_t n) {
+  if (n <= 8) return parse_upto8_digits(p, n);
+  static constexpr uint64_t kPow10[9] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000};
+  return parse8_digits(p) * kPow10[n - 8] + parse_upto8_digits(p + 8, n - 8);
+}
+
+// Number of ASCII digits in [p, e).
+inline size_t count_digits(const char* p, const char* e) {
+  const char* q = p;
+  if constexpr (kSwarDigits) {
+    while (e - q >= 8) {
+      const uint64_t m = non_digit_bytes(load8(q));
+      if (m != 0) return static_cast<size_t>(q - p) + (static_cast<size_t>(__builtin_ctzll(m)) >> 3);
+      q += 8;
+    }
+  }
+  while (q < e && static_cast<unsigned char>(*q - '0') < 10) ++q;
+  return static_cast<size_t>(q - p);
+}
+
+// The value of the `n` (<= 19) digits at p.
+inline uint64_t parse_digits(const char* p, size_t n) {
+  uint64_t v = 0;
+  if constexpr (kSwarDigits) {
+    for (; n >= 8; n -= 8, p += 8) v = v * 100000000 + parse8_digits(p);
+  }
+  for (; n > 0; --n, ++p) v = v * 10 + static_cast<uint64_t>(*p - '0');
+  return v;
+}
 
 class JsonReader {
  public:
@@ -109,7 +186,7 @@ class JsonReader {
     return *p_;
   }
   void expect(char c) {
-    if (peek() != c) fail(std::string("expected '") + c + "'" + found());
+    if (peek() != c) fail_expected_char(c);
     ++p_;
   }
   // After a value inside a container: consumes ',' (returns true) or the closer (returns false).
@@ -119,7 +196,7 @@ class JsonReader {
     if (c == ',') return true;
     if (c == closer) return false;
     --p_;
-    fail(std::string("expected ',' or '") + closer + "'" + found());
+    fail_expected_separator(closer);
   }
   // Consumes `s` if the stream continues with it (no whitespace skipping).
   bool starts_with(std::string_view s) {
@@ -142,7 +219,7 @@ class JsonReader {
   // Reads a string token. The view points into the buffer (no escapes) or into per-element scratch
   // storage; it is valid until the current element() call returns.
   std::string_view read_string() {
-    if (peek() != '"') fail("expected a string" + found());
+    if (peek() != '"') fail_expected("expected a string");
     const char* start = ++p_;
     const char* q = find_quote_or_backslash(start);
     if (*q == '"' && q < end_) {
@@ -153,7 +230,7 @@ class JsonReader {
     return read_escaped(start, q);
   }
   void skip_string() {
-    if (peek() != '"') fail("expected a string" + found());
+    if (peek() != '"') fail_expected("expected a string");
     ++p_;
     for (;;) {
       const char* q = find_quote_or_backslash(p_);
@@ -176,9 +253,11 @@ class JsonReader {
     if (!is_digit(*q)) {
       if (q >= end_) throw NeedMore{};
       p_ = q;
-      fail("expected a number" + found());
+      fail_expected("expected a number");
     }
-    while (is_digit(*q)) ++q;
+    const char* int_start = q;
+    q = skip_digits(q);
+    n.int_digits = static_cast<uint32_t>(q - int_start);
     if (*q == '.') {
       n.integral = false;
       ++q;
@@ -187,10 +266,13 @@ class JsonReader {
         p_ = q;
         fail("expected a digit after '.'");
       }
-      while (is_digit(*q)) ++q;
+      const char* frac_start = q;
+      q = skip_digits(q);
+      n.frac_digits = static_cast<uint32_t>(q - frac_start);
     }
     if (*q == 'e' || *q == 'E') {
       n.integral = false;
+      n.exponent = true;
       ++q;
       if (*q == '+' || *q == '-') ++q;
       if (!is_digit(*q)) {
@@ -203,20 +285,52 @@ class JsonReader {
     if (q >= end_) throw NeedMore{};  // the number might continue in the next chunk
     p_ = q;
     n.text = std::string_view(start, static_cast<size_t>(q - start));
+    n.scanned = kSwarDigits;
     return n;
   }
   // Skips any value; `depth` is the nesting depth of the container holding it (top-level value: 0).
-  void skip_value(int depth);
+  // Strings and numbers (most skipped values) inline; containers and literals out of line.
+  void skip_value(int depth) {
+    const char c = peek();
+    if (c == '"') {
+      skip_string();
+    } else if (c == '-' || is_digit(c)) {
+      (void)read_number();
+    } else {
+      skip_composite(depth);
+    }
+  }
 
   // Formats " (found 'x')" for error messages.
   std::string found() const;
   [[noreturn]] void fail(const std::string& what) const { fail_at(offset(), what); }
+  [[noreturn, gnu::cold, gnu::noinline]] void fail(const char* what) const;
   [[noreturn]] static void fail_at(uint64_t off, const std::string& what) { throw JsonError{off, what}; }
+  // The error paths of the token primitives, out of line so that the primitives stay small enough to inline.
+  [[noreturn, gnu::cold, gnu::noinline]] void fail_expected(const char* what) const;  // what + found()
+  [[noreturn, gnu::cold, gnu::noinline]] void fail_expected_char(char c) const;
+  [[noreturn, gnu::cold, gnu::noinline]] void fail_expected_separator(char closer) const;
+  [[noreturn, gnu::cold, gnu::noinline]] void fail_too_deep() const;
 
-  static bool is_ws(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+  // ' ', '\n', '\r', '\t' as one bit test (one branch instead of four).
+  static bool is_ws(char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u <= ' ' && ((uint64_t{1} << u) & ((uint64_t{1} << ' ') | (1u << '\n') | (1u << '\r') | (1u << '\t'))) != 0;
+  }
   static bool is_digit(char c) { return static_cast<unsigned char>(c - '0') < 10; }
 
  private:
+  // First non-digit at or after q, inside the buffer: the zero padding after end_ stops the scan there.
+  static const char* skip_digits(const char* q) {
+    if constexpr (kSwarDigits) {
+      for (;; q += 8) {
+        const uint64_t m = non_digit_bytes(load8(q));
+        if (m != 0) return q + (__builtin_ctzll(m) >> 3);
+      }
+    }
+    while (is_digit(*q)) ++q;
+    return q;
+  }
   // First '"' or '\\' at or after p, or a pointer >= end_ if none is buffered.
   const char* find_quote_or_backslash(const char* p) const {
 #if defined(__SSE2__)
@@ -243,6 +357,7 @@ class JsonReader {
       refill(static_cast<size_t>(p_ - buf_.get()));
     }
   }
+  void skip_composite(int depth);  // skip_value's general case
   std::string_view read_escaped(const char* start, const char* q);
   void skip_literal(const char* lit, size_t n);
   void refill(size_t mark);

@@ -97,7 +97,7 @@ class KinetoParser {
 
  private:
   void check_depth(int d) {
-    if (d > r_.max_depth()) r_.fail("nesting deeper than " + std::to_string(r_.max_depth()) + " levels");
+    if (d > r_.max_depth()) r_.fail_too_deep();
   }
   // kineto_json.cpp: the top-level walk and the events' import into the model.
   void parse_top_object();

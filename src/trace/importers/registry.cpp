@@ -1,5 +1,6 @@
 // Importer registry and load_trace: open, detect compression by magic bytes, decompress as a stream, sniff
 // the head, dispatch to the importer that claims it. Every error message starts with the file path.
+#include <chrono>
 #include <exception>
 #include <mutex>
 #include <new>
@@ -52,9 +53,11 @@ bool all_whitespace(std::string_view s) {
   return true;
 }
 
-// The shared path of load_trace / load_trace_bytes. `raw` yields the file's bytes as stored.
+// The shared path of load_trace / load_trace_bytes. `raw` yields the file's bytes as stored; a gzip file is
+// decoded with `decoder` (*used_isal says whether that was ISA-L).
 StatusOr<Trace> load_from(ByteSource& raw, std::function<uint64_t()> raw_position, uint64_t raw_total,
-                          const std::filesystem::path* path, const LoadOptions& options) {
+                          const std::filesystem::path* path, const LoadOptions& options, detail::GzipDecoder decoder,
+                          bool* used_isal) {
   const std::string& name = raw.name();
   detail::GuardSource raw_peek(raw, UINT64_MAX, nullptr, nullptr, 0);
   auto magic = raw_peek.peek(2);
@@ -66,8 +69,9 @@ StatusOr<Trace> load_from(ByteSource& raw, std::function<uint64_t()> raw_positio
   const bool is_gzip = magic->size() == 2 && static_cast<unsigned char>((*magic)[0]) == 0x1f &&
                        static_cast<unsigned char>((*magic)[1]) == 0x8b;
   if (is_gzip) {
-    gz = std::make_unique<detail::GzipSource>(raw_peek);
+    gz = std::make_unique<detail::GzipSource>(raw_peek, decoder);
     decoded = gz.get();
+    *used_isal = gz->decoder() == detail::GzipDecoder::kIsal;
   } else if (raw_total > options.max_uncompressed_bytes) {
     return ResourceExhausted(name + ": file is " + std::to_string(raw_total) + " bytes, more than the limit of " +
                              std::to_string(options.max_uncompressed_bytes));
@@ -103,6 +107,29 @@ StatusOr<Trace> load_from(ByteSource& raw, std::function<uint64_t()> raw_positio
                   "\")");
 }
 
+// A gzip file that failed to load with ISA-L is loaded again with zlib, whose outcome (the error, its
+// wording, or even a successful load) is then the answer: the two decoders report corrupt data in
+// different words and at different points of the output, and what a user sees must not depend on the
+// build. Errors are rare, so this costs nothing on good files. Under --max-load-seconds the second load gets
+// what is left of the time, and if that runs out the first answer stands: the limit holds for both loads.
+template <typename Load>
+StatusOr<Trace> load_with_fallback(const LoadOptions& options, Load&& load) {
+  const auto start = std::chrono::steady_clock::now();
+  bool used_isal = false;
+  StatusOr<Trace> result = load(detail::GzipSource::default_decoder(), options, &used_isal);
+  if (result.ok() || !used_isal) return result;
+  const bool limited = options.max_load_seconds > 0;
+  if (limited && result.status().code() == StatusCode::kResourceExhausted) return result;
+  LoadOptions retry = options;
+  if (limited) {
+    retry.max_load_seconds -= std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (retry.max_load_seconds <= 0) return result;
+  }
+  StatusOr<Trace> again = load(detail::GzipDecoder::kZlib, retry, &used_isal);
+  if (limited && !again.ok() && again.status().code() == StatusCode::kResourceExhausted) return result;
+  return again;
+}
+
 template <typename F>
 StatusOr<Trace> guarded(const std::string& name, F&& f) {
   try {
@@ -136,17 +163,23 @@ const std::vector<Importer>& importers() {
 StatusOr<Trace> load_trace(const std::filesystem::path& path, const LoadOptions& options) {
   const std::string name = path.string();
   return guarded(name, [&]() -> StatusOr<Trace> {
-    auto file = detail::FileSource::open(name);
-    if (!file.ok()) return file.status();
-    detail::FileSource* f = file->get();
-    return load_from(*f, [f] { return f->consumed(); }, f->size(), &path, options);
+    return load_with_fallback(options, [&](detail::GzipDecoder decoder, const LoadOptions& opt,
+                                           bool* used_isal) -> StatusOr<Trace> {
+      auto file = detail::FileSource::open(name);
+      if (!file.ok()) return file.status();
+      detail::FileSource* f = file->get();
+      return load_from(*f, [f] { return f->consumed(); }, f->size(), &path, opt, decoder, used_isal);
+    });
   });
 }
 
 StatusOr<Trace> load_trace_bytes(std::string_view bytes, const std::string& name, const LoadOptions& options) {
   return guarded(name, [&]() -> StatusOr<Trace> {
-    detail::MemorySource mem(bytes, name);
-    return load_from(mem, [&mem] { return mem.consumed(); }, bytes.size(), nullptr, options);
+    return load_with_fallback(options, [&](detail::GzipDecoder decoder, const LoadOptions& opt,
+                                           bool* used_isal) -> StatusOr<Trace> {
+      detail::MemorySource mem(bytes, name);
+      return load_from(mem, [&mem] { return mem.consumed(); }, bytes.size(), nullptr, opt, decoder, used_isal);
+    });
   });
 }
 
