@@ -83,7 +83,9 @@ TEST(Knobs, WhatAValueNeeds) {
   EXPECT_EQ(pt::needs_of(*pt::find_knob("amp"), "off"), pt::KnobNeeds::kNothing);
   EXPECT_EQ(pt::needs_of(*pt::find_knob("channels_last"), "1"), pt::KnobNeeds::kNothing);
   for (const pt::KnobDef& k : pt::knob_catalog()) {
-    if (k.needs != pt::KnobNeeds::kNothing) EXPECT_FALSE(k.needs_why.empty()) << k.name;
+    if (k.needs != pt::KnobNeeds::kNothing) {
+      EXPECT_FALSE(k.needs_why.empty()) << k.name;
+    }
     for (const auto& n : k.value_needs) EXPECT_FALSE(n.why.empty()) << k.name << "=" << n.value;
   }
 }

@@ -151,7 +151,9 @@ void check_real_trace(const char* rel) {
   EXPECT_LT(std::filesystem::file_size(dir / "report.html"), size_t{10} << 20);
   const std::string dom = dump_dom(dir / "report.html");
   check_report_dom(dom, report, recs);
-  if (loaded->events.size() > 0) EXPECT_NE(dom.find("id=\"tl-canvas\""), std::string::npos);
+  if (loaded->events.size() > 0) {
+    EXPECT_NE(dom.find("id=\"tl-canvas\""), std::string::npos);
+  }
   // The plan comes first, with one item per plan step and the combined bound; minor fixes and notes are folded
   // (closed <details>) below the material ones; the host-idle section shows its bar.
   const auto plan = dom.find("<section id=\"plan\"");

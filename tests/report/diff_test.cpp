@@ -41,8 +41,11 @@ TEST(Diff, FiguresVerdictKernelsAndCopies) {
   EXPECT_TRUE(d["verdict"]["changed"].get<bool>());
   EXPECT_EQ(d["verdict"]["b"], "gpu_compute");
   ASSERT_EQ(d["breakdown"].size(), 8u);
-  for (const auto& c : d["breakdown"])
-    if (c["category"] == "data_loading") EXPECT_DOUBLE_EQ(c["delta_ms"].get<double>(), 4.5 - 42.0);
+  for (const auto& c : d["breakdown"]) {
+    if (c["category"] == "data_loading") {
+      EXPECT_DOUBLE_EQ(c["delta_ms"].get<double>(), 4.5 - 42.0);
+    }
+  }
   // Kernels ordered by magnitude of change per step: conv (-4.6), clamp (only in A, 3.025), new (2.0), ...
   const auto& ks = d["kernels"];
   ASSERT_GE(ks.size(), 3u);

@@ -94,7 +94,9 @@ TEST(Catalog, EveryRuleHasFixesCaveatsReferencesAndAGainRationale) {
     EXPECT_TRUE(r.json.contains("cost"));
     EXPECT_GE(r.cost.effort, 1);
     EXPECT_GE(r.cost.risk, 1);
-    if (r.id != "ddp" && r.id != "fsdp") EXPECT_FALSE(r.gain_from.empty());
+    if (r.id != "ddp" && r.id != "fsdp") {
+      EXPECT_FALSE(r.gain_from.empty());
+    }
   }
 }
 
