@@ -7,15 +7,10 @@
 #include <string>
 
 #include "profile_train/analysis/analyzers.h"
+#include "profile_train/common/strings.h"
 
 namespace profile_train::analysis {
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 bool contains(std::string_view hay, std::string_view needle) { return hay.find(needle) != std::string_view::npos; }
 
@@ -86,7 +81,7 @@ bool is_memcpy_call(std::string_view n) {
 }
 
 bool is_communication_kernel(std::string_view name) {
-  const std::string n = lower(name);
+  const std::string n = ascii_lower(name);
   return starts_with(n, "ncclkernel") || starts_with(n, "nccldevkernel") || starts_with(n, "rcclkernel") ||
          contains(n, "nccl") || contains(n, "rccl") || contains(n, "multimem_all_reduce");
 }
@@ -103,7 +98,7 @@ bool is_optimizer_step_annotation(std::string_view n) { return starts_with(n, "O
 // Tensor-core kernels: cuBLAS/cuDNN HMMA/IMMA kernel tiles ("h884", "s1688", "16816"), CUTLASS tensorop,
 // Hopper wgmma, xmma (cuDNN/cuBLASLt on Ampere+ only emits xmma for tensor-core math), TF32/BF16/FP16 GEMMs.
 bool is_tensor_core_kernel(std::string_view name) {
-  const std::string n = lower(name);
+  const std::string n = ascii_lower(name);
   static constexpr std::array<std::string_view, 22> kTc = {
       "hmma",   "wgmma",  "xmma",   "imma",    "tensorop", "wmma",   "h884",   "s884",
       "i884",   "h1688",  "s1688",  "i1688",   "16816",    "884gemm", "1688gemm", "_tf32",
@@ -119,7 +114,7 @@ bool is_tensor_core_kernel(std::string_view name) {
 // engines, implicit-GEMM convolutions on float. Tensor-core and FP64 kernels are excluded.
 bool is_fp32_tc_eligible_kernel(std::string_view name) {
   if (is_tensor_core_kernel(name) || is_fp64_kernel(name)) return false;
-  const std::string n = lower(name);
+  const std::string n = ascii_lower(name);
   static constexpr std::array<std::string_view, 12> kFp32 = {
       "sgemm",        "scudnn",          "implicit_convolve_sgemm", "convolve_sgemm",
       "dgrad_engine<float", "wgrad_alg0_engine<float", "wgrad_alg1_engine<float", "fprop_engine<float",
@@ -134,27 +129,27 @@ bool is_fp32_tc_eligible_kernel(std::string_view name) {
 // that say "tf32" (cuDNN "..._tf32f32_...", cuBLAS "ampere_tf32_s1688gemm_tf32_..."), and "s1688" tiles with no
 // 16-bit input type (m16n8k8 is the TF32 MMA shape; f16/bf16 kernels say so, or use m16n8k16 "16816").
 bool is_tf32_kernel(std::string_view name) {
-  const std::string n = lower(name);
+  const std::string n = ascii_lower(name);
   if (contains(n, "tf32")) return true;
   static constexpr std::array<std::string_view, 4> k16 = {"f16", "bf16", "fp16", "half"};
   return contains(n, "s1688") && !contains_any(n, k16);
 }
 
 bool is_tc_eligible_op(std::string_view op) {
-  const std::string n = lower(op);
+  const std::string n = ascii_lower(op);
   static constexpr std::array<std::string_view, 9> kOps = {"conv", "addmm", "bmm", "matmul", "linear", "aten::mm",
                                                            "mmbackward", "gemm", "einsum"};
   return contains_any(n, kOps);
 }
 
 bool is_fp64_kernel(std::string_view name) {
-  const std::string n = lower(name);
+  const std::string n = ascii_lower(name);
   static constexpr std::array<std::string_view, 5> kFp64 = {"dgemm", "<double", "double>", "double,", "fp64"};
   return contains_any(n, kFp64) || contains(n, "(double") || contains(n, " double");
 }
 
 bool is_conv_kernel(std::string_view name) {
-  const std::string n = lower(name);
+  const std::string n = ascii_lower(name);
   static constexpr std::array<std::string_view, 9> kConv = {"conv",  "dgrad", "wgrad",    "fprop_", "_fprop",
                                                             "winograd", "cudnn::detail::implicit", "fft2d", "im2col"};
   return contains_any(n, kConv);
@@ -163,7 +158,7 @@ bool is_conv_kernel(std::string_view name) {
 std::string kernel_category(std::string_view name) {
   if (is_communication_kernel(name)) return "communication";
   if (is_conv_kernel(name)) return "conv";
-  const std::string n = lower(name);
+  const std::string n = ascii_lower(name);
   if (contains(n, "gemm") || contains(n, "gemv") || contains(n, "matmul")) return "gemm";
   if (contains(n, "multi_tensor_apply") || contains(n, "adam") || contains(n, "sgd")) return "optimizer";
   if (contains(n, "norm")) return "normalization";

@@ -1,4 +1,5 @@
 #include "profile_train/common/knobs.h"
+#include "profile_train/common/strings.h"
 
 #include <algorithm>
 #include <cctype>
@@ -6,19 +7,6 @@
 
 namespace profile_train {
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string trim(std::string_view s) {
-  size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return std::string(s.substr(b, e - b));
-}
 
 // Integers above this are not a batch size, a worker count or a prefetch factor (and stay far from overflow).
 constexpr long long kMaxInteger = 1LL << 30;
@@ -113,7 +101,7 @@ const KnobDef* find_knob(std::string_view name) {
 }
 
 const KnobDef* find_knob_spelling(std::string_view spelling) {
-  const std::string n = lower(trim(spelling));
+  const std::string n = ascii_lower(trim_space(spelling));
   for (const KnobDef& k : knob_catalog()) {
     if (k.name == n || k.override_key == n) return &k;
     if (std::find(k.aliases.begin(), k.aliases.end(), n) != k.aliases.end()) return &k;
@@ -128,7 +116,7 @@ std::string knob_names() {
 }
 
 StatusOr<std::string> canonical_value(const KnobDef& knob, std::string_view value) {
-  const std::string v = lower(trim(value));
+  const std::string v = ascii_lower(trim_space(value));
   switch (knob.kind) {
     case KnobKind::kInteger: {
       long long x = 0;

@@ -1,4 +1,5 @@
 #include "profile_train/tuner/knobs.h"
+#include "profile_train/common/strings.h"
 
 #include <algorithm>
 #include <cctype>
@@ -6,19 +7,6 @@
 
 namespace profile_train::tuner {
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string trim(std::string_view s) {
-  size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return std::string(s.substr(b, e - b));
-}
 
 bool parse_ll(std::string_view s, long long* out) {
   if (s.empty()) return false;
@@ -49,8 +37,8 @@ StatusOr<KnobRange> parse_knob_arg(std::string_view arg) {
   }
   KnobRange range;
   range.def = def;
-  const std::string rhs = trim(arg.substr(eq + 1));
-  if (lower(rhs) == "auto") {
+  const std::string rhs = trim_space(arg.substr(eq + 1));
+  if (ascii_lower(rhs) == "auto") {
     range.is_auto = true;
     return range;  // values filled by the caller (auto_values_for) once the host is known
   }
@@ -58,7 +46,7 @@ StatusOr<KnobRange> parse_knob_arg(std::string_view arg) {
   while (pos <= rhs.size()) {
     size_t comma = rhs.find(',', pos);
     if (comma == std::string::npos) comma = rhs.size();
-    const std::string item = trim(std::string_view(rhs).substr(pos, comma - pos));
+    const std::string item = trim_space(std::string_view(rhs).substr(pos, comma - pos));
     if (!item.empty()) {
       auto v = canonical_value(*def, item);
       if (!v.ok()) return v.status();
