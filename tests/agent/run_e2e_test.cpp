@@ -47,31 +47,14 @@ struct Proc {
   fs::path log;
 };
 
-Proc start(const std::vector<std::string>& args, const fs::path& log) {
-  Proc p;
-  p.log = log;
-  p.pid = fork();
-  if (p.pid == 0) {
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    std::vector<char*> argv;
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  return p;
-}
-
-// Like start(), with stdout and stderr in two files.
+// Starts `args` with stdout in `out_log` and stderr in `err_log` (the same file when the paths are equal).
 Proc start_split(const std::vector<std::string>& args, const fs::path& out_log, const fs::path& err_log) {
   Proc p;
   p.log = out_log;
   p.pid = fork();
   if (p.pid == 0) {
     const int out = ::open(out_log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int err = ::open(err_log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int err = err_log == out_log ? out : ::open(err_log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     dup2(out, 1);
     dup2(err, 2);
     std::vector<char*> argv;
@@ -82,6 +65,8 @@ Proc start_split(const std::vector<std::string>& args, const fs::path& out_log, 
   }
   return p;
 }
+
+Proc start(const std::vector<std::string>& args, const fs::path& log) { return start_split(args, log, log); }
 
 int wait_exit(const Proc& p, int timeout_s = 150) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
