@@ -9,6 +9,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -87,6 +88,8 @@ struct RawEvent {
   bool has_mem_bytes = false;
   std::string_view meta_name;
   bool has_meta_name = false;
+  // "Input Dims" / "Input type", rendered into KinetoParser::input_dims_ / input_types_.
+  bool has_input_dims = false, has_input_types = false;
 };
 
 class KinetoParser {
@@ -123,6 +126,10 @@ class KinetoParser {
   void arg_double(double* out, int hd);
   void arg_string(std::string_view* out, bool* has, int hd);
   void arg_dim3(int64_t* dims, int* n, int hd);
+  void arg_inputs(std::string* out, bool* has, bool dims, int hd);
+  void render_inputs_list(std::string* out, bool dims, int hd);
+  void append_inputs(std::string* out, std::string_view piece);
+  uint32_t intern_inputs(const RawEvent& e);
 
   int64_t resolve_id(const IdField& f);
 
@@ -147,6 +154,11 @@ class KinetoParser {
   std::map<std::string, int64_t, std::less<>> unknown_cats_;
   bool saw_pytorch_span_ = false;
   std::string utf8_scratch_;  // reused by utf8_safe
+  // The current element's rendered "Input Dims" / "Input type" (capacity reused), whether the rendering
+  // being written was cut at kMaxInputsText, and the index of each (dims, types) pair in trace_.op_inputs.
+  std::string input_dims_, input_types_;
+  bool inputs_cut_ = false;
+  std::unordered_map<uint64_t, uint32_t> inputs_index_;
 };
 
 }  // namespace profile_train::trace::kineto
