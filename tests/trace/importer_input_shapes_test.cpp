@@ -127,6 +127,27 @@ TEST(KinetoInputShapes, HostileValuesAreBoundedValidAndNeverFatal) {
   EXPECT_EQ(t.quality.malformed_events, 0);
 }
 
+TEST(KinetoInputShapes, RepeatedListsAreReadOnceAndBadOnesStillFail) {
+  // The second and third lists are byte-identical to the first (looked up, not read again); a list that only
+  // looks like one seen before up to a point is read in full.
+  const std::string dims = R"("Input Dims": [[32, 3, 224, 224], [64, 3, 7, 7], []])";
+  const Trace t = load_ok(kineto_doc(op("a", 1, dims) + "," + op("b", 2, dims) + "," + op("c", 3, dims) + "," +
+                                     op("d", 4, R"("Input Dims": [[32, 3, 224, 224], [64, 3, 7, 7], [], [1]])")));
+  ASSERT_EQ(t.events.size(), 4u);
+  EXPECT_EQ(t.events[0].inputs, t.events[1].inputs);
+  EXPECT_EQ(t.events[0].inputs, t.events[2].inputs);
+  EXPECT_EQ(t.strings.get(t.op_inputs[t.events[3].inputs].dims), "[[32, 3, 224, 224], [64, 3, 7, 7], [], [1]]");
+  // Malformed or truncated lists are errors of the file, whether or not a valid list came before.
+  for (const char* bad : {R"("Input Dims": [[32, 3, 224, 224], [64, 3, 7, 7], [],])", R"("Input Dims": [[32, 3 224]])"}) {
+    auto r = load_json(kineto_doc(op("a", 1, dims) + "," + op("x", 5, bad)));
+    EXPECT_FALSE(r.ok()) << bad;
+  }
+  const std::string doc = kineto_doc(op("a", 1, dims) + "," + op("b", 2, dims));
+  auto r = load_json(doc.substr(0, doc.rfind("[[32") + 6));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("truncated"), std::string::npos) << r.status().message();
+}
+
 TEST(KinetoInputShapes, TinyBuffersGiveTheSameSignatures) {
   // The reader re-runs an element after a refill: the rendering must restart with it.
   const std::string doc = kineto_doc(

@@ -159,22 +159,38 @@ void KinetoParser::render_inputs_list(std::string* out, bool dims, int hd) {
   append_inputs(out, "]");
 }
 
-void KinetoParser::arg_inputs(std::string* out, bool* has, bool dims, int hd) {
+// Traces repeat a few signatures many times: a list whose text was rendered before is looked up by that
+// text (byte-identical, so valid) instead of being read again. Texts up to kCachedInputsText bytes, at
+// most kCachedInputs of each kind, are remembered.
+void KinetoParser::arg_inputs(StringId* out, bool* has, bool dims, int hd) {
   if (r_.peek() != '[') {
     const char c = r_.peek();
     r_.skip_value(hd);
     if (c != 'n') ++raw_.arg_issues;
     return;
   }
-  out->clear();
+  constexpr size_t kCachedInputsText = 2048, kCachedInputs = size_t{1} << 16;
+  auto& cache = inputs_cache_[dims ? 0 : 1];
+  int nesting = 0;
+  const std::string_view text = r_.peek_list_text(kCachedInputsText, &nesting);
+  if (!text.empty() && hd + nesting <= r_.max_depth()) {
+    if (auto it = cache.find(text); it != cache.end()) {
+      r_.skip_text(text);
+      *out = it->second;
+      *has = true;
+      return;
+    }
+  }
+  inputs_text_.clear();
   inputs_cut_ = false;
-  render_inputs_list(out, dims, hd);
+  render_inputs_list(&inputs_text_, dims, hd);
+  *out = trace_.strings.intern(inputs_text_);
   *has = true;
+  if (!text.empty() && cache.size() < kCachedInputs) cache.emplace(std::string(text), *out);
 }
 
 uint32_t KinetoParser::intern_inputs(const RawEvent& e) {
-  const OpInputs in{e.has_input_dims ? trace_.strings.intern(input_dims_) : StringId{0},
-                    e.has_input_types ? trace_.strings.intern(input_types_) : StringId{0}};
+  const OpInputs in{e.has_input_dims ? e.input_dims : StringId{0}, e.has_input_types ? e.input_types : StringId{0}};
   const uint64_t key = (uint64_t{in.dims} << 32) | in.types;
   auto [it, added] = inputs_index_.try_emplace(key, static_cast<uint32_t>(trace_.op_inputs.size()));
   if (added) trace_.op_inputs.push_back(in);
@@ -232,8 +248,8 @@ void KinetoParser::parse_args(int hd) {
         else r_.skip_value(vd);
         break;
       case 10:
-        if (k == "Input Dims") arg_inputs(&input_dims_, &raw_.has_input_dims, true, vd);
-        else if (k == "Input type") arg_inputs(&input_types_, &raw_.has_input_types, false, vd);
+        if (k == "Input Dims") arg_inputs(&raw_.input_dims, &raw_.has_input_dims, true, vd);
+        else if (k == "Input type") arg_inputs(&raw_.input_types, &raw_.has_input_types, false, vd);
         else r_.skip_value(vd);
         break;
       case 11:
