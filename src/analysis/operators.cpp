@@ -107,6 +107,10 @@ OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex&
   std::unordered_map<trace::StringId, OperatorRow> by_op;
   std::unordered_map<trace::StringId, ModuleRow> by_module;
   std::vector<bool> launched(t.events.size(), false);  // op instances that launched GPU work
+  // (operator name, input signature) -> its share of the row, only when the trace records inputs.
+  const bool shapes = t.has_input_shapes();
+  std::unordered_map<uint64_t, OperatorShapeRow> by_shape;
+  auto shape_of = [&](const Event& e) -> OperatorShapeRow& { return by_shape[(uint64_t{e.name} << 32) | e.inputs]; };
   // Kernel classes per distinct (kernel name, launching operator): traces repeat both a lot.
   enum : uint8_t { kFp32 = 1, kConv = 2 };
   std::unordered_map<uint64_t, uint8_t> classes;
@@ -156,6 +160,12 @@ OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex&
         if (fp32) row.fp32_ns += g.dur_ns;
         if (conv) row.conv_ns += g.dur_ns;
         if (h2d) row.h2d_ns += g.dur_ns;
+        if (shapes) {
+          OperatorShapeRow& sr = shape_of(t.events[op]);
+          sr.gpu_ns += g.dur_ns;
+          sr.gpu_activities++;
+          if (!launched[op]) sr.launching_calls++;
+        }
         if (!launched[op]) {
           launched[op] = true;
           row.launching_calls++;
@@ -176,6 +186,18 @@ OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex&
     OperatorRow& row = by_op[e.name];
     row.host_self_ns += std::max<TimeNs>(0, self_ns[op]);
     row.calls++;
+    if (shapes) {
+      OperatorShapeRow& sr = shape_of(e);
+      sr.host_self_ns += std::max<TimeNs>(0, self_ns[op]);
+      sr.calls++;
+    }
+  }
+  for (auto& [key, sr] : by_shape) {
+    const size_t at = key & 0xFFFFFFFFu;
+    const trace::OpInputs in = at < t.op_inputs.size() ? t.op_inputs[at] : trace::OpInputs{};
+    sr.dims = t.strings.get(in.dims);
+    sr.types = t.strings.get(in.types);
+    by_op[static_cast<trace::StringId>(key >> 32)].shapes.push_back(std::move(sr));
   }
   // Outermost operators while the GPU idles.
   for (size_t op : outermost_ops) {

@@ -30,6 +30,31 @@ std::vector<Row> top_rows(const OperatorAttribution& a, Key key, Make make) {
   return out;
 }
 
+constexpr size_t kTopShapes = 3;  // input signature groups per operator row
+
+// The leading input signature groups of `r` by key (ties: the other time, then the shapes text), per step;
+// nothing when the trace records no inputs.
+template <class Key>
+void leading_shapes(const OperatorRow& r, double nsteps, Key key, std::optional<std::vector<InputShapeGroup>>* out,
+                    std::optional<int64_t>* groups) {
+  if (r.shapes.empty()) return;
+  std::vector<const OperatorShapeRow*> rows;
+  for (const auto& s : r.shapes) rows.push_back(&s);
+  std::sort(rows.begin(), rows.end(), [&](const OperatorShapeRow* x, const OperatorShapeRow* y) {
+    if (key(*x) != key(*y)) return key(*x) > key(*y);
+    if (x->gpu_ns + x->host_self_ns != y->gpu_ns + y->host_self_ns)
+      return x->gpu_ns + x->host_self_ns > y->gpu_ns + y->host_self_ns;
+    return x->dims != y->dims ? x->dims < y->dims : x->types < y->types;
+  });
+  auto text = [](const std::string& s) { return s.empty() ? std::nullopt : std::optional<std::string>(s); };
+  auto per_step_ms = [&](TimeNs v) { return r6(ms(v) / nsteps); };
+  out->emplace();
+  for (size_t i = 0; i < rows.size() && i < kTopShapes; ++i)
+    (*out)->push_back({text(rows[i]->dims), text(rows[i]->types), r6(rows[i]->calls / nsteps),
+                       per_step_ms(rows[i]->gpu_ns), per_step_ms(rows[i]->host_self_ns)});
+  *groups = static_cast<int64_t>(rows.size());
+}
+
 }  // namespace
 
 Operators operators_section(const Ctx& c) {
@@ -47,17 +72,27 @@ Operators operators_section(const Ctx& c) {
   const auto host_key = [](const OperatorRow& r) { return r.host_self_ns; };
   const auto idle_key = [](const OperatorRow& r) { return r.idle_ns; };
   o.top_by_gpu_time = top_rows<OperatorGpuRow>(a, gpu_key, [&](const OperatorRow& r) {
-    return OperatorGpuRow{r.name,
-                          per_step_ms(r.gpu_ns),
-                          frac_or_null(double(r.gpu_ns), gpu),
-                          r6(r.launching_calls / n),
-                          r.launching_calls ? std::optional<double>(r6(double(r.gpu_activities) / r.launching_calls))
-                                            : std::nullopt,
-                          per_step_ms(r.host_self_ns)};
+    OperatorGpuRow row;
+    row.name = r.name;
+    row.gpu_ms_per_step = per_step_ms(r.gpu_ns);
+    row.gpu_share = frac_or_null(double(r.gpu_ns), gpu);
+    row.calls_per_step = r6(r.launching_calls / n);
+    if (r.launching_calls) row.gpu_activities_per_call = r6(double(r.gpu_activities) / r.launching_calls);
+    row.host_self_ms_per_step = per_step_ms(r.host_self_ns);
+    leading_shapes(r, n, [](const OperatorShapeRow& s) { return s.gpu_ns; }, &row.input_shapes,
+                   &row.input_shape_groups);
+    return row;
   });
   o.top_by_host_time = top_rows<OperatorHostRow>(a, host_key, [&](const OperatorRow& r) {
-    return OperatorHostRow{r.name, per_step_ms(r.host_self_ns), r6(double(r.host_self_ns) / total), r6(r.calls / n),
-                           per_step_ms(r.gpu_ns)};
+    OperatorHostRow row;
+    row.name = r.name;
+    row.host_self_ms_per_step = per_step_ms(r.host_self_ns);
+    row.host_share = r6(double(r.host_self_ns) / total);
+    row.calls_per_step = r6(r.calls / n);
+    row.gpu_ms_per_step = per_step_ms(r.gpu_ns);
+    leading_shapes(r, n, [](const OperatorShapeRow& s) { return s.host_self_ns; }, &row.input_shapes,
+                   &row.input_shape_groups);
+    return row;
   });
   const double idle = static_cast<double>(a.idle_ns);
   o.during_gpu_idle = top_rows<OperatorIdleRow>(a, idle_key, [&](const OperatorRow& r) {

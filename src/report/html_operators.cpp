@@ -1,9 +1,11 @@
 // report.html: where the time goes -- the top operators by GPU time (bar chart and sortable table), by host
-// self time, the operators the host runs while the GPU idles, and the annotation / module ranges. Every
-// program-supplied string is escaped (Html::text); numeric cells carry data-v for the sort.
+// self time (both with each operator's leading input shapes when the trace records them), the operators the
+// host runs while the GPU idles, and the annotation / module ranges. Every program-supplied string is escaped
+// (Html::text); numeric cells carry data-v for the sort.
 #include <algorithm>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "html_common.h"
@@ -20,13 +22,55 @@ struct Column {
   std::string (*fmt)(std::optional<double>);
 };
 
+// A report read from disk may hold any length; the importer writes at most trace::kMaxInputsText (512).
+constexpr size_t kMaxShapesTitle = 600;
+constexpr size_t kShownShapes = 160;  // longer ones are cut, in full in the title
+
+// Rows that may carry input shapes (Kineto record_shapes): the GPU and host tables.
+template <class Row>
+constexpr bool kHasShapes = requires(const Row& r) { r.input_shapes; };
+
+// The row's leading input signatures, one line each: shapes, then dtypes and the per-step figures, the one
+// the table is ranked by first.
+template <class Row>
+void shapes_cell(Html& h, const Row& r) {
+  h.raw("<td class=\"shapes\">");
+  if (r.input_shapes) {
+    for (const auto& g : *r.input_shapes) {
+      h.raw("<div>");
+      if (g.shapes && g.shapes->size() > kShownShapes)
+        h.raw("<code title=\"").text(truncate_utf8(*g.shapes, kMaxShapesTitle)).raw("\">").text(truncate_utf8(*g.shapes, kShownShapes)).raw("</code>");
+      else if (g.shapes)
+        h.raw("<code>").text(*g.shapes).raw("</code>");
+      else h.raw("<span class=\"hint\">not recorded</span>");
+      h.raw(" <span class=\"hint\">");
+      if (g.types) h.text(truncate_utf8(*g.types, 160)).raw(" &middot; ");
+      h.text(format_fixed(g.calls_per_step, g.calls_per_step >= 100 ? 0 : 1)).raw(" calls &middot; ");
+      if constexpr (std::is_same_v<Row, analysis::OperatorHostRow>)
+        h.text(fmt_ms(g.host_self_ms_per_step)).raw(" host self, ").text(fmt_ms(g.gpu_ms_per_step)).raw(" GPU");
+      else
+        h.text(fmt_ms(g.gpu_ms_per_step)).raw(" GPU, ").text(fmt_ms(g.host_self_ms_per_step)).raw(" host self");
+      h.raw(" / step</span></div>");
+    }
+    const int64_t more = r.input_shape_groups.value_or(0) - static_cast<int64_t>(r.input_shapes->size());
+    if (more > 0) h.raw("<div class=\"hint\">").text(std::to_string(more)).raw(more == 1 ? " more signature" : " more signatures").raw("</div>");
+  }
+  h.raw("</td>");
+}
+
 template <class Row>
 void table(Html& h, const std::vector<Row>& rows, const char* id, const std::vector<Column<Row>>& cols) {
+  bool shapes = false;
+  if constexpr (kHasShapes<Row>)
+    for (const Row& r : rows) shapes = shapes || r.input_shapes.has_value();
   h.raw("<table class=\"data sortable\" id=\"").raw(id).raw("\"><thead><tr><th>Name</th>");
+  if (shapes) h.raw("<th>Leading input shapes</th>");
   for (const auto& c : cols) h.raw("<th class=\"num\">").raw(c.label).raw("</th>");
   h.raw("</tr></thead><tbody>\n");
   for (const Row& r : rows) {
     h.raw("<tr><td class=\"kname\" title=\"").text(r.name).raw("\"><code>").text(truncate_utf8(r.name, 120)).raw("</code></td>");
+    if constexpr (kHasShapes<Row>)
+      if (shapes) shapes_cell(h, r);
     for (const auto& c : cols) {
       const auto v = c.value(r);
       h.raw("<td class=\"num\"").raw(v ? " data-v=\"" + format_fixed(*v, 6) + "\"" : "").raw(">").text(c.fmt(v)).raw("</td>");

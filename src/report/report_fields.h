@@ -231,6 +231,14 @@ PT_REPORT_FIELDS(Communication) {
   v("not_measured_reason", s.not_measured_reason);
 }
 
+PT_REPORT_FIELDS(InputShapeGroup) {
+  v("shapes", s.shapes);
+  v("types", s.types);
+  v("calls_per_step", s.calls_per_step);
+  v("gpu_ms_per_step", s.gpu_ms_per_step);
+  v("host_self_ms_per_step", s.host_self_ms_per_step);
+}
+
 PT_REPORT_FIELDS(OperatorGpuRow) {
   v("name", s.name);
   v("gpu_ms_per_step", s.gpu_ms_per_step);
@@ -238,6 +246,8 @@ PT_REPORT_FIELDS(OperatorGpuRow) {
   v("calls_per_step", s.calls_per_step);
   v("gpu_activities_per_call", s.gpu_activities_per_call);
   v("host_self_ms_per_step", s.host_self_ms_per_step);
+  v.absent_if_unset("input_shapes", s.input_shapes);
+  v.absent_if_unset("input_shape_groups", s.input_shape_groups);
 }
 
 PT_REPORT_FIELDS(OperatorHostRow) {
@@ -246,6 +256,8 @@ PT_REPORT_FIELDS(OperatorHostRow) {
   v("host_share", s.host_share);
   v("calls_per_step", s.calls_per_step);
   v("gpu_ms_per_step", s.gpu_ms_per_step);
+  v.absent_if_unset("input_shapes", s.input_shapes);
+  v.absent_if_unset("input_shape_groups", s.input_shape_groups);
 }
 
 PT_REPORT_FIELDS(OperatorIdleRow) {

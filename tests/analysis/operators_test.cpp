@@ -94,7 +94,9 @@ TEST(Operators, KernelsJoinTheirLaunchingOperatorAndModuleAndUnattributedTimeIsR
 
 // Independent join for the corpus check: for each GPU activity, the cpu_op with its External id that starts
 // last (innermost), else a brute-force scan for the innermost cpu_op on the runtime call's thread.
-std::map<std::string, TimeNs> brute_force(const trace::Trace& t, const TraceIndex& idx, const Intervals& windows) {
+// `key` names the group an operator event's time goes to.
+template <class Key>
+auto brute_force_join(const trace::Trace& t, const TraceIndex& idx, const Intervals& windows, Key key) {
   std::map<int64_t, size_t> ext;
   std::vector<size_t> ops;
   std::map<int64_t, size_t> runtime_of;
@@ -116,7 +118,7 @@ std::map<std::string, TimeNs> brute_force(const trace::Trace& t, const TraceInde
       if (w.start <= ts && ts < w.end) return true;
     return false;
   };
-  std::map<std::string, TimeNs> out;
+  std::map<decltype(key(t.events[0])), TimeNs> out;
   for (const auto* list : {&idx.kernels, &idx.memcpys, &idx.memsets}) {
     for (size_t i : *list) {
       const auto& g = t.events[i];
@@ -132,10 +134,14 @@ std::map<std::string, TimeNs> brute_force(const trace::Trace& t, const TraceInde
             op = o;
         }
       }
-      if (op != SIZE_MAX) out[t.name(t.events[op])] += g.dur_ns;
+      if (op != SIZE_MAX) out[key(t.events[op])] += g.dur_ns;
     }
   }
   return out;
+}
+
+std::map<std::string, TimeNs> brute_force(const trace::Trace& t, const TraceIndex& idx, const Intervals& windows) {
+  return brute_force_join(t, idx, windows, [&](const trace::Event& e) { return t.name(e); });
 }
 
 void check_corpus_trace(const char* rel) {
@@ -176,6 +182,165 @@ TEST(Operators, TbPluginResNet50MatchesAnIndependentJoin) {
 
 TEST(Operators, HtaDdpTraceWithAnnotationsMatchesAnIndependentJoin) {
   check_corpus_trace("hta/nccl_parser_config/nccl_data.json.gz");
+}
+
+// ---- Input shapes ------------------------------------------------------------------------------------------
+// A trace builder cpu_op with recorded inputs (as the Kineto importer keeps them).
+void set_inputs(trace::Trace& t, size_t event, const std::string& dims, const std::string& types) {
+  const trace::OpInputs in{t.strings.intern(dims), t.strings.intern(types)};
+  auto it = std::find(t.op_inputs.begin(), t.op_inputs.end(), in);
+  t.events[event].inputs = static_cast<uint32_t>(it - t.op_inputs.begin());
+  if (it == t.op_inputs.end()) t.op_inputs.push_back(in);
+}
+
+const OperatorShapeRow* shape(const OperatorRow& r, const std::string& dims) {
+  for (const auto& s : r.shapes)
+    if (s.dims == dims) return &s;
+  return nullptr;
+}
+
+TEST(Operators, InputShapeGroupsSplitAnOperatorsTimeByWhatItWasCalledWith) {
+  // Two steps; aten::addmm is called with two shapes (the big one twice), aten::relu once without recorded
+  // inputs in a trace that records them for other operators.
+  TraceBuilder b;
+  b.device(0);
+  for (int s = 0; s < 2; ++s) {
+    const double o = 1000.0 * s;
+    b.annotation("ProfilerStep#" + std::to_string(s + 1), o, 1000)
+        .cpu_op("aten::addmm", o + 10, 100)
+        .runtime("cudaLaunchKernel", o + 20, 5, 10 * s + 1)
+        .kernel("volta_sgemm_128x64_nn", o + 30, 300, 10 * s + 1)
+        .cpu_op("aten::addmm", o + 200, 100)
+        .runtime("cudaLaunchKernel", o + 210, 5, 10 * s + 2)
+        .kernel("volta_sgemm_128x64_nn", o + 340, 200, 10 * s + 2)
+        .cpu_op("aten::addmm", o + 400, 50)
+        .runtime("cudaLaunchKernel", o + 410, 5, 10 * s + 3)
+        .kernel("volta_sgemm_64x64_nn", o + 550, 40, 10 * s + 3)
+        .cpu_op("aten::relu", o + 600, 20)
+        .runtime("cudaLaunchKernel", o + 605, 5, 10 * s + 4)
+        .kernel("elementwise_kernel", o + 610, 10, 10 * s + 4);
+  }
+  trace::Trace& raw = b.raw();
+  const std::string big = "[[4096], [256, 1024], [1024, 4096]]", small = "[[64], [256, 32], [32, 64]]";
+  for (size_t i = 0; i < raw.events.size(); ++i) {
+    if (raw.name(raw.events[i]) != "aten::addmm") continue;
+    set_inputs(raw, i, raw.events[i].start_ns % 1000000 >= 400000 ? small : big, "[float, float, float]");
+  }
+  const auto t = b.build();
+  ASSERT_TRUE(t.has_input_shapes());
+  const TraceIndex idx = build_index(t);
+  const StepInfo si = detect_steps(t, idx);
+  const OperatorAttribution a = attribute_operators(t, idx, windows_of(si), idx.main_device, busy_of(t, idx));
+  const OperatorRow* addmm = row(a, "aten::addmm");
+  ASSERT_NE(addmm, nullptr);
+  ASSERT_EQ(addmm->shapes.size(), 2u);
+  const auto us = [](double v) { return TraceBuilder::ns(v); };
+  const OperatorShapeRow* g = shape(*addmm, big);
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->types, "[float, float, float]");
+  EXPECT_EQ(g->gpu_ns, us(2 * 500));
+  EXPECT_EQ(g->calls, 4);
+  EXPECT_EQ(g->launching_calls, 4);
+  EXPECT_EQ(g->gpu_activities, 4);
+  EXPECT_EQ(g->host_self_ns, us(4 * 100));
+  ASSERT_NE(shape(*addmm, small), nullptr);
+  EXPECT_EQ(shape(*addmm, small)->gpu_ns, us(2 * 40));
+  const OperatorRow* relu = row(a, "aten::relu");
+  ASSERT_NE(relu, nullptr);
+  ASSERT_EQ(relu->shapes.size(), 1u);  // the calls without recorded inputs still add up
+  EXPECT_EQ(relu->shapes[0].dims, "");
+  EXPECT_EQ(relu->shapes[0].gpu_ns, relu->gpu_ns);
+
+  // In the report: the groups of each top row, leading first, per step; absent keys where not recorded.
+  const auto r = build_report(t);
+  const auto& top = r["operators"]["top_by_gpu_time"][0];
+  ASSERT_EQ(top["name"], "aten::addmm");
+  ASSERT_TRUE(top.contains("input_shapes")) << top.dump();
+  ASSERT_EQ(top["input_shapes"].size(), 2u);
+  EXPECT_EQ(top["input_shape_groups"], 2);
+  EXPECT_EQ(top["input_shapes"][0]["shapes"], big);
+  EXPECT_EQ(top["input_shapes"][0]["types"], "[float, float, float]");
+  EXPECT_NEAR(top["input_shapes"][0]["gpu_ms_per_step"].get<double>(), 0.5, 1e-9);
+  EXPECT_NEAR(top["input_shapes"][0]["calls_per_step"].get<double>(), 2.0, 1e-9);
+  EXPECT_NEAR(top["input_shapes"][0]["host_self_ms_per_step"].get<double>(), 0.2, 1e-9);
+  EXPECT_NEAR(top["input_shapes"][1]["gpu_ms_per_step"].get<double>(), 0.04, 1e-9);
+  const auto& relu_row = r["operators"]["top_by_gpu_time"][1];
+  ASSERT_EQ(relu_row["name"], "aten::relu");
+  EXPECT_TRUE(relu_row["input_shapes"][0]["shapes"].is_null());
+  EXPECT_TRUE(r["operators"]["top_by_host_time"][0].contains("input_shapes"));
+}
+
+TEST(Operators, TraceWithoutRecordedInputsHasNoShapeFields) {
+  const auto t = TraceBuilder()
+                     .device(0)
+                     .annotation("ProfilerStep#1", 0, 1000)
+                     .cpu_op("aten::addmm", 30, 150)
+                     .runtime("cudaLaunchKernel", 40, 10, 1)
+                     .kernel("volta_sgemm_128x64_nn", 60, 400, 1)
+                     .build();
+  const TraceIndex idx = build_index(t);
+  const StepInfo si = detect_steps(t, idx);
+  const OperatorAttribution a = attribute_operators(t, idx, windows_of(si), idx.main_device, busy_of(t, idx));
+  ASSERT_NE(row(a, "aten::addmm"), nullptr);
+  EXPECT_TRUE(row(a, "aten::addmm")->shapes.empty());
+  const auto r = build_report(t);
+  for (const char* list : {"top_by_gpu_time", "top_by_host_time"}) {
+    ASSERT_FALSE(r["operators"][list].empty()) << list;
+    for (const auto& x : r["operators"][list]) {
+      EXPECT_FALSE(x.contains("input_shapes")) << x.dump();
+      EXPECT_FALSE(x.contains("input_shape_groups")) << x.dump();
+    }
+  }
+}
+
+// The corpus: per-shape GPU time (and calls) of every operator add up to the operator's, and agree with an
+// independent per-(operator, inputs) join.
+std::map<std::pair<std::string, std::string>, TimeNs> brute_force_by_shape(const trace::Trace& t, const TraceIndex& idx,
+                                                                           const Intervals& windows);
+
+TEST(Operators, TbPluginResNet50ShapeGroupsAddUpAndMatchAnIndependentJoin) {
+  const auto file = std::filesystem::path(PT_TRACES_DIR) /
+                    "kineto_tb_plugin/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz";
+  if (!std::filesystem::exists(file)) GTEST_SKIP() << "trace not found: " << file;
+  auto t = trace::load_trace(file);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  ASSERT_TRUE(t->has_input_shapes());
+  const TraceIndex idx = build_index(*t);
+  const Intervals w = windows_of(detect_steps(*t, idx));
+  const OperatorAttribution a = attribute_operators(*t, idx, w, idx.main_device, busy_of(*t, idx));
+  std::map<std::pair<std::string, std::string>, TimeNs> mine;
+  size_t multi = 0;
+  for (const auto& r : a.operators) {
+    TimeNs gpu = 0, host = 0;
+    int64_t calls = 0, launching = 0;
+    for (const auto& s : r.shapes) {
+      gpu += s.gpu_ns;
+      host += s.host_self_ns;
+      calls += s.calls;
+      launching += s.launching_calls;
+      if (s.gpu_ns > 0) mine[{r.name, s.dims}] += s.gpu_ns;
+    }
+    EXPECT_EQ(gpu, r.gpu_ns) << r.name;
+    EXPECT_EQ(host, r.host_self_ns) << r.name;
+    EXPECT_EQ(calls, r.calls) << r.name;
+    EXPECT_EQ(launching, r.launching_calls) << r.name;
+    if (r.gpu_ns > 0 && r.shapes.size() > 1) ++multi;
+  }
+  EXPECT_GT(multi, 3u) << "ResNet-50 calls its convolutions with several shapes";
+  auto theirs = brute_force_by_shape(*t, idx, w);
+  std::erase_if(theirs, [](const auto& kv) { return kv.second == 0; });  // zero-length copies / memsets
+  EXPECT_EQ(mine.size(), theirs.size());
+  for (const auto& [key, ns] : theirs) {
+    auto it = mine.find(key);
+    EXPECT_EQ(it == mine.end() ? TimeNs{-1} : it->second, ns) << key.first << " " << key.second;
+  }
+}
+
+std::map<std::pair<std::string, std::string>, TimeNs> brute_force_by_shape(const trace::Trace& t, const TraceIndex& idx,
+                                                                           const Intervals& windows) {
+  return brute_force_join(t, idx, windows, [&](const trace::Event& e) {
+    return std::make_pair(t.name(e), t.strings.get(t.op_inputs.at(e.inputs).dims));
+  });
 }
 
 TEST(Operators, NativeCaptureWithoutOperatorsHasNoAttributionButModules) {

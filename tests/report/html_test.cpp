@@ -276,3 +276,51 @@ TEST(Html, EmbeddedAssetsCannotCloseTheirOwnBlocks) {
 }
 }  // namespace
 }  // namespace profile_train::report
+
+namespace profile_train::report {
+namespace {
+
+using nlohmann::json;
+
+// Issue 14 item 1: the operator tables show each row's leading input shapes (escaped, bounded), and have no
+// shapes column when the trace recorded none.
+TEST(Html, OperatorTablesShowTheLeadingInputShapes) {
+  const std::string hostile = "[[1, 2]]</code><script>x()</script>";
+  json group = {{"shapes", "[[256, 1024], [1024, 4096]]"}, {"types", "[float, float]"}, {"calls_per_step", 2.0},
+                {"gpu_ms_per_step", 1.5}, {"host_self_ms_per_step", 0.25}};
+  json other = {{"shapes", hostile + std::string(3000, 'x')}, {"types", nullptr}, {"calls_per_step", 1.0},
+                {"gpu_ms_per_step", 0.5}, {"host_self_ms_per_step", 0.1}};
+  json unrecorded = {{"shapes", nullptr}, {"types", nullptr}, {"calls_per_step", 1.0}, {"gpu_ms_per_step", 0.1},
+                     {"host_self_ms_per_step", 0.0}};
+  json ops = {{"top_by_gpu_time",
+               {{{"name", "aten::addmm"}, {"gpu_ms_per_step", 2.1}, {"gpu_share", 0.5}, {"calls_per_step", 4.0},
+                 {"host_self_ms_per_step", 0.35}, {"input_shapes", {group, other, unrecorded}},
+                 {"input_shape_groups", 5}}}},
+              {"top_by_host_time",
+               {{{"name", "aten::addmm"}, {"host_self_ms_per_step", 0.35}, {"host_share", 0.1}, {"calls_per_step", 4.0},
+                 {"gpu_ms_per_step", 2.1}, {"input_shapes", {group}}, {"input_shape_groups", 1}}}}};
+  const std::string html = render_html(testing::typed_report(json{{"operators", ops}}), nullptr);
+  const auto gpu_table = html.substr(html.find("id=\"operators-gpu-table\""));
+  EXPECT_NE(gpu_table.find("<th>Leading input shapes</th>"), std::string::npos);
+  EXPECT_NE(gpu_table.find(">[[256, 1024], [1024, 4096]]</code>"), std::string::npos);
+  EXPECT_NE(gpu_table.find("[float, float]"), std::string::npos);
+  EXPECT_NE(gpu_table.find("not recorded"), std::string::npos);
+  EXPECT_NE(gpu_table.find("2 more signatures"), std::string::npos);
+  EXPECT_EQ(html.find("<script>x()"), std::string::npos);
+  EXPECT_NE(html.find("&lt;script&gt;x()"), std::string::npos);
+  EXPECT_EQ(html.find(std::string(1000, 'x')), std::string::npos) << "long shapes are cut for display";
+  const auto host_table = html.substr(html.find("id=\"operators-host-table\""));
+  EXPECT_NE(host_table.find("<th>Leading input shapes</th>"), std::string::npos);
+
+  // Without recorded inputs: the tables as before, no shapes column.
+  ops["top_by_gpu_time"][0].erase("input_shapes");
+  ops["top_by_gpu_time"][0].erase("input_shape_groups");
+  ops["top_by_host_time"][0].erase("input_shapes");
+  ops["top_by_host_time"][0].erase("input_shape_groups");
+  const std::string plain = render_html(testing::typed_report(json{{"operators", ops}}), nullptr);
+  EXPECT_NE(plain.find("id=\"operators-gpu-table\""), std::string::npos);
+  EXPECT_EQ(plain.find("Leading input shapes"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace profile_train::report

@@ -237,6 +237,15 @@ HostIdleActivity host_idle_activity(const trace::Trace& t, const TraceIndex& idx
 // and DataLoader ranges, "nn.Module: ..." Python frames). Host time is operator self time (duration minus
 // nested operators) of operators starting in the windows; idle time is the part of outermost operators that
 // overlaps GPU idle time in the windows (the host side of "why is the GPU idle").
+// One operator's calls with one recorded input signature (trace::OpInputs; dims/types "" when not recorded).
+struct OperatorShapeRow {
+  std::string dims, types;
+  TimeNs gpu_ns = 0;
+  int64_t gpu_activities = 0;
+  int64_t launching_calls = 0;
+  TimeNs host_self_ns = 0;
+  int64_t calls = 0;
+};
 struct OperatorRow {
   std::string name;
   TimeNs gpu_ns = 0;          // GPU activity time launched by it
@@ -248,6 +257,9 @@ struct OperatorRow {
   TimeNs host_self_ns = 0;    // self time on the host
   int64_t calls = 0;          // operator instances (in the windows)
   TimeNs idle_ns = 0;         // outermost instances' overlap with GPU idle time
+  // By input signature when the trace records inputs (else empty): their gpu_ns, gpu_activities,
+  // launching_calls, host_self_ns and calls add up to the row's. Unordered.
+  std::vector<OperatorShapeRow> shapes;
 };
 struct ModuleRow {
   std::string name;

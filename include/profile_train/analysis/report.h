@@ -192,6 +192,13 @@ struct Communication {
   std::optional<std::string> not_measured_reason;
 };
 
+// An operator's calls with one input signature (Kineto record_shapes): shapes / types as the importer renders
+// them (trace::OpInputs), null for calls without recorded inputs.
+struct InputShapeGroup {
+  std::optional<std::string> shapes, types;
+  double calls_per_step = 0, gpu_ms_per_step = 0, host_self_ms_per_step = 0;
+};
+
 struct OperatorGpuRow {
   std::string name;
   double gpu_ms_per_step = 0;
@@ -199,11 +206,17 @@ struct OperatorGpuRow {
   double calls_per_step = 0;
   std::optional<double> gpu_activities_per_call;
   double host_self_ms_per_step = 0;
+  // Only when the trace records inputs: the leading groups by GPU time (at most 3), and how many there are.
+  std::optional<std::vector<InputShapeGroup>> input_shapes;
+  std::optional<int64_t> input_shape_groups;
 };
 
 struct OperatorHostRow {
   std::string name;
   double host_self_ms_per_step = 0, host_share = 0, calls_per_step = 0, gpu_ms_per_step = 0;
+  // As OperatorGpuRow's, leading by host self time.
+  std::optional<std::vector<InputShapeGroup>> input_shapes;
+  std::optional<int64_t> input_shape_groups;
 };
 
 struct OperatorIdleRow {

@@ -106,9 +106,22 @@ struct Event {
   int32_t shared_mem_bytes = -1;   // static + dynamic
   float blocks_per_sm = -1.f;      // as reported by the source, if any
   float occupancy_pct = -1.f;      // estimated achieved occupancy %, if reported
+  uint32_t inputs = 0;             // CPU operators: index into Trace::op_inputs; 0 when none are recorded
 
   TimeNs end_ns() const { return start_ns + dur_ns; }
 };
+
+// What a CPU operator was called with, as the source recorded it (Kineto `record_shapes`: "Input Dims",
+// "Input type"), in display form: dims "[[256, 1024], [1024, 4096], []]", types "[float, float, Scalar]"
+// (one entry per input; "?" where the source wrote something other than a number / a string). Each text is
+// at most kMaxInputsText bytes (cut at an entry boundary, ending in "..."), valid UTF-8. A StringId of 0
+// (the empty string) means the source recorded no such list.
+struct OpInputs {
+  StringId dims = 0;
+  StringId types = 0;
+  bool operator==(const OpInputs&) const = default;
+};
+inline constexpr size_t kMaxInputsText = 512;
 
 // Allocator sample (PyTorch [memory] instants, CUPTI memory records).
 struct MemorySample {
@@ -168,6 +181,8 @@ struct TraceMeta {
 struct Trace {
   StringTable strings;
   std::vector<Event> events;          // sorted by (start_ns, longer first) after finalize()
+  // Distinct operator input signatures, shared by the events that name them (Event::inputs); [0] = none.
+  std::vector<OpInputs> op_inputs = {OpInputs{}};
   std::vector<MemorySample> memory;   // sorted by ts after finalize()
   std::vector<DeviceInfo> devices;
   TraceMeta meta;
@@ -177,6 +192,8 @@ struct Trace {
   nlohmann::json facts = nlohmann::json::object();
 
   const std::string& name(const Event& e) const { return strings.get(e.name); }
+  // True when some operator has recorded inputs (a Kineto trace recorded with record_shapes=True).
+  bool has_input_shapes() const { return op_inputs.size() > 1; }
   const DeviceInfo* device(int32_t id) const {
     for (const auto& d : devices)
       if (d.id == id) return &d;

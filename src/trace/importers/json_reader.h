@@ -288,6 +288,36 @@ class JsonReader {
     n.scanned = kSwarDigits;
     return n;
   }
+  // The text of the list at the next token, '[' to its matching ']', and its nesting depth, without moving
+  // the reader; "" when it holds '{', '}' or ':' outside strings or runs past `max_len` bytes. Nothing else is
+  // checked: for a caller that only uses text it has read (validated) before, then skip_text()s it.
+  // Throws NeedMore when the list is not buffered to its end.
+  std::string_view peek_list_text(size_t max_len, int* nesting) {
+    if (peek() != '[') return {};
+    int d = 0, max_d = 0;
+    const size_t avail = static_cast<size_t>(end_ - p_);
+    const char* const limit = p_ + (max_len < avail ? max_len : avail);
+    for (const char* q = p_; q < limit; ++q) {
+      const char c = *q;
+      if (c == '[') {
+        if (++d > max_d) max_d = d;
+      } else if (c == ']') {
+        if (--d == 0) {
+          *nesting = max_d;
+          return std::string_view(p_, static_cast<size_t>(q + 1 - p_));
+        }
+      } else if (c == '"') {
+        for (++q; q < limit && *q != '"'; ++q)
+          if (*q == '\\') ++q;
+      } else if (c == '{' || c == '}' || c == ':') {
+        return {};
+      }
+    }
+    if (limit == end_ && !eof_) throw NeedMore{};
+    return {};
+  }
+  void skip_text(std::string_view text) { p_ = text.data() + text.size(); }
+
   // Skips any value; `depth` is the nesting depth of the container holding it (top-level value: 0).
   // Strings and numbers (most skipped values) inline; containers and literals out of line.
   void skip_value(int depth) {

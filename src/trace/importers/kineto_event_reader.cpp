@@ -119,6 +119,84 @@ void KinetoParser::arg_dim3(int64_t* dims, int* n, int hd) {
   *n = k;
 }
 
+// Inputs text is built piece by piece (a number, a dtype, a separator, a bracket) and cut before the piece
+// that would take it past kMaxInputsText with its "..." marker: the cut never splits a UTF-8 sequence.
+void KinetoParser::append_inputs(std::string* out, std::string_view piece) {
+  if (inputs_cut_) return;
+  if (out->size() + piece.size() + 3 > kMaxInputsText) {
+    inputs_cut_ = true;
+    out->append("...");
+    return;
+  }
+  out->append(piece);
+}
+
+// One list of "Input Dims" (integers and nested lists: a TensorList input is a list of shapes) or of
+// "Input type" (strings). At '['; `hd` is the depth of the container holding it.
+void KinetoParser::render_inputs_list(std::string* out, bool dims, int hd) {
+  check_depth(hd + 1);
+  r_.expect('[');
+  append_inputs(out, "[");
+  if (!r_.try_close(']')) {
+    bool first = true;
+    do {
+      if (!first) append_inputs(out, ", ");
+      first = false;
+      const char c = r_.peek();
+      if (dims && c == '[') {
+        render_inputs_list(out, dims, hd + 1);
+      } else if (dims && (c == '-' || JsonReader::is_digit(c))) {
+        const NumberText n = r_.read_number();
+        append_inputs(out, n.integral && n.text.size() <= 20 ? n.text : std::string_view("?"));
+      } else if (!dims && c == '"') {
+        append_inputs(out, utf8_safe(r_.read_string(), &utf8_scratch_));
+      } else {
+        r_.skip_value(hd + 1);
+        append_inputs(out, "?");
+      }
+    } while (r_.next_or_close(']'));
+  }
+  append_inputs(out, "]");
+}
+
+// Traces repeat a few signatures many times: a list whose text was rendered before is looked up by that
+// text (byte-identical, so valid) instead of being read again. Texts up to kCachedInputsText bytes, at
+// most kCachedInputs of each kind, are remembered.
+void KinetoParser::arg_inputs(StringId* out, bool* has, bool dims, int hd) {
+  if (r_.peek() != '[') {
+    const char c = r_.peek();
+    r_.skip_value(hd);
+    if (c != 'n') ++raw_.arg_issues;
+    return;
+  }
+  constexpr size_t kCachedInputsText = 2048, kCachedInputs = size_t{1} << 16;
+  auto& cache = inputs_cache_[dims ? 0 : 1];
+  int nesting = 0;
+  const std::string_view text = r_.peek_list_text(kCachedInputsText, &nesting);
+  if (!text.empty() && hd + nesting <= r_.max_depth()) {
+    if (auto it = cache.find(text); it != cache.end()) {
+      r_.skip_text(text);
+      *out = it->second;
+      *has = true;
+      return;
+    }
+  }
+  inputs_text_.clear();
+  inputs_cut_ = false;
+  render_inputs_list(&inputs_text_, dims, hd);
+  *out = trace_.strings.intern(inputs_text_);
+  *has = true;
+  if (!text.empty() && cache.size() < kCachedInputs) cache.emplace(std::string(text), *out);
+}
+
+uint32_t KinetoParser::intern_inputs(const RawEvent& e) {
+  const OpInputs in{e.has_input_dims ? e.input_dims : StringId{0}, e.has_input_types ? e.input_types : StringId{0}};
+  const uint64_t key = (uint64_t{in.dims} << 32) | in.types;
+  auto [it, added] = inputs_index_.try_emplace(key, static_cast<uint32_t>(trace_.op_inputs.size()));
+  if (added) trace_.op_inputs.push_back(in);
+  return it->second;
+}
+
 int64_t KinetoParser::resolve_id(const IdField& f) {
   if (!f.present) return 0;
   if (!f.is_str) return f.num;
@@ -167,6 +245,11 @@ void KinetoParser::parse_args(int hd) {
         break;
       case 9:
         if (k == "Device Id") arg_int(&raw_.mem_device_id, vd);
+        else r_.skip_value(vd);
+        break;
+      case 10:
+        if (k == "Input Dims") arg_inputs(&raw_.input_dims, &raw_.has_input_dims, true, vd);
+        else if (k == "Input type") arg_inputs(&raw_.input_types, &raw_.has_input_types, false, vd);
         else r_.skip_value(vd);
         break;
       case 11:

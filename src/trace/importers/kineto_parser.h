@@ -9,6 +9,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -87,6 +88,9 @@ struct RawEvent {
   bool has_mem_bytes = false;
   std::string_view meta_name;
   bool has_meta_name = false;
+  // "Input Dims" / "Input type", rendered and interned.
+  bool has_input_dims = false, has_input_types = false;
+  StringId input_dims = 0, input_types = 0;
 };
 
 class KinetoParser {
@@ -123,6 +127,10 @@ class KinetoParser {
   void arg_double(double* out, int hd);
   void arg_string(std::string_view* out, bool* has, int hd);
   void arg_dim3(int64_t* dims, int* n, int hd);
+  void arg_inputs(StringId* out, bool* has, bool dims, int hd);
+  void render_inputs_list(std::string* out, bool dims, int hd);
+  void append_inputs(std::string* out, std::string_view piece);
+  uint32_t intern_inputs(const RawEvent& e);
 
   int64_t resolve_id(const IdField& f);
 
@@ -147,6 +155,17 @@ class KinetoParser {
   std::map<std::string, int64_t, std::less<>> unknown_cats_;
   bool saw_pytorch_span_ = false;
   std::string utf8_scratch_;  // reused by utf8_safe
+  // The "Input Dims" / "Input type" list being rendered (capacity reused) and whether it was cut at
+  // kMaxInputsText; the interned rendering of list texts seen before (dims, types); the index of each
+  // (dims, types) pair in trace_.op_inputs.
+  struct TextHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::string inputs_text_;
+  bool inputs_cut_ = false;
+  std::unordered_map<std::string, StringId, TextHash, std::equal_to<>> inputs_cache_[2];
+  std::unordered_map<uint64_t, uint32_t> inputs_index_;
 };
 
 }  // namespace profile_train::trace::kineto
