@@ -11,8 +11,11 @@
 #include <set>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "profile_train/agent/native_reader.h"
 #include "profile_train/agent/protocol.h"
+#include "profile_train/common/strings.h"
 #include "profile_train/platform/process.h"
 
 namespace profile_train::cli {
@@ -71,17 +74,6 @@ void resolve_ranks(const fs::path& capture, std::vector<trace::native::CaptureFi
       parent = up->ppid;
     }
   }
-}
-
-// The command as one line for a note: arguments with spaces quoted, at most ~200 characters.
-std::string command_line(const std::vector<std::string>& argv) {
-  std::string s;
-  for (const auto& a : argv) {
-    if (!s.empty()) s += ' ';
-    s += a.find_first_of(" \t'\"") == std::string::npos && !a.empty() ? a : "'" + a + "'";
-    if (s.size() > 200) return s.substr(0, 197) + "...";
-  }
-  return s;
 }
 
 }  // namespace
@@ -197,25 +189,20 @@ void apply_capture_status(const CaptureResult& result, trace::Trace& t) {
         "GPU activity was not recorded: " + result.gpu_capture_note + "; NVTX and Python ranges only";
 }
 
-void merge_capture_result(const CaptureResult& r, size_t rank_files, nlohmann::json& report) {
-  if (!report.is_object()) return;
-  auto& src = report["source"];
-  if (!src.is_object()) src = nlohmann::json::object();
-  src["command"] = r.command;
-  src["exit_code"] = r.exit_code ? nlohmann::json(*r.exit_code) : nlohmann::json();
-  src["signal"] = r.signal != 0 ? nlohmann::json(platform::signal_name(r.signal)) : nlohmann::json();
-  src["interrupted"] = r.interrupted();
-  src["capture_files"] = rank_files;
-  src["leftover_processes"] = r.leftover_processes;
+void merge_capture_result(const CaptureResult& r, size_t rank_files, analysis::Report& report) {
+  analysis::RunInfo& run = report.source.run.emplace();
+  run.command = r.command;
+  if (r.exit_code) run.exit_code = *r.exit_code;
+  if (r.signal != 0) run.signal = platform::signal_name(r.signal);
+  run.interrupted = r.interrupted();
+  run.capture_files = static_cast<int64_t>(rank_files);
+  run.leftover_processes = r.leftover_processes;
   if (r.crashed())
-    src["crash"] = "the command crashed (" + platform::signal_name(r.signal) + "); the report covers the capture up "
-                   "to the crash";
-  if (r.failed() || r.interrupted()) {
-    auto& notes = report["data_quality"]["notes"];
-    if (!notes.is_array()) notes = nlohmann::json::array();
-    notes.push_back("run: " + r.outcome() + ": " + command_line(r.command) +
-                    "; the report covers what was captured until then");
-  }
+    run.crash = "the command crashed (" + platform::signal_name(r.signal) + "); the report covers the capture up to "
+                "the crash";
+  if (r.failed() || r.interrupted())
+    report.data_quality.notes.push_back("run: " + r.outcome() + ": " + command_line(r.command) +
+                                        "; the report covers what was captured until then");
 }
 
 }  // namespace profile_train::cli

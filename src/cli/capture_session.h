@@ -9,8 +9,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "profile_train/analysis/report.h"
 #include "profile_train/common/status.h"
 #include "profile_train/trace/model.h"
 
@@ -79,9 +78,10 @@ void collect_capture_files(const std::filesystem::path& capture_dir, CaptureResu
 // GPU capture status of one rank's trace: why GPU activity is missing, when the result knows better.
 void apply_capture_status(const CaptureResult& result, trace::Trace& trace);
 
-// Merges the result into one rank's report (`source`: command, exit_code, signal, interrupted, capture_files,
-// leftover_processes, crash; a data_quality note naming the command and its outcome when it did not end
-// normally, so report.html says so too). `rank_files`: the number of capture files of that rank.
-void merge_capture_result(const CaptureResult& result, size_t rank_files, nlohmann::json& report);
+// Merges the result into one rank's report before anything is written: source.run (report.json's `source`
+// keys command, exit_code, signal, interrupted, capture_files, leftover_processes, crash), and a data_quality
+// note naming the command and its outcome when it did not end normally. `rank_files`: the number of capture
+// files of that rank.
+void merge_capture_result(const CaptureResult& result, size_t rank_files, analysis::Report& report);
 
 }  // namespace profile_train::cli

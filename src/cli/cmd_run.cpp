@@ -212,7 +212,7 @@ int run_command(const RunOptions& o) {
     opts.quiet = o.quiet;
     opts.all_steps = o.all_steps;
     // The command and how it ended are part of the report before report.json, report.html and the summary.
-    opts.complete_report = [&](nlohmann::json& report) { merge_capture_result(cr, rank.files.size(), report); };
+    opts.complete_report = [&](analysis::Report& report) { merge_capture_result(cr, rank.files.size(), report); };
     if (!t.meta.gpu_capture_attempted) std::cout << who << ": " << t.meta.gpu_capture_status << "\n";
     nlohmann::json report;
     const int rc = report_trace(t, opts, &report);

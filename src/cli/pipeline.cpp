@@ -13,7 +13,6 @@
 #include "profile_train/analysis/analyze.h"
 #include "profile_train/common/status.h"
 #include "profile_train/common/terminal.h"
-#include "profile_train/common/utf8.h"
 #include "profile_train/report/report_json.h"
 #include "profile_train/report/writers.h"
 #include "profile_train/rules/engine.h"
@@ -92,15 +91,19 @@ Status check_perfetto_path(const OutputOptions& options, const std::vector<fs::p
 int report_trace(const trace::Trace& trace, const OutputOptions& options, nlohmann::json* report_out) {
   analysis::AnalysisOptions analysis_options;
   analysis_options.all_steps = options.all_steps;
-  nlohmann::json report = analysis::build_report(trace, analysis_options);
+  analysis::Report report = analysis::build_typed_report(trace, analysis_options);
 
   auto rules = rules::load_rules(options.rules_dirs);
   if (!rules.ok()) {
     print_error(rules.status());
     return rules.status().exit_code();
   }
-  rules::apply_rules(**rules, report);
+  if (Status s = rules::apply_rules(**rules, report); !s.ok()) {
+    print_error(s);
+    return s.exit_code();
+  }
   if (options.complete_report) options.complete_report(report);
+  report::repair_report_utf8(report);  // every writer gets valid text; data_quality.notes says how much
 
   std::vector<fs::path> inputs(trace.meta.source_files.begin(), trace.meta.source_files.end());
   if (Status s = check_perfetto_path(options, inputs); !s.ok()) {
@@ -115,18 +118,12 @@ int report_trace(const trace::Trace& trace, const OutputOptions& options, nlohma
   if (wants(options, "json") || wants(options, "html") || options.perfetto) failed = check_writable_dir(options.out_dir);
   if (failed.ok() && wants(options, "json")) {
     const fs::path path = options.out_dir / "report.json";
-    failed = write_report_json(path, report);
+    failed = report::write_report_json(path, report);
     if (failed.ok()) written.push_back(path);
-  } else {
-    repair_utf8(report);  // the HTML and the summary get valid text either way
   }
   if (failed.ok() && wants(options, "html")) {
     const fs::path path = options.out_dir / "report.html";
-    // The analysis still builds JSON: the typed report is read from it here, until it hands one over.
-    auto typed = report::report_from_json(report);
-    // A report of ours that does not read back is our bug: exit 1, not bad input.
-    failed = typed.ok() ? writer_status(report::write_html(*typed, &trace, path), "HTML report")
-                        : Internal("HTML report: " + typed.status().message());
+    failed = writer_status(report::write_html(report, &trace, path), "HTML report");
     std::error_code ec;
     if (failed.ok() && fs::exists(path, ec)) written.push_back(path);
   }
@@ -138,17 +135,11 @@ int report_trace(const trace::Trace& trace, const OutputOptions& options, nlohma
   if (wants(options, "text") && !options.quiet) {
     report::TextOptions text;
     text.color = use_color(1);
-    // The typed report of what was written: the rules' parts and the UTF-8 repair included.
-    auto typed = report::report_from_json(report);
-    if (!typed.ok()) {
-      print_error(Internal("the report does not read back: " + typed.status().message()));
-      return kExitFailure;
-    }
-    report::write_text_summary(*typed, std::cout, text);
+    report::write_text_summary(report, std::cout, text);
     for (const auto& p : written) std::cout << "Wrote " << terminal_safe(p.string()) << "\n";
     std::cout.flush();
   }
-  if (report_out != nullptr) *report_out = std::move(report);
+  if (report_out != nullptr) *report_out = report::to_json(report);
   if (!failed.ok()) {
     print_error(failed);
     return failed.exit_code();

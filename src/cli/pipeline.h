@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "profile_train/analysis/report.h"
 #include "profile_train/common/status.h"
 #include "profile_train/report/report_json.h"
 #include "profile_train/trace/model.h"
@@ -24,22 +25,21 @@ struct OutputOptions {
   bool quiet = false;
   // Called on the finished report (after the rules) before any file is written or the summary printed: what
   // only the caller knows goes in here (`run`: the command and how it ended, merge_capture_result).
-  std::function<void(nlohmann::json&)> complete_report;
+  std::function<void(analysis::Report&)> complete_report;
 };
 
-// Analyzes one loaded trace, applies the rules (built-in + rules_dirs), writes report.json / report.html /
-// the Perfetto timeline into out_dir, prints the terminal summary on stdout (formats has "text", not quiet).
-// The summary is printed even when a file cannot be written (full disk): the analysis is not lost. Errors
-// are printed as one line on stderr; the return value is the process exit code (0 on success). A writer
-// that is not available (Unsupported) only prints a one-line note. `report_out` receives the report.
+// Analyzes one loaded trace into a typed report, applies the rules (built-in + rules_dirs) and
+// complete_report to it, repairs its text (UTF-8), then feeds that one report to every writer: report.json,
+// report.html, the terminal summary on stdout (formats has "text", not quiet); the Perfetto timeline is the
+// trace's. The summary is printed even when a file cannot be written (full disk): the analysis is not lost.
+// Errors are printed as one line on stderr; the return value is the process exit code (0 on success). A
+// writer that is not available (Unsupported) only prints a one-line note. `report_out` receives the report as
+// report.json holds it.
 int report_trace(const trace::Trace& trace, const OutputOptions& options, nlohmann::json* report_out = nullptr);
 
 // Creates `dir` if needed and checks that a file can be written there (IoError naming the folder and the
 // reason, e.g. "No space left on device", if not).
 Status check_writable_dir(const std::filesystem::path& dir);
-
-// report.json's writer (report/report_json.h), for the commands that write one.
-using report::write_report_json;
 
 // Refuses (InvalidArgument, exit 2) a --perfetto file that would overwrite one of `inputs` or the
 // report.json / report.html of out_dir. Paths are compared after resolving symlinks and `..`.

@@ -11,6 +11,7 @@
 #include "assets.h"
 #include "profile_train/analysis/report.h"
 #include "profile_train/common/atomic_file.h"
+#include "profile_train/common/strings.h"
 #include "profile_train/report/escape.h"
 #include "html_common.h"
 #include "profile_train/report/writers.h"
@@ -77,6 +78,9 @@ void write_banner(Html& h, const Report& r) {
   if (dev.empty()) dev = r.source.has_gpu_activity ? "unknown" : "CPU (no GPU activity)";
   kpi("kpi-device", "Device", dev, total_memory ? fmt_bytes(total_memory) : "");
   h.raw("</div>\n");
+  if (const auto& run = r.source.run)
+    h.raw("<p class=\"hint run-command\" id=\"run-command\">Command <code>").text(command_line(run->command))
+        .raw("</code> ").text(run_outcome(*run)).raw("</p>\n");
   if (!r.verdict.evidence.empty()) {
     h.raw("<ul class=\"verdict-evidence\">\n");
     for (const auto& e : r.verdict.evidence) h.raw("<li>").text(e).raw("</li>\n");

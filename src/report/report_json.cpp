@@ -199,6 +199,36 @@ StatusOr<T> read_part(const json& j, const std::string& path) {
   return out;
 }
 
+// ---- UTF-8 repair ---------------------------------------------------------------------------------------------
+// Counts as profile_train::repair_utf8 counts over the JSON: each string value once, and the keys of facts.
+struct Utf8Repair {
+  size_t changed = 0;
+  void fix(std::string& s) {
+    if (is_valid_utf8(s)) return;
+    s = to_valid_utf8(s);
+    ++changed;
+  }
+  void fix(json& j) { changed += repair_utf8(j); }
+  template <class T>
+  void fix(std::optional<T>& v) {
+    if (v) fix(*v);
+  }
+  template <class T>
+  void fix(std::vector<T>& v) {
+    for (auto& x : v) fix(x);
+  }
+  template <ReportStruct T>
+  void fix(T& s) { fields(*this, s); }
+  template <class T>
+  void fix(T&) {}  // numbers, booleans, enums, per-role and per-phase values: no text
+  template <class T>
+  void operator()(const char*, T& member) { fix(member); }
+  template <class T>
+  void absent_if_unset(const char*, std::optional<T>& member) { fix(member); }
+  template <class T>
+  void inline_group(std::optional<T>& group) { fix(group); }
+};
+
 }  // namespace
 
 json to_json(const analysis::Report& report) { return write(report); }
@@ -221,14 +251,24 @@ StatusOr<std::optional<analysis::Plan>> plan_from_json(const json& j) {
   return read_part<std::optional<analysis::Plan>>(j, "plan");
 }
 
-Status write_report_json(const std::filesystem::path& path, json& report) {
-  if (const size_t repaired = repair_utf8(report); repaired > 0 && report.is_object()) {
-    auto& notes = report["data_quality"]["notes"];
-    if (!notes.is_array()) notes = json::array();
-    notes.push_back(std::to_string(repaired) + " string(s) (file names, command arguments or trace names) were not "
-                    "valid UTF-8; the invalid bytes were replaced with U+FFFD");
+size_t repair_report_utf8(analysis::Report& report) {
+  Utf8Repair repair;
+  repair.fix(report);
+  if (repair.changed > 0)
+    report.data_quality.notes.push_back(std::to_string(repair.changed) + " string(s) (file names, command arguments "
+                                        "or trace names) were not valid UTF-8; the invalid bytes were replaced with "
+                                        "U+FFFD");
+  return repair.changed;
+}
+
+Status write_report_json(const std::filesystem::path& path, const analysis::Report& report) {
+  std::string text;
+  try {
+    text = to_json(report).dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  } catch (const std::exception& e) {  // allocation failure
+    return Internal(path.string() + ": cannot serialize the report: " + e.what());
   }
-  return write_file_atomic(path, report.dump(2) + "\n");
+  return write_file_atomic(path, text);
 }
 
 }  // namespace profile_train::report

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <string>
 
+#include "profile_train/common/strings.h"
 #include "profile_train/common/terminal.h"
 #include "profile_train/report/writers.h"
 
@@ -112,6 +113,13 @@ void write_phases(const Report& r, std::ostream& out, const Style& st) {
         << fmt("%.1f", 100.0 * r.phases->fraction[p].value_or(0.0)) << "%)";
   }
   out << "\n";
+}
+
+// `run`'s command and how it ended (absent for `analyze`).
+void write_run(const Report& r, std::ostream& out, const Style& st) {
+  if (!r.source.run) return;
+  out << st.bold("Command") << "   " << text(command_line(r.source.run->command)) << "  "
+      << st.dim("(" + text(run_outcome(*r.source.run)) + ")") << "\n";
 }
 
 void write_steps(const Report& r, std::ostream& out, const Style& st) {
@@ -273,6 +281,16 @@ void write_data_quality(const Report& r, std::ostream& out, const Style& st, boo
 
 }  // namespace
 
+std::string run_outcome(const RunInfo& run) {
+  std::string ended;
+  if (run.crash) ended = "crashed (" + run.signal.value_or("?") + ")";
+  else if (run.signal) ended = "was killed by " + *run.signal;
+  else if (run.exit_code) ended = "exited with code " + std::to_string(*run.exit_code);
+  else ended = "ended";
+  if (run.interrupted) return "stopped by SIGINT/SIGTERM to profile-train; it " + ended;
+  return ended;
+}
+
 void write_text_summary(const Report& r, std::ostream& out, const TextOptions& options) {
   const Style st{options.color};
   const Bottleneck bottleneck = r.verdict.bottleneck;
@@ -282,6 +300,7 @@ void write_text_summary(const Report& r, std::ostream& out, const TextOptions& o
   for (const auto& e : r.verdict.evidence) out << "  - " << text(e) << "\n";
   out << "\n";
   write_plan(r, out, st);
+  write_run(r, out, st);
   write_steps(r, out, st);
   write_breakdown(r, out, st);
   write_gpu(r, out, st);

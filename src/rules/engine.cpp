@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "profile_train/common/vocabulary.h"
+#include "profile_train/report/report_json.h"
 
 #include "rule_set.h"
 
@@ -372,6 +373,23 @@ void apply_rules(const RuleSet& rules, nlohmann::json& report) {
   } catch (...) {
     // Never throws: leave the report as it was.
   }
+}
+
+Status apply_rules(const RuleSet& rules, analysis::Report& report) {
+  nlohmann::json json;
+  try {
+    json = report::to_json(report);
+  } catch (const std::exception& e) {  // allocation failure
+    return Internal(std::string("rules: cannot serialize the report: ") + e.what());
+  }
+  apply_rules(rules, json);
+  auto recommendations = report::recommendations_from_json(json.value("recommendations", nlohmann::json::array()));
+  if (!recommendations.ok()) return Internal("rules: " + recommendations.status().message());
+  auto plan = report::plan_from_json(json.value("plan", nlohmann::json()));
+  if (!plan.ok()) return Internal("rules: " + plan.status().message());
+  report.recommendations = std::move(*recommendations);
+  report.plan = std::move(*plan);
+  return Status::Ok();
 }
 
 std::string explain_rule(const RuleSet& rules, const std::string& id, const nlohmann::json& report) {

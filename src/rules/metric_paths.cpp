@@ -1,6 +1,6 @@
 #include "profile_train/rules/metric_paths.h"
 
-#include "profile_train/common/vocabulary.h"
+#include "profile_train/report/report_keys.h"
 
 #include <algorithm>
 #include <string>
@@ -11,103 +11,15 @@ namespace {
 
 using T = MetricType;
 
-// Leaf metrics of report format 1.x, in the order of reports/REPORT_FORMAT.md. Groups that repeat
-// (breakdown keys, memcpy directions) are expanded in build_table().
+// The report's own keys come from the model's declaration (report::report_keys(), report_fields.h: what
+// to_json writes). `facts` is open JSON (the Python shim adds groups over time): its known leaves are listed
+// here, as reports/REPORT_FORMAT.md "facts" documents them.
 struct Leaf {
   const char* path;
   T type;
 };
 
-constexpr Leaf kLeaves[] = {
-    {"schema_version", T::kString},
-    {"tool.name", T::kString},
-    {"tool.version", T::kString},
-    {"source.files", T::kList},
-    {"source.format", T::kString},
-    {"source.format_version", T::kString},
-    {"source.producer", T::kString},
-    {"source.step_detection", T::kString},
-    {"source.window_start_ns", T::kNumber},
-    {"source.window_end_ns", T::kNumber},
-    {"source.has_gpu_activity", T::kBool},
-    {"source.has_cpu_ops", T::kBool},
-    {"source.gpu_capture_status", T::kString},
-    {"source.missing", T::kList},
-    {"source.notes", T::kList},
-    {"source.distributed.rank", T::kNumber},
-    {"source.distributed.world_size", T::kNumber},
-    {"source.distributed.backend", T::kString},
-    {"device.id", T::kNumber},
-    {"device.name", T::kString},
-    {"device.vendor", T::kString},
-    {"device.compute_capability", T::kString},
-    {"device.num_sms", T::kNumber},
-    {"device.total_memory_bytes", T::kNumber},
-    {"steps.count", T::kNumber},
-    {"steps.mean_ms", T::kNumber},
-    {"steps.median_ms", T::kNumber},
-    {"steps.min_ms", T::kNumber},
-    {"steps.max_ms", T::kNumber},
-    {"steps.stddev_ms", T::kNumber},
-    {"steps.per_step", T::kList},
-    {"steps.data_wait_floor", T::kNumber},
-    {"steps.steady_state.count", T::kNumber},
-    {"steps.steady_state.excluded_count", T::kNumber},
-    {"steps.steady_state.excluded_ms", T::kNumber},
-    {"steps.steady_state.mean_all_ms", T::kNumber},
-    {"steps.steady_state.median_all_ms", T::kNumber},
-    {"gpu.utilization", T::kNumber},
-    {"gpu.sm_efficiency", T::kNumber},
-    {"gpu.achieved_occupancy", T::kNumber},
-    {"gpu.busy_fraction", T::kNumber},
-    {"gpu.kernels_per_step", T::kNumber},
-    {"gpu.kernel_median_us", T::kNumber},
-    {"gpu.short_kernel_fraction", T::kNumber},
-    {"gpu.tensor_core_kernel_share", T::kNumber},
-    {"gpu.tf32_kernel_share", T::kNumber},
-    {"gpu.fp32_eligible_kernel_share", T::kNumber},
-    {"gpu.fp64_kernel_share", T::kNumber},
-    {"gpu.conv_kernel_share", T::kNumber},
-    {"gpu.optimizer_kernel_share", T::kNumber},
-    {"gpu.optimizer_kernels_per_step", T::kNumber},
-    {"gpu.memset_per_step", T::kNumber},
-    {"gpu.static_launch_pattern", T::kBool},
-    {"gpu.idle.fraction", T::kNumber},
-    {"gpu.idle.host_wait", T::kNumber},
-    {"gpu.idle.kernel_wait", T::kNumber},
-    {"gpu.idle.other", T::kNumber},
-    {"gpu.memory.peak_allocated_bytes", T::kNumber},
-    {"gpu.memory.capacity_bytes", T::kNumber},
-    {"gpu.memory.peak_fraction", T::kNumber},
-    {"gpu.top_kernels", T::kList},
-    {"host.launches_per_step", T::kNumber},
-    {"host.launch_mean_us", T::kNumber},
-    {"host.launch_delay_median_us", T::kNumber},
-    {"host.sync.count_per_step", T::kNumber},
-    {"host.sync.time_ms_per_step", T::kNumber},
-    {"host.sync.fraction", T::kNumber},
-    {"host.sync.gpu_records_per_step", T::kNumber},
-    {"host.runtime_outliers", T::kNumber},
-    {"host.cpu_op_fraction", T::kNumber},
-    {"host.allocator.calls_per_step", T::kNumber},
-    {"host.allocator.time_ms_per_step", T::kNumber},
-    {"host.allocator.fraction", T::kNumber},
-    {"host.optimizer_step_fraction", T::kNumber},
-    {"host.optimizer_idle_fraction", T::kNumber},
-    {"operators.attributed_fraction", T::kNumber},
-    {"operators.unattributed_ms_per_step", T::kNumber},
-    {"operators.in_module_fraction", T::kNumber},
-    {"operators.top_by_gpu_time", T::kList},
-    {"operators.top_by_host_time", T::kList},
-    {"operators.during_gpu_idle", T::kList},
-    {"operators.modules", T::kList},
-    {"operators.fp32.top_module", T::kString},
-    {"communication.kernel_fraction", T::kNumber},
-    {"communication.exposed_fraction", T::kNumber},
-    {"verdict.bottleneck", T::kString},
-    {"verdict.confidence", T::kNumber},
-    {"verdict.summary", T::kString},
-    {"verdict.evidence", T::kList},
+constexpr Leaf kFactLeaves[] = {
     {"facts.dataloader.num_workers", T::kNumber},
     {"facts.dataloader.multiprocess", T::kBool},  // multi-process iterator seen in the trace (count unknown)
     {"facts.dataloader.pin_memory", T::kBool},
@@ -148,25 +60,19 @@ constexpr Leaf kLeaves[] = {
     {"facts.workload.name", T::kString},
     {"facts.workload.planted", T::kList},
     {"facts.inferred", T::kList},
-    {"data_quality.events_total", T::kNumber},
-    {"data_quality.events_imported", T::kNumber},
-    {"data_quality.malformed_events", T::kNumber},
-    {"data_quality.unknown_categories", T::kNumber},
-    {"data_quality.flow_events_skipped", T::kNumber},
-    {"data_quality.negative_durations", T::kNumber},
-    {"data_quality.clock_anomalies", T::kNumber},
-    {"data_quality.unmatched_correlations", T::kNumber},
-    {"data_quality.dropped_records", T::kNumber},
-    {"data_quality.missing_device_properties", T::kNumber},
-    {"data_quality.agent_internal_errors", T::kNumber},
-    {"data_quality.notes", T::kList},
 };
 
-constexpr const char* kIdleActivityKeys[] = {"fraction",      "allocator",  "memcpy_api", "sync",  "launch",
-                                             "other_runtime", "dataloader", "operators",  "other"};
-constexpr const char* kMemcpyKinds[] = {"h2d", "d2h", "d2d"};
-constexpr const char* kMemcpyFields[] = {"count_per_step", "bytes_per_step", "time_ms_per_step", "fraction",
-                                         "bandwidth_gbps", "pageable_bytes", "pinned_bytes", "pageable_fraction"};
+T metric_type(report::KeyType type) {
+  switch (type) {
+    case report::KeyType::kNumber:
+    case report::KeyType::kInteger: return T::kNumber;
+    case report::KeyType::kBoolean: return T::kBool;
+    case report::KeyType::kString: return T::kString;
+    case report::KeyType::kArray: return T::kList;
+    case report::KeyType::kObject: return T::kObject;
+  }
+  return T::kObject;
+}
 
 struct Table {
   std::vector<std::string> storage;  // owns the path strings; reserved up front so views stay valid
@@ -175,23 +81,12 @@ struct Table {
 
 Table build_table() {
   std::vector<std::pair<std::string, T>> all;
-  for (const Leaf& leaf : kLeaves) all.emplace_back(leaf.path, leaf.type);
-  for (std::string_view key : kBreakdownRoleNames) {
-    all.emplace_back("breakdown." + std::string(key), T::kNumber);
-    all.emplace_back("breakdown_ms." + std::string(key), T::kNumber);
+  for (const report::ReportKey& key : report::report_keys()) {
+    // Rules name values, not array items; facts' keys are the list above.
+    if (key.free_form || key.path.find("[]") != std::string::npos) continue;
+    all.emplace_back(key.path, metric_type(key.type));
   }
-  for (std::string_view key : kPhaseNames) {
-    all.emplace_back("phases.ms_per_step." + std::string(key), T::kNumber);
-    all.emplace_back("phases.fraction." + std::string(key), T::kNumber);
-  }
-  for (const char* key : kIdleActivityKeys) all.emplace_back(std::string("host.idle_activity.") + key, T::kNumber);
-  for (const char* kind : {"fp32", "conv", "idle", "h2d"}) {  // the operator carrying most of each kind of time
-    all.emplace_back(std::string("operators.") + kind + ".top_op", T::kString);
-    all.emplace_back(std::string("operators.") + kind + ".top_op_share", T::kNumber);
-  }
-  for (const char* kind : kMemcpyKinds)
-    for (const char* field : kMemcpyFields)
-      all.emplace_back(std::string("gpu.memcpy.") + kind + "." + field, T::kNumber);
+  for (const Leaf& leaf : kFactLeaves) all.emplace_back(leaf.path, leaf.type);
   // Every proper prefix of a leaf is an object path (usable with exists()).
   std::vector<std::pair<std::string, T>> prefixes;
   for (const auto& [path, type] : all) {

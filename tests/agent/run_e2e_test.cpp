@@ -180,6 +180,14 @@ TEST(RunE2E, SingleProcessLoaderIsInputBound) {
   EXPECT_EQ(rc, 0) << log;
   EXPECT_EQ(report["source"]["format"], "native");
   EXPECT_EQ(report["source"]["exit_code"], 0);
+  // A clean exit is named with the command, in the terminal summary and in report.html, as a failure is.
+  const std::string html = slurp(out / "report.html");
+  for (const std::string& text : {log, html}) {
+    const size_t at = text.find("train_slow_loader.py --workers 0");
+    ASSERT_NE(at, std::string::npos) << text.substr(0, 2000);
+    EXPECT_NE(text.find("exited with code 0", at), std::string::npos) << text.substr(at, 300);
+  }
+  EXPECT_NE(log.find("Command   "), std::string::npos) << log;
   EXPECT_EQ(report["verdict"]["bottleneck"], "input_pipeline") << report["verdict"].dump();
   ASSERT_TRUE(report["recommendations"].is_array() && !report["recommendations"].empty());
   EXPECT_EQ(report["recommendations"][0]["id"], "dataloader-workers");

@@ -100,5 +100,39 @@ TEST(Classify, AllocatorAndMemcpyCallsCudaAndHip) {
   EXPECT_TRUE(is_tf32_kernel("ampere_tf32_s1688gemm_tf32_128x128_ldg8_stages_32x3_nn"));
 }
 
+// `run`'s command and how it ended: named in the summary for a clean exit as for a failure; never for a
+// report of `analyze`.
+TEST(TextSummary, ARunNamesItsCommandAndHowItEnded) {
+  Report r;
+  RunInfo& run = r.source.run.emplace();
+  run.command = {"python", "train.py", "--lr", "0.1 x"};
+  run.exit_code = 0;
+  std::ostringstream ok;
+  report::write_text_summary(r, ok, {});
+  EXPECT_NE(ok.str().find("Command   python train.py --lr '0.1 x'  (exited with code 0)"), std::string::npos)
+      << ok.str();
+
+  run.exit_code.reset();
+  run.signal = "SIGSEGV";
+  run.crash = "the command crashed (SIGSEGV); the report covers the capture up to the crash";
+  std::ostringstream crashed;
+  report::write_text_summary(r, crashed, {});
+  EXPECT_NE(crashed.str().find("(crashed (SIGSEGV))"), std::string::npos) << crashed.str();
+
+  run.signal.reset();
+  run.crash.reset();
+  run.exit_code = 1;
+  run.interrupted = true;
+  std::ostringstream stopped;
+  report::write_text_summary(r, stopped, {});
+  EXPECT_NE(stopped.str().find("(stopped by SIGINT/SIGTERM to profile-train; it exited with code 1)"),
+            std::string::npos)
+      << stopped.str();
+
+  std::ostringstream none;
+  report::write_text_summary(Report{}, none, {});
+  EXPECT_EQ(none.str().find("Command"), std::string::npos) << none.str();
+}
+
 }  // namespace
 }  // namespace profile_train::analysis

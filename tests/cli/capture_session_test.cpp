@@ -12,6 +12,7 @@
 
 #include "capture_session.h"
 #include "profile_train/agent/protocol.h"
+#include "profile_train/report/report_json.h"
 
 namespace fs = std::filesystem;
 namespace protocol = profile_train::agent::protocol;
@@ -121,13 +122,21 @@ TEST_F(CaptureSessionRun, CommandNotFoundIsAStatus) {
   EXPECT_EQ(r.status().code(), profile_train::StatusCode::kNotFound);
 }
 
+// The merge fills the typed report; report.json gets the keys `run` always wrote (source.command, ...).
+nlohmann::json merged(const CaptureResult& r, size_t files, profile_train::analysis::Report report = {}) {
+  profile_train::cli::merge_capture_result(r, files, report);
+  return profile_train::report::to_json(report);
+}
+
 TEST(MergeCaptureResult, ACrashFillsSourceAndNamesTheCommandInANote) {
   CaptureResult r;
   r.command = {"python", "train.py", "--lr", "0.1 x"};
   r.signal = SIGSEGV;
   r.leftover_processes = 2;
-  nlohmann::json report = {{"source", {{"format", "native"}}}, {"data_quality", {{"notes", {"earlier note"}}}}};
-  profile_train::cli::merge_capture_result(r, 3, report);
+  profile_train::analysis::Report before;
+  before.source.format = "native";
+  before.data_quality.notes = {"earlier note"};
+  const nlohmann::json report = merged(r, 3, before);
   const auto& src = report["source"];
   EXPECT_EQ(src["format"], "native") << "other source fields stay";
   EXPECT_EQ(src["command"], nlohmann::json(r.command));
@@ -150,12 +159,11 @@ TEST(MergeCaptureResult, ANormalEndAddsNoNote) {
   CaptureResult r;
   r.command = {"python", "train.py"};
   r.exit_code = 0;
-  nlohmann::json report = nlohmann::json::object();
-  profile_train::cli::merge_capture_result(r, 1, report);
+  const nlohmann::json report = merged(r, 1);
   EXPECT_EQ(report["source"]["exit_code"], 0);
   EXPECT_TRUE(report["source"]["signal"].is_null());
   EXPECT_FALSE(report["source"].contains("crash"));
-  EXPECT_FALSE(report.contains("data_quality"));
+  EXPECT_TRUE(report["data_quality"]["notes"].empty());
 }
 
 TEST(MergeCaptureResult, AStopNamesTheSignalThatStoppedUs) {
@@ -163,12 +171,18 @@ TEST(MergeCaptureResult, AStopNamesTheSignalThatStoppedUs) {
   r.command = {"python", "train.py"};
   r.stop_signal = SIGINT;
   r.exit_code = 1;
-  nlohmann::json report = nlohmann::json::object();
-  profile_train::cli::merge_capture_result(r, 1, report);
+  const nlohmann::json report = merged(r, 1);
   EXPECT_EQ(report["source"]["interrupted"], true);
   const std::string note = report["data_quality"]["notes"][0];
   EXPECT_NE(note.find("stopped by SIGINT"), std::string::npos) << note;
   EXPECT_NE(note.find("exited with code 1"), std::string::npos) << note;
+}
+
+// What `analyze` writes has no run keys: they come only with a merged capture result.
+TEST(MergeCaptureResult, WithoutItTheSourceHasNoRunKeys) {
+  const nlohmann::json src = profile_train::report::to_json(profile_train::analysis::Report{})["source"];
+  for (const char* key : {"command", "exit_code", "signal", "interrupted", "capture_files", "leftover_processes", "crash"})
+    EXPECT_FALSE(src.contains(key)) << key;
 }
 
 }  // namespace

@@ -246,6 +246,28 @@ TEST(Html, DeviceCardSaysCpuWhenTheRunHadNoGpuAndUnknownWhenTheTraceIsSilent) {
   EXPECT_EQ(silent.find("CPU (no GPU activity)"), std::string::npos);
 }
 
+// `run`'s command and how it ended are in the banner, a clean exit too (not only a failure's note); a report
+// of `analyze` has none. The command is escaped like every program-supplied string.
+TEST(Html, ARunNamesItsCommandAndHowItEnded) {
+  analysis::Report r;
+  analysis::RunInfo& run = r.source.run.emplace();
+  run.command = {"python", "train.py", "--tag", "<b>x y</b>"};
+  run.exit_code = 0;
+  const std::string ok = render_html(r, nullptr);
+  const size_t at = ok.find("id=\"run-command\"");
+  ASSERT_NE(at, std::string::npos);
+  const std::string line = ok.substr(at, ok.find("</p>", at) - at);
+  EXPECT_NE(line.find("python train.py --tag &#39;&lt;b&gt;x y&lt;/b&gt;&#39;"), std::string::npos) << line;
+  EXPECT_NE(line.find("exited with code 0"), std::string::npos) << line;
+  EXPECT_EQ(ok.find("<b>x y</b>"), std::string::npos) << "unescaped";
+
+  run.exit_code.reset();
+  run.signal = "SIGSEGV";
+  run.crash = "the command crashed (SIGSEGV); the report covers the capture up to the crash";
+  EXPECT_NE(render_html(r, nullptr).find("crashed (SIGSEGV)"), std::string::npos);
+  EXPECT_EQ(render_html(analysis::Report{}, nullptr).find("run-command"), std::string::npos);
+}
+
 TEST(Html, WriteHtmlWritesTheFileAndReportsIoErrors) {
   const auto dir = temp_dir("html");
   const auto trace = make_training_trace(2, 10, 10'000'000);

@@ -17,6 +17,8 @@
 #include <nlohmann/json.hpp>
 
 #include "profile_train/report/report_json.h"
+#include "profile_train/common/utf8.h"
+#include "profile_train/rules/engine.h"
 #include "profile_train/rules/metric_paths.h"
 #include "report_fields.h"
 
@@ -175,6 +177,51 @@ TEST(ReportModel, HandMadeFixtureWithMissingKeysReads) {
   ASSERT_TRUE(report.ok()) << report.status().message();
   EXPECT_EQ(report->verdict.bottleneck, profile_train::Bottleneck::kInputPipeline);
   EXPECT_GT(report->steps.count, 0);
+}
+
+// The rules evaluate over to_json of the typed report and what they write comes back into it: the same as
+// the rules over the JSON, for every golden report.
+TEST(ReportModel, TypedRulesGiveWhatTheRulesWriteIntoTheJson) {
+  auto rules = profile_train::rules::load_rules();
+  ASSERT_TRUE(rules.ok()) << rules.status().message();
+  const fs::path dir = fs::path(PT_SOURCE_DIR) / "tests" / "golden" / "reports";
+  int n = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() != ".json") continue;
+    json in = json::parse(slurp(entry.path()));
+    in["recommendations"] = json::array();
+    in["plan"] = nullptr;
+    auto typed = report_from_json(in);
+    ASSERT_TRUE(typed.ok()) << typed.status().message();
+    profile_train::rules::apply_rules(**rules, in);
+    ASSERT_TRUE(profile_train::rules::apply_rules(**rules, *typed).ok());
+    const json out = to_json(*typed);
+    EXPECT_EQ(out, in) << entry.path().filename() << ":\n" << first_differences(in, out);
+    n += in["recommendations"].empty() ? 0 : 1;
+  }
+  EXPECT_GE(n, 10) << "reports with recommendations";
+}
+
+// Invalid UTF-8 anywhere in the typed report (file names, the command, facts keys) is repaired before the
+// writers get it, counted as the JSON repair counts, and said in data_quality.notes.
+TEST(ReportModel, Utf8RepairOfTheTypedReportCountsAndNotes) {
+  profile_train::analysis::Report r;
+  r.source.files = {"ok.json", "bad\xff.json"};
+  r.source.run.emplace().command = {"python", "tr\xc3" "ain.py"};
+  r.facts = {{"k\xfe", "v"}, {"fine", "a\x80"}};
+  r.recommendations.emplace_back().evidence = {"\xed\xa0\x80 surrogate"};
+  json as_json = to_json(r);
+  const size_t json_count = profile_train::repair_utf8(as_json);
+  const size_t n = profile_train::report::repair_report_utf8(r);
+  EXPECT_EQ(n, 5u);
+  EXPECT_EQ(n, json_count);
+  ASSERT_EQ(r.data_quality.notes.size(), 1u);
+  EXPECT_NE(r.data_quality.notes[0].find("5 string(s)"), std::string::npos) << r.data_quality.notes[0];
+  EXPECT_NO_THROW(to_json(r).dump());
+  EXPECT_EQ(r.source.files[0], "ok.json");
+  EXPECT_EQ(r.source.files[1], "bad\xEF\xBF\xBD.json");
+  EXPECT_EQ(profile_train::report::repair_report_utf8(r), 0u) << "nothing left to repair";
+  EXPECT_EQ(r.data_quality.notes.size(), 1u) << "no note when nothing was repaired";
 }
 
 // Every dotted key path the serializer can write, from the key declaration itself (report_fields.h).

@@ -1,8 +1,10 @@
-// The metric paths rules may name: sorted/unique, and (once it exists) every one present in the report schema.
+// The metric paths rules may name: sorted/unique, every key of the report model among them with its type, and
+// every one present in the report schema.
 #include <gtest/gtest.h>
 
 #include <regex>
 
+#include "profile_train/report/report_keys.h"
 #include "profile_train/rules/metric_paths.h"
 #include "test_util.h"
 
@@ -23,6 +25,35 @@ TEST(MetricPaths, SortedUniqueAndLookupWorks) {
   EXPECT_EQ(find_metric("facts.params.dtypes")->type, MetricType::kList);
   EXPECT_EQ(find_metric("breakdown.dataloading"), nullptr);
   EXPECT_EQ(find_metric("breakdown."), nullptr);
+}
+
+// The table is the report model's declaration (report::report_keys()): every key to_json writes, arrays'
+// items aside, is a path rules may name, with the type the model gives it.
+TEST(MetricPaths, EveryKeyOfTheReportModelIsAMetricPathOfItsType) {
+  std::vector<std::string> missing, mistyped;
+  for (const auto& key : report::report_keys()) {
+    if (key.free_form || key.path.find("[]") != std::string::npos) continue;
+    const MetricPath* m = find_metric(key.path);
+    if (m == nullptr) {
+      missing.push_back(key.path);
+      continue;
+    }
+    MetricType want = MetricType::kObject;
+    switch (key.type) {
+      case report::KeyType::kNumber:
+      case report::KeyType::kInteger: want = MetricType::kNumber; break;
+      case report::KeyType::kBoolean: want = MetricType::kBool; break;
+      case report::KeyType::kString: want = MetricType::kString; break;
+      case report::KeyType::kArray: want = MetricType::kList; break;
+      case report::KeyType::kObject: want = MetricType::kObject; break;
+    }
+    if (m->type != want) mistyped.push_back(key.path + " is " + std::string(metric_type_name(m->type)));
+  }
+  EXPECT_TRUE(missing.empty()) << "report keys rules cannot name: " << ::testing::PrintToString(missing);
+  EXPECT_TRUE(mistyped.empty()) << "report keys of another type in the table: " << ::testing::PrintToString(mistyped);
+  EXPECT_EQ(find_metric("data_quality.missing_device_properties")->type, MetricType::kBool);
+  EXPECT_EQ(find_metric("steps.per_step_complete")->type, MetricType::kBool);
+  EXPECT_EQ(find_metric("steps.per_step[]"), nullptr) << "array items are not metrics";
 }
 
 // Resolves "$ref": "#/$defs/x" within the schema document.

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace profile_train {
 
@@ -21,6 +22,18 @@ inline std::string trim_space(std::string_view s) {
   while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
   while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
   return std::string(s.substr(b, e - b));
+}
+
+// A command as one line for notes and summaries: arguments that are empty or hold a space or a quote in single
+// quotes (for reading, not for a shell), cut to at most `max_bytes` with "..." when longer.
+inline std::string command_line(const std::vector<std::string>& argv, size_t max_bytes = 200) {
+  std::string s;
+  for (const auto& a : argv) {
+    if (!s.empty()) s += ' ';
+    s += a.find_first_of(" \t'\"") == std::string::npos && !a.empty() ? a : "'" + a + "'";
+    if (s.size() > max_bytes) return s.substr(0, max_bytes - 3) + "...";
+  }
+  return s;
 }
 
 }  // namespace profile_train

@@ -23,9 +23,13 @@ StatusOr<analysis::Report> report_from_json(const nlohmann::json& json);
 StatusOr<std::vector<analysis::Recommendation>> recommendations_from_json(const nlohmann::json& json);
 StatusOr<std::optional<analysis::Plan>> plan_from_json(const nlohmann::json& json);
 
-// Writes `report` as report.json at `path` (temporary file + rename: a failed write leaves the previous file).
-// Strings that are not valid UTF-8 (file names, command arguments, trace names) are repaired first, in
-// `report` too, with U+FFFD, and data_quality.notes says how many were.
-Status write_report_json(const std::filesystem::path& path, nlohmann::json& report);
+// Replaces invalid UTF-8 in every string of `report` (file names, command arguments, trace names, facts keys
+// and values) with U+FFFD and, when any was, adds a data_quality note saying how many. Returns that number.
+// Called once on the finished report, before any writer: then every writer gets valid text.
+size_t repair_report_utf8(analysis::Report& report);
+
+// Writes to_json(report) as report.json at `path` (temporary file + rename: a failed write leaves the previous
+// file). Invalid UTF-8 left in the report (repair_report_utf8 not called) is written as U+FFFD, never thrown.
+Status write_report_json(const std::filesystem::path& path, const analysis::Report& report);
 
 }  // namespace profile_train::report

@@ -19,6 +19,11 @@ struct TextOptions {
   bool verbose = false;
 };
 
+// How `run`'s command ended, from source.run: "exited with code 0", "crashed (SIGSEGV)", "was killed by
+// SIGKILL", "stopped by SIGINT/SIGTERM to profile-train; it exited with code 1". The text summary and
+// report.html say it after the command, for a clean exit as for a failure.
+std::string run_outcome(const analysis::RunInfo& run);
+
 // Terminal summary: verdict first, then headline figures, breakdown, recommendations.
 void write_text_summary(const analysis::Report& report, std::ostream& out, const TextOptions& options = {});
 

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "profile_train/analysis/report.h"
 #include "profile_train/common/status.h"
 
 namespace profile_train::rules {
@@ -34,6 +35,10 @@ StatusOr<std::shared_ptr<const RuleSet>> load_rules(const std::vector<std::files
 // measured before check; primary by cost (effort + risk), then bound; the others by bound, then cost; then
 // id. Each recommendation carries its `rank_reason`.
 void apply_rules(const RuleSet& rules, nlohmann::json& report);
+
+// The same over the typed report: the rules evaluate over report::to_json(report), and what they write (the
+// recommendations and the plan) comes back into `report`. Internal when that does not read back (our bug).
+Status apply_rules(const RuleSet& rules, analysis::Report& report);
 
 // The plan: the first (at most 3) measured primary/secondary recommendations in order, with the combined bound
 // computed by successive Amdahl over the breakdown roles each one draws on (gain.from), so that overlapping
