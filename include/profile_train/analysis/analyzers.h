@@ -249,9 +249,12 @@ struct OperatorRow {
   int64_t calls = 0;          // operator instances (in the windows)
   TimeNs idle_ns = 0;         // outermost instances' overlap with GPU idle time
 };
+// A module's row sums its forward and backward ranges: the shim's "nn.Module backward: X" counts into the row
+// of "nn.Module: X" (backward_ns).
 struct ModuleRow {
   std::string name;
   TimeNs gpu_ns = 0, fp32_ns = 0;
+  TimeNs backward_ns = 0;  // of gpu_ns, launched inside the module's backward range
 };
 struct OperatorAttribution {
   TimeNs gpu_ns = 0;             // all GPU activity time in the windows on the device
@@ -259,6 +262,7 @@ struct OperatorAttribution {
   TimeNs gpu_in_module_ns = 0;   // of which inside an annotation / module range
   TimeNs idle_ns = 0;            // GPU idle time in the windows
   bool has_operators = false;    // the trace has cpu_op events
+  bool has_backward_modules = false;  // the trace has module backward ranges (else backward_ns is unknown, not 0)
   std::vector<OperatorRow> operators;  // unordered
   std::vector<ModuleRow> modules;      // unordered
 };
