@@ -20,7 +20,9 @@ second) and at exit. Everything is best effort: a failure here disables the shim
 
 Environment: PROFILE_TRAIN_OUT, PROFILE_TRAIN_WARMUP_STEPS, PROFILE_TRAIN_STEPS, PROFILE_TRAIN_STOP_AFTER_STEPS
 (1: raise SystemExit(0) at the step boundary after the window), PROFILE_TRAIN_OVERRIDES (JSON:
-dataloader.num_workers / pin_memory / batch_size / prefetch_factor / persistent_workers, amp.dtype off|bf16|fp16).
+dataloader.num_workers / pin_memory / batch_size / prefetch_factor / persistent_workers, amp.dtype off|bf16|fp16),
+PROFILE_TRAIN_MODULE_RANGES (DEPTH[,backward]: per-module forward [and backward] ranges, opt-in; how and what they
+cost: profile_train_module_ranges.py).
 """
 
 import atexit
