@@ -22,6 +22,11 @@ bool is_module_range(const Event& e, const std::string& n) {
   return !is_step_annotation(n) && !is_dataloader_annotation(n);
 }
 
+// The shim's backward range of a module (PROFILE_TRAIN_MODULE_RANGES=DEPTH,backward): its GPU time goes to the
+// module's row, "nn.Module: " + the qualified name.
+constexpr std::string_view kModulePrefix = "nn.Module: ";
+constexpr std::string_view kModuleBackwardPrefix = "nn.Module backward: ";
+
 bool is_conv_op(std::string_view op) {
   for (size_t i = 0; i + 4 <= op.size(); ++i)
     if ((op[i] | 0x20) == 'c' && (op[i + 1] | 0x20) == 'o' && (op[i + 2] | 0x20) == 'n' && (op[i + 3] | 0x20) == 'v')
@@ -98,6 +103,7 @@ OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex&
       } else {
         close_until(mods, e.start_ns);
         mods.push_back(r);
+        if (!out.has_backward_modules && t.name(e).rfind(kModuleBackwardPrefix, 0) == 0) out.has_backward_modules = true;
       }
     }
     resolve_calls_before(std::numeric_limits<TimeNs>::max());
@@ -105,7 +111,20 @@ OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex&
 
   // GPU activities -> operator and module.
   std::unordered_map<trace::StringId, OperatorRow> by_op;
-  std::unordered_map<trace::StringId, ModuleRow> by_module;
+  std::unordered_map<std::string, ModuleRow> by_module;
+  struct ModuleOfRange {
+    ModuleRow* row;
+    bool backward;
+  };
+  std::unordered_map<trace::StringId, ModuleOfRange> module_of_range;  // range name -> its row
+  auto module_row = [&](trace::StringId range) -> const ModuleOfRange& {
+    auto it = module_of_range.find(range);
+    if (it != module_of_range.end()) return it->second;
+    const std::string& n = t.strings.get(range);
+    const bool backward = n.rfind(kModuleBackwardPrefix, 0) == 0;
+    const std::string row = backward ? std::string(kModulePrefix) + n.substr(kModuleBackwardPrefix.size()) : n;
+    return module_of_range.emplace(range, ModuleOfRange{&by_module[row], backward}).first->second;
+  };
   std::vector<bool> launched(t.events.size(), false);  // op instances that launched GPU work
   // (operator name, input signature) -> its share of the row, only when the trace records inputs.
   const bool shapes = t.has_input_shapes();
@@ -173,9 +192,10 @@ OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex&
       }
       if (mod != kNone) {
         out.gpu_in_module_ns += g.dur_ns;
-        ModuleRow& m = by_module[t.events[mod].name];
-        m.gpu_ns += g.dur_ns;
-        if (fp32) m.fp32_ns += g.dur_ns;
+        const ModuleOfRange& mr = module_row(t.events[mod].name);
+        mr.row->gpu_ns += g.dur_ns;
+        if (fp32) mr.row->fp32_ns += g.dur_ns;
+        if (mr.backward) mr.row->backward_ns += g.dur_ns;
       }
     }
   }
@@ -211,7 +231,7 @@ OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex&
     out.operators.push_back(std::move(row));
   }
   for (auto& [name, row] : by_module) {
-    row.name = t.strings.get(name);
+    row.name = name;
     out.modules.push_back(std::move(row));
   }
   return out;

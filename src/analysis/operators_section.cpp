@@ -104,7 +104,9 @@ Operators operators_section(const Ctx& c) {
     return x->gpu_ns != y->gpu_ns ? x->gpu_ns > y->gpu_ns : x->name < y->name;
   });
   for (size_t i = 0; i < mods.size() && i < kTop; ++i)
-    o.modules.push_back({mods[i]->name, per_step_ms(mods[i]->gpu_ns), frac_or_null(double(mods[i]->gpu_ns), gpu)});
+    o.modules.push_back({mods[i]->name, per_step_ms(mods[i]->gpu_ns), frac_or_null(double(mods[i]->gpu_ns), gpu),
+                         a.has_backward_modules ? std::optional<double>(per_step_ms(mods[i]->backward_ns))
+                                                : std::nullopt});
   // The operator (and module) carrying the most of each removable kind of time, for the rules' evidence.
   auto lead = [&](auto key, double denom) -> std::optional<OperatorLead> {
     const auto rows = ranked(a, key);

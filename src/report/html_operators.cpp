@@ -137,10 +137,24 @@ void write_operators(Html& h, const analysis::Report& r) {
   }
   if (!o.modules.empty()) {
     h.raw("<h3>Annotations and modules by GPU time</h3>\n");
-    table<ModuleShare>(
-        h, o.modules, "operators-module-table",
-        {{"GPU / step", [](const ModuleShare& x) -> std::optional<double> { return x.gpu_ms_per_step; }, fmt_ms},
-         {"Share of GPU time", [](const ModuleShare& x) { return x.gpu_share; }, fmt_pct}});
+    std::vector<Column<ModuleShare>> cols = {
+        {"GPU / step", [](const ModuleShare& x) -> std::optional<double> { return x.gpu_ms_per_step; }, fmt_ms},
+        {"Share of GPU time", [](const ModuleShare& x) { return x.gpu_share; }, fmt_pct}};
+    // With the shim's module backward ranges, the forward / backward split (a dash for rows the split does not
+    // cover); the GPU time is their sum.
+    const bool split = std::any_of(o.modules.begin(), o.modules.end(),
+                                   [](const ModuleShare& m) { return m.backward_gpu_ms_per_step.has_value(); });
+    if (split) {
+      cols.insert(cols.begin() + 1,
+                  {{"Forward / step",
+                    [](const ModuleShare& x) -> std::optional<double> {
+                      if (!x.backward_gpu_ms_per_step) return std::nullopt;
+                      return std::max(0.0, x.gpu_ms_per_step - *x.backward_gpu_ms_per_step);
+                    },
+                    fmt_ms},
+                   {"Backward / step", [](const ModuleShare& x) { return x.backward_gpu_ms_per_step; }, fmt_ms}});
+    }
+    table<ModuleShare>(h, o.modules, "operators-module-table", cols);
   }
   h.raw("</section>\n");
 }

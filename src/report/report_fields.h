@@ -270,6 +270,7 @@ PT_REPORT_FIELDS(ModuleShare) {
   v("name", s.name);
   v("gpu_ms_per_step", s.gpu_ms_per_step);
   v("gpu_share", s.gpu_share);
+  v.absent_if_unset("backward_gpu_ms_per_step", s.backward_gpu_ms_per_step);
 }
 
 PT_REPORT_FIELDS(OperatorLead) {

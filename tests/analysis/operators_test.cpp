@@ -358,5 +358,92 @@ TEST(Operators, NativeCaptureWithoutOperatorsHasNoAttributionButModules) {
   EXPECT_NEAR(r["operators"]["in_module_fraction"].get<double>(), 1.0, 1e-9);
 }
 
+// The shim's module ranges with ",backward": "nn.Module: enc" around the forward on the training thread and
+// "nn.Module backward: enc" on the autograd engine's thread (as with CUDA tensors). The module has one row
+// summing both, with the backward part apart; a kernel of the backward outside any module range is in no row.
+trace::Trace forward_and_backward_module_ranges() {
+  constexpr int64_t kEngine = 2;  // the autograd engine's device thread
+  return TraceBuilder()
+      .device(0)
+      .annotation("ProfilerStep#1", 0, 1000)
+      .annotation("## forward ##", 0, 300)
+      .annotation("nn.Module: enc", 10, 200)
+      .runtime("cudaLaunchKernel", 20, 5, 1)
+      .kernel("volta_sgemm_128x64_nn", 30, 100, 1)
+      .annotation("nn.Module: head", 220, 50)
+      .runtime("cudaLaunchKernel", 230, 5, 2)
+      .kernel("void at::native::vectorized_elementwise_kernel<4, float>", 240, 20, 2)
+      .annotation("## backward ##", 300, 500)
+      .annotation("nn.Module backward: head", 310, 40, kEngine)
+      .runtime("cudaLaunchKernel", 320, 5, 3, kEngine)
+      .kernel("void at::native::vectorized_elementwise_kernel<4, float>", 330, 30, 3)
+      .annotation("nn.Module backward: enc", 360, 300, kEngine)
+      .runtime("cudaLaunchKernel", 370, 5, 4, kEngine)
+      .kernel("volta_sgemm_128x64_nt", 380, 150, 4)
+      .runtime("cudaLaunchKernel", 540, 5, 5, kEngine)
+      .kernel("volta_sgemm_128x64_tn", 550, 100, 5)
+      .runtime("cudaLaunchKernel", 700, 5, 6, kEngine)  // after the module ranges: no module
+      .kernel("void at::native::vectorized_elementwise_kernel<4, float>", 710, 40, 6)
+      .build();
+}
+
+const nlohmann::json* module_row(const nlohmann::json& report, const std::string& name) {
+  for (const auto& m : report["operators"]["modules"])
+    if (m["name"] == name) return &m;
+  return nullptr;
+}
+
+TEST(Operators, ModuleBackwardRangesCountIntoTheModulesRowWithTheBackwardApart) {
+  const auto t = forward_and_backward_module_ranges();
+  const auto r = build_report(t);
+  ASSERT_EQ(r["steps"]["count"], 1) << r["steps"].dump();
+  for (const auto& m : r["operators"]["modules"])
+    EXPECT_NE(m["name"].get<std::string>().rfind("nn.Module backward:", 0), 0u) << "a row of its own: " << m.dump();
+  const auto* enc = module_row(r, "nn.Module: enc");
+  const auto* head = module_row(r, "nn.Module: head");
+  ASSERT_NE(enc, nullptr) << r["operators"].dump();
+  ASSERT_NE(head, nullptr) << r["operators"].dump();
+  // enc: 100 us forward + 150 + 100 us backward; head: 20 us forward + 30 us backward (one step).
+  EXPECT_NEAR((*enc)["gpu_ms_per_step"].get<double>(), 0.350, 1e-9);
+  EXPECT_NEAR((*enc)["backward_gpu_ms_per_step"].get<double>(), 0.250, 1e-9);
+  EXPECT_NEAR((*head)["gpu_ms_per_step"].get<double>(), 0.050, 1e-9);
+  EXPECT_NEAR((*head)["backward_gpu_ms_per_step"].get<double>(), 0.030, 1e-9);
+  EXPECT_EQ(r["operators"]["modules"][0]["name"], "nn.Module: enc");  // ranked by the sum
+  // The backward kernel outside every module range (40 us of 440) is not in a module.
+  EXPECT_NEAR(r["operators"]["in_module_fraction"].get<double>(), 400.0 / 440.0, 1e-6);
+  // The typed rows agree: the backward part is in gpu_ns, by module.
+  const TraceIndex idx = build_index(t);
+  const OperatorAttribution a =
+      attribute_operators(t, idx, windows_of(detect_steps(t, idx)), idx.main_device, busy_of(t, idx));
+  EXPECT_TRUE(a.has_backward_modules);
+  TimeNs backward = 0;
+  for (const auto& m : a.modules) {
+    EXPECT_LE(m.backward_ns, m.gpu_ns) << m.name;
+    backward += m.backward_ns;
+  }
+  EXPECT_EQ(backward, TraceBuilder::ns(280));
+}
+
+TEST(Operators, WithoutModuleBackwardRangesTheModuleRowsHaveNoBackwardSplit) {
+  // Forward ranges only (PROFILE_TRAIN_MODULE_RANGES=DEPTH, or a Kineto trace's nn.Module frames): the split is
+  // unknown, so the key is absent rather than a misleading 0.
+  const auto t = TraceBuilder()
+                     .device(0)
+                     .annotation("ProfilerStep#1", 0, 1000)
+                     .annotation("## forward ##", 0, 300)
+                     .annotation("nn.Module: enc", 10, 200)
+                     .runtime("cudaLaunchKernel", 20, 5, 1)
+                     .kernel("volta_sgemm_128x64_nn", 30, 100, 1)
+                     .annotation("## backward ##", 300, 500)
+                     .runtime("cudaLaunchKernel", 320, 5, 2)
+                     .kernel("volta_sgemm_128x64_nt", 330, 100, 2)
+                     .build();
+  const auto r = build_report(t);
+  const auto* enc = module_row(r, "nn.Module: enc");
+  ASSERT_NE(enc, nullptr) << r["operators"].dump();
+  EXPECT_NEAR((*enc)["gpu_ms_per_step"].get<double>(), 0.100, 1e-9);
+  for (const auto& m : r["operators"]["modules"]) EXPECT_FALSE(m.contains("backward_gpu_ms_per_step")) << m.dump();
+}
+
 }  // namespace
 }  // namespace profile_train::analysis

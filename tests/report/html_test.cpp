@@ -178,6 +178,33 @@ TEST(Html, StepsSectionShowsTheExcludedStepsAndThePhases) {
   EXPECT_EQ(plain.find("id=\"phases\""), std::string::npos);
 }
 
+// Module rows with the shim's backward ranges show the forward / backward split; without them the table keeps its
+// two columns (the split is unknown there, not zero).
+TEST(Html, ModulesTableSplitsForwardAndBackwardWhenTheTraceHasModuleBackwardRanges) {
+  json report = fixture("report_input_pipeline.json");
+  report["operators"]["modules"] = json::array(
+      {{{"name", "nn.Module: enc"}, {"gpu_ms_per_step", 3.5}, {"gpu_share", 0.7}, {"backward_gpu_ms_per_step", 2.5}},
+       {{"name", "## forward ##"}, {"gpu_ms_per_step", 1.0}, {"gpu_share", 0.2}, {"backward_gpu_ms_per_step", 0.0}}});
+  const auto table_of = [](const std::string& html) {
+    const size_t at = html.find("id=\"operators-module-table\"");
+    return at == std::string::npos ? std::string() : html.substr(at, html.find("</table>", at) - at);
+  };
+  const std::string split = table_of(render_html(typed_report(report), nullptr));
+  ASSERT_FALSE(split.empty());
+  EXPECT_NE(split.find("Forward / step"), std::string::npos);
+  EXPECT_NE(split.find("Backward / step"), std::string::npos);
+  const size_t enc = split.find("nn.Module: enc");
+  ASSERT_NE(enc, std::string::npos);
+  const std::string row = split.substr(enc, split.find("</tr>", enc) - enc);
+  EXPECT_NE(row.find("data-v=\"1.000000\""), std::string::npos) << row;  // forward = 3.5 - 2.5 ms
+  EXPECT_NE(row.find("data-v=\"2.500000\""), std::string::npos) << row;
+  for (auto& m : report["operators"]["modules"]) m.erase("backward_gpu_ms_per_step");
+  const std::string plain = table_of(render_html(typed_report(report), nullptr));
+  ASSERT_FALSE(plain.empty());
+  EXPECT_EQ(plain.find("Backward / step"), std::string::npos);
+  EXPECT_EQ(plain.find("Forward / step"), std::string::npos);
+}
+
 // The display tables keyed by the vocabularies cover every value (a missing initializer would leave a null
 // label), and no two values look alike.
 TEST(Html, EveryRoleAndBottleneckHasItsOwnLabel) {

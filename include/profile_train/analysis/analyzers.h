@@ -261,9 +261,12 @@ struct OperatorRow {
   // launching_calls, host_self_ns and calls add up to the row's. Unordered.
   std::vector<OperatorShapeRow> shapes;
 };
+// A module's row sums its forward and backward ranges: the shim's "nn.Module backward: X" counts into the row
+// of "nn.Module: X" (backward_ns).
 struct ModuleRow {
   std::string name;
   TimeNs gpu_ns = 0, fp32_ns = 0;
+  TimeNs backward_ns = 0;  // of gpu_ns, launched inside the module's backward range
 };
 struct OperatorAttribution {
   TimeNs gpu_ns = 0;             // all GPU activity time in the windows on the device
@@ -271,6 +274,7 @@ struct OperatorAttribution {
   TimeNs gpu_in_module_ns = 0;   // of which inside an annotation / module range
   TimeNs idle_ns = 0;            // GPU idle time in the windows
   bool has_operators = false;    // the trace has cpu_op events
+  bool has_backward_modules = false;  // the trace has module backward ranges (else backward_ns is unknown, not 0)
   std::vector<OperatorRow> operators;  // unordered
   std::vector<ModuleRow> modules;      // unordered
 };

@@ -227,8 +227,11 @@ struct OperatorIdleRow {
 
 struct ModuleShare {
   std::string name;
-  double gpu_ms_per_step = 0;
+  double gpu_ms_per_step = 0;  // forward and backward
   std::optional<double> gpu_share;
+  // Of gpu_ms_per_step, inside the module's backward range; unset when the trace has no module backward ranges
+  // (the key is then absent: the split is unknown, not zero).
+  std::optional<double> backward_gpu_ms_per_step;
 };
 
 // The operator carrying the most of one removable kind of time (the rules' evidence).

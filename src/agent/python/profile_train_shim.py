@@ -20,7 +20,9 @@ second) and at exit. Everything is best effort: a failure here disables the shim
 
 Environment: PROFILE_TRAIN_OUT, PROFILE_TRAIN_WARMUP_STEPS, PROFILE_TRAIN_STEPS, PROFILE_TRAIN_STOP_AFTER_STEPS
 (1: raise SystemExit(0) at the step boundary after the window), PROFILE_TRAIN_OVERRIDES (JSON:
-dataloader.num_workers / pin_memory / batch_size / prefetch_factor / persistent_workers, amp.dtype off|bf16|fp16).
+dataloader.num_workers / pin_memory / batch_size / prefetch_factor / persistent_workers, amp.dtype off|bf16|fp16),
+PROFILE_TRAIN_MODULE_RANGES (DEPTH[,backward]: per-module forward [and backward] ranges, opt-in; how and what they
+cost: profile_train_module_ranges.py).
 """
 
 import atexit
@@ -54,7 +56,19 @@ _OVERRIDE_KEYS = {
     "amp.dtype": None,
 }
 _OVERRIDE_BATCH_SIZE = "dataloader.batch_size"
+_MODULE_RANGES = "profile_train_module_ranges"  # the module next to this file (no dotted literal: knobs_test)
 _OVERRIDE_AMP = "amp.dtype"
+
+
+def _module_ranges_spec(text):
+    """PROFILE_TRAIN_MODULE_RANGES=DEPTH[,backward] -> (depth, backward, [unknown words])."""
+    parts = [p.strip() for p in text.split(",")]
+    try:
+        depth = max(0, int(parts[0] or 0))
+    except ValueError:
+        depth = 0
+    words = [p for p in parts[1:] if p]
+    return depth, "backward" in words, [w for w in words if w != "backward"]
 
 
 def _env_int(name, default=0):
@@ -149,9 +163,12 @@ class _Shim:
         self.warmup = _env_int("PROFILE_TRAIN_WARMUP_STEPS")
         self.steps = _env_int("PROFILE_TRAIN_STEPS")
         self.stop_after = os.environ.get("PROFILE_TRAIN_STOP_AFTER_STEPS") == "1"
-        # Per-module forward ranges ("nn.Module: <name>"), opt-in: PROFILE_TRAIN_MODULE_RANGES=DEPTH
-        # (1 = the model's direct children, 2 = one level further, ...; 0 = off). Deeper means more ranges.
-        self.module_depth = _env_int("PROFILE_TRAIN_MODULE_RANGES")
+        # Per-module ranges, opt-in: PROFILE_TRAIN_MODULE_RANGES=DEPTH[,backward] (1 = the model's direct
+        # children, 2 = one level further, ...; 0 = off; deeper means more ranges): forward ranges
+        # "nn.Module: <name>", with ",backward" also "nn.Module backward: <name>" (profile_train_module_ranges.py).
+        self.module_depth, self.module_backward, unknown = _module_ranges_spec(
+            os.environ.get("PROFILE_TRAIN_MODULE_RANGES", ""))
+        self.module_bw = None
         try:
             self.overrides = json.loads(os.environ.get("PROFILE_TRAIN_OVERRIDES", "") or "{}")
             if not isinstance(self.overrides, dict):
@@ -182,6 +199,8 @@ class _Shim:
         self.torch = None
         self.lock = threading.Lock()
         self.errors = []
+        for word in unknown:
+            self.note_error("module_ranges", ValueError("unknown option %r (known: backward)" % word))
 
     # ---- ranges -------------------------------------------------------------------------------------------
     def main_thread(self):
@@ -305,6 +324,8 @@ class _Shim:
             f["versions"] = {"torch": torch.__version__, "python": sys.version.split()[0]}
             f["cpu"] = cpu_facts(torch)
             f["capture"]["steps_seen"] = self.step_index
+            if self.module_bw is not None and "module_ranges" in f["capture"]:
+                f["capture"]["module_ranges"].update(self.module_bw.facts())
             f["capture"]["nvtx_backend"] = self.nvtx.backend
         except Exception as e:  # facts are best effort
             self.note_error("facts", e)
@@ -357,33 +378,23 @@ class _Shim:
             self.note_error("model", e)
 
     def install_module_ranges(self, model):
-        """A forward range around each submodule down to self.module_depth, named "nn.Module: <qualified name>",
-        from forward pre/post hooks (about as cheap as the call itself; they change nothing in autograd).
-        Backward is left to the "## backward ##" phase range: per-module backward ranges need full backward
-        hooks, which wrap every module's inputs and outputs in extra autograd nodes (measured 60-260 us per
-        module per step here) and print a UserWarning into the user's output. Failures are noted and leave the
-        model as it was."""
-        count = 0
-
-        def push(name):
-            def hook(*_):
-                if self.active and not self.is_worker:
-                    self.nvtx.push(name)
-            return hook
-
-        def pop(*_):
-            if self.active and not self.is_worker:
-                self.nvtx.pop()
-
+        """Ranges around each submodule down to self.module_depth: forward ranges from forward pre/post hooks
+        (about as cheap as the call itself; they change nothing in autograd) and, with ",backward", backward
+        ranges from Node pre-hooks on the autograd graph (profile_train_module_ranges.py: how, and the measured
+        cost). Not full backward hooks: those wrap every module's inputs and outputs in extra autograd nodes
+        (measured 60-260 us per module per step here) and print a UserWarning into the user's output. Failures
+        are noted and leave the model as it was."""
         try:
-            for qual, m in model.named_modules():
-                if not qual or qual.count(".") + 1 > self.module_depth:
-                    continue
-                m.register_forward_pre_hook(push("nn.Module: " + qual))
-                m.register_forward_hook(pop)
-                count += 1
+            here = os.path.dirname(os.path.abspath(__file__))
+            spec = importlib.util.spec_from_file_location(_MODULE_RANGES, os.path.join(here, _MODULE_RANGES + ".py"))
+            mr = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mr)
+            count, self.module_bw = mr.install(model, self.module_depth, self.module_backward, self.torch,
+                                               self.nvtx, lambda: self.active and not self.is_worker,
+                                               self.note_error)
             self.facts.setdefault("capture", {})["module_ranges"] = {"depth": self.module_depth, "modules": count}
         except Exception as e:
+            self.module_bw = None
             self.note_error("module_ranges", e)
 
     def note_autocast(self, device_type):
@@ -567,6 +578,8 @@ def _install(torch):
         finally:
             S.nvtx.pop()
             S.fwd_depth -= 1
+            if S.module_bw is not None:
+                S.module_bw.forward_done()
 
     nn.Module.__call__ = module_call
 
@@ -581,6 +594,8 @@ def _install(torch):
             try:
                 return fn(*args, **kwargs)
             finally:
+                if S.module_bw is not None:
+                    S.module_bw.backward_returned()
                 S.nvtx.pop()
                 S.bwd_depth -= 1
         backward.__wrapped__ = fn
@@ -731,9 +746,10 @@ def _without_shim_frames(tb):
     here = os.path.abspath(__file__)
     if here.endswith((".pyc", ".pyo")):
         here = here[:-1]
+    ours = {here, os.path.join(os.path.dirname(here), _MODULE_RANGES + ".py")}
     kept = []
     while tb is not None:
-        if os.path.abspath(tb.tb_frame.f_code.co_filename) != here:
+        if os.path.abspath(tb.tb_frame.f_code.co_filename) not in ours:
             kept.append(tb)
         tb = tb.tb_next
     for a, b in zip(kept, kept[1:] + [None]):
