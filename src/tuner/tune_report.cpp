@@ -44,21 +44,6 @@ json trial_ref(const Trial& t) {
           {"repeats", t.values.size()}};
 }
 
-bool report_on_gpu(const json& report) {
-  if (!report.is_object()) return false;
-  if (report.contains("device") && report["device"].is_object()) return true;
-  if (report.contains("source") && report["source"].is_object() &&
-      report["source"].value("has_gpu_activity", false)) {
-    return true;
-  }
-  const json* f = &report;
-  for (const char* k : {"facts", "gpu", "available"}) {
-    if (!f->is_object() || !f->contains(k)) return false;
-    f = &(*f)[k];
-  }
-  return f->is_boolean() && f->get<bool>();
-}
-
 std::string py_bool(const std::string& v) { return v == "1" ? "True" : "False"; }
 
 // Trial / baseline: exp(mean ln ratio) of its search pairs against the baseline, else the ratio of means.
@@ -361,7 +346,7 @@ json tune_json(const TuneResult& result, const KnobSpace& space, const TuneRepor
             {"interval", "not measured: the head-to-head check was " + (cf.status.empty() ? std::string("not run") : cf.status)}};
     }
     doc["speedup"] = sp;
-    json change = code_change(base->config, best->config, ctx.target, report_on_gpu(best->report));
+    json change = code_change(base->config, best->config, ctx.target, ran_on_gpu(best->report).value_or(false));
     if (best == base && cf.ran && !cf.claimed) {
       const Trial& c = result.trials.at(cf.candidate);
       change["summary"] = "keep the baseline configuration: trial #" + std::to_string(c.index) + " (" +
