@@ -60,19 +60,17 @@ std::vector<DiagnosedKnob> diagnosed_knobs(const std::optional<analysis::Report>
   return out;
 }
 
-nlohmann::json summarize_diagnosis(const std::optional<analysis::Report>& report) {
-  nlohmann::json d = nlohmann::json::object();
+Diagnosis summarize_diagnosis(const std::optional<analysis::Report>& report) {
+  Diagnosis d;
   if (!report) return d;
-  const analysis::Verdict& v = report->verdict;
-  d["bottleneck"] = std::string(name_of(v.bottleneck));
-  d["confidence"] = v.confidence;
-  d["summary"] = v.summary;
-  nlohmann::json recs = nlohmann::json::array();
+  d.from_report = true;
+  d.bottleneck = report->verdict.bottleneck;
+  d.confidence = report->verdict.confidence;
+  d.summary = report->verdict.summary;
   for (const analysis::Recommendation& rec : report->recommendations) {
-    if (recs.size() >= 5) break;
-    recs.push_back({{"id", rec.id}, {"title", rec.title}, {"knobs", knobs_for_recommendation(rec)}});
+    if (d.recommendations.size() >= 5) break;
+    d.recommendations.push_back({rec.id, rec.title, knobs_for_recommendation(rec)});
   }
-  d["recommendations"] = recs;
   return d;
 }
 

@@ -54,7 +54,7 @@ class GuidedStrategy : public Strategy {
         t.note("no knob left to try at the best configuration: search finished");
         return;
       }
-      const std::string bottleneck = best.diagnosis.value("bottleneck", std::string("unknown"));
+      const std::string bottleneck(name_of(best.diagnosis ? best.diagnosis->bottleneck : Bottleneck::kUnknown));
       t.note("round " + std::to_string(round) + ": best trial #" + std::to_string(best.index) + " (" +
              bottleneck + "), trying " + knob + " (" + why + ")");
       const int before = t.best();

@@ -293,7 +293,7 @@ TEST(Report, JsonAndHtmlWithEscapingAndTheChange) {
   EXPECT_EQ(py[1]["code"], "with torch.autocast(\"cpu\", dtype=torch.bfloat16):\n    loss = loss_fn(model(inputs), targets)");
   EXPECT_EQ(doc["change"]["shim_overrides"]["dataloader.num_workers"], 4);
   EXPECT_EQ(doc["per_knob"]["num_workers"].size(), 2u);
-  const std::string html = profile_train::report::tune_html(doc);
+  const std::string html = profile_train::report::tune_html(pt::tune_report(r, space, ctx));
   EXPECT_EQ(html.find("<script>"), std::string::npos);
   EXPECT_EQ(html.find("<img"), std::string::npos);
   EXPECT_NE(html.find("&lt;img src=x onerror=alert(1)&gt;"), std::string::npos);

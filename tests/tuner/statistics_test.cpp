@@ -310,8 +310,8 @@ TEST(PartialResults, OnlyAfterAnInterruptNotAfterMaxTrials) {
   EXPECT_EQ(stopped.result.stop_reason, "max trials reached");
   EXPECT_FALSE(stopped.result.partial);
   pt::TuneReportContext ctx;
-  const json doc = pt::tune_json(stopped.result, space, ctx);
-  EXPECT_FALSE(doc["status"]["partial"].get<bool>());
+  const pt::TuneReport doc = pt::tune_report(stopped.result, space, ctx);
+  EXPECT_FALSE(pt::to_json(doc)["status"]["partial"].get<bool>());
   EXPECT_EQ(profile_train::report::tune_html(doc).find("partial results"), std::string::npos);
 
   std::atomic<bool> stop{false};
@@ -324,7 +324,7 @@ TEST(PartialResults, OnlyAfterAnInterruptNotAfterMaxTrials) {
   pt::Tuner tuner(space, opt, runner);
   const pt::TuneResult cut = tuner.run();
   EXPECT_TRUE(cut.partial);
-  EXPECT_NE(profile_train::report::tune_html(pt::tune_json(cut, space, ctx)).find("partial results"), std::string::npos);
+  EXPECT_NE(profile_train::report::tune_html(pt::tune_report(cut, space, ctx)).find("partial results"), std::string::npos);
 }
 
 TEST(Inconclusive, AClearGainIsNotLostToANoiseEstimateFromOneDegreeOfFreedom) {

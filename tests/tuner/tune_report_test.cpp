@@ -38,10 +38,10 @@ struct Output {
 // What cmd_tune writes for a result, with the creation time fixed.
 Output render(const pt::TuneResult& result, const pt::KnobSpace& space, const pt::TuneReportContext& ctx,
               const pt::ExecutionInfo* exec) {
-  nlohmann::json doc = pt::tune_json(result, space, ctx);
-  doc["created_utc"] = "2026-01-01T00:00:00Z";
+  pt::TuneReport doc = pt::tune_report(result, space, ctx);
+  doc.created_utc = "2026-01-01T00:00:00Z";
   if (exec != nullptr) pt::add_execution(doc, result, *exec);
-  return {doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n",
+  return {pt::to_json(doc).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n",
           profile_train::report::tune_html(doc)};
 }
 

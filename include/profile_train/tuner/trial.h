@@ -112,6 +112,19 @@ struct Pair {
   double log_ratio() const;  // ln(value / reference_value)
 };
 
+// The compact diagnosis of a trial's last report kept in tune.json: its verdict and first recommendations.
+struct DiagnosisRecommendation {
+  std::string id, title;
+  std::vector<std::string> knobs;  // the catalog's knobs among the recommendation's `knobs`
+};
+struct Diagnosis {
+  bool from_report = false;  // false: no report was read (an empty object in tune.json)
+  Bottleneck bottleneck = Bottleneck::kUnknown;
+  double confidence = 0;
+  std::string summary;
+  std::vector<DiagnosisRecommendation> recommendations;  // the first 5
+};
+
 // All measurements of one configuration, aggregated.
 struct Trial {
   int index = 0;                 // 1-based
@@ -130,7 +143,7 @@ struct Trial {
   std::optional<double> peak_memory_bytes;
   std::string message;
   std::vector<std::string> dirs; // per-measurement output folders
-  nlohmann::json diagnosis;      // {bottleneck, confidence, summary, recommendations:[{id,title,knobs}]}
+  std::optional<Diagnosis> diagnosis;  // none until the trial is finished
   std::optional<analysis::Report> report;  // last report.json read (in memory only; not written into tune.json)
   bool ok() const { return status == RunStatus::kOk && !values.empty(); }
 };

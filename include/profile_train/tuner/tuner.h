@@ -220,8 +220,8 @@ enum class DiagnosisScope {
 // verdict's; each with the first thing that pointed to it. None without a report.
 std::vector<DiagnosedKnob> diagnosed_knobs(const std::optional<analysis::Report>& report,
                                            DiagnosisScope scope = DiagnosisScope::kRecommendationsThenVerdict);
-// Compact diagnosis kept per trial in tune.json ({} without a report).
-nlohmann::json summarize_diagnosis(const std::optional<analysis::Report>& report);
+// Compact diagnosis kept per trial in tune.json (not from_report without a report).
+Diagnosis summarize_diagnosis(const std::optional<analysis::Report>& report);
 // The values of `space` (other than each knob's baseline value) that cannot act on the machine `report` ran
 // on: pin_memory, fp16 autocast, cudnn_benchmark and tf32 without a GPU; bf16 autocast without a GPU on a
 // CPU without native bf16 (facts.cpu.bf16_native, else `host_bf16_native`). Unknown facts skip nothing.
