@@ -108,15 +108,17 @@ int run_tune(const TuneArgs& args, const std::vector<std::string>& workload_flag
           << format_fixed(exec.trial_gpus, 0) << " GPU / " << format_fixed(exec.trial_cpus, 0) << " CPU each\n";
     }
   }
-  auto with_execution = [&](nlohmann::json doc, const tn::TuneResult& r) {
+  auto with_execution = [&](const tn::TuneResult& r) {
+    tn::TuneReport doc = tn::tune_report(r, space, ctx);
     if (ray_runner) exec.placements = ray_runner->placements();
     tn::add_execution(doc, r, exec);
     return doc;
   };
   auto write_outputs = [&](const tn::TuneResult& r) {
-    const nlohmann::json doc = with_execution(tn::tune_json(r, space, ctx), r);
+    const tn::TuneReport doc = with_execution(r);
     // Command arguments are not necessarily UTF-8: replaced (U+FFFD) rather than throwing.
-    Status a = write_file_atomic(s.out / "tune.json", doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+    Status a = write_file_atomic(s.out / "tune.json",
+                                 tn::to_json(doc).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     Status b = write_file_atomic(s.out / "tune.html", report::tune_html(doc));
     if (!a.ok()) err << "profile-train tune: " << terminal_safe(a.message()) << "\n";
     if (!b.ok()) err << "profile-train tune: " << terminal_safe(b.message()) << "\n";
@@ -170,7 +172,7 @@ int run_tune(const TuneArgs& args, const std::vector<std::string>& workload_flag
   write_outputs(result);
 
   // Final summary.
-  const nlohmann::json doc = with_execution(tn::tune_json(result, space, ctx), result);
+  const tn::TuneReport doc = with_execution(result);
   err << "profile-train tune: " << result.trials.size() << " trials, " << terminal_safe(result.stop_reason);
   if (result.partial) err << " (partial results)";
   if (result.noise_samples > 0) err << "; measured noise ±" << format_fixed(100.0 * result.pooled_relative_sd) << "%";
@@ -206,29 +208,27 @@ int run_tune(const TuneArgs& args, const std::vector<std::string>& workload_flag
     }
     err << terminal_safe(cf.status) << "\n";
   }
-  const nlohmann::json& sp = doc["speedup"];
+  // Both are set when the baseline and the best trial are (tune_report).
+  const tn::SpeedupRow& sp = *doc.speedup;
+  const tn::CodeChange& change = *doc.change;
   err << "  best     #" << best.index << "  " << terminal_safe(tn::describe_config(best.config, space)) << ": " << format_fixed(best.mean)
-      << unit << "  (x" << format_fixed(sp["value"].get<double>(), 2);
-  if (sp["low"].is_number()) {
-    err << ", 95% interval " << format_fixed(sp["low"].get<double>(), 2) << "-" << format_fixed(sp["high"].get<double>(), 2);
+      << unit << "  (x" << format_fixed(sp.value, 2);
+  if (sp.low && sp.high) err << ", 95% interval " << format_fixed(*sp.low, 2) << "-" << format_fixed(*sp.high, 2);
+  err << (result.best == result.baseline ? "" : sp.claimed ? ", confirmed" : ", not confirmed") << ")\n";
+  err << "  change: " << terminal_safe(change.summary) << "\n";
+  if (s.runner.target.kind == tn::TuneTarget::Kind::kCommand) {
+    for (const auto& e : change.python) err << "    " << terminal_safe(e.code, true) << "\n";
   }
-  err << (result.best == result.baseline ? "" : sp.value("claimed", false) ? ", confirmed" : ", not confirmed") << ")\n";
-  const nlohmann::json& change = doc["change"];
-  err << "  change: " << terminal_safe(change.value("summary", std::string())) << "\n";
-  if (s.runner.target.kind == tn::TuneTarget::Kind::kCommand && change.contains("python")) {
-    for (const auto& e : change["python"]) err << "    " << terminal_safe(e.value("code", std::string()), true) << "\n";
-  }
-  if (change.contains("command")) {
+  if (change.command) {
     err << "  command:";
-    for (const auto& a : change["command"]) err << " " << terminal_safe(a.is_string() ? a.get<std::string>() : a.dump());
+    for (const auto& a : *change.command) err << " " << terminal_safe(a);
     err << "\n";
   }
-  if (ray_runner && doc["execution"].is_object()) {
-    const nlohmann::json& e = doc["execution"];
-    err << "  parallelism: " << format_fixed(e.value("sum_measurement_s", 0.0)) << " s of measurements in "
-        << format_fixed(e.value("wall_s", 0.0)) << " s wall time (" << format_fixed(e.value("saved_s", 0.0))
-        << " s saved)\n";
-    if (e.contains("note")) err << "  note: " << terminal_safe(e.value("note", std::string())) << "\n";
+  if (ray_runner && doc.execution) {
+    const tn::Execution& e = *doc.execution;
+    err << "  parallelism: " << format_fixed(e.sum_measurement_s) << " s of measurements in "
+        << format_fixed(e.wall_s) << " s wall time (" << format_fixed(e.saved_s) << " s saved)\n";
+    if (e.ray && e.ray->note) err << "  note: " << terminal_safe(*e.ray->note) << "\n";
   }
   err << "  wrote " << terminal_safe((s.out / "tune.json").string()) << " and " << terminal_safe((s.out / "tune.html").string()) << "\n";
   return g_interrupted.load() ? exit_code_for_stop_signal(g_stop_signal.load()) : kExitOk;

@@ -54,7 +54,7 @@ class GuidedStrategy : public Strategy {
         t.note("no knob left to try at the best configuration: search finished");
         return;
       }
-      const std::string bottleneck = best.diagnosis.value("bottleneck", std::string("unknown"));
+      const std::string bottleneck(name_of(best.diagnosis ? best.diagnosis->bottleneck : Bottleneck::kUnknown));
       t.note("round " + std::to_string(round) + ": best trial #" + std::to_string(best.index) + " (" +
              bottleneck + "), trying " + knob + " (" + why + ")");
       const int before = t.best();
@@ -78,7 +78,7 @@ class GuidedStrategy : public Strategy {
  private:
   // Knobs in the order the diagnosis asks for them: recommendations first, then the verdict, then every
   // other knob of the space (cheapest first) so that "no knob helps" is established by measurement.
-  static std::vector<DiagnosedKnob> knob_order(const Tuner& t, const nlohmann::json& report) {
+  static std::vector<DiagnosedKnob> knob_order(const Tuner& t, const std::optional<analysis::Report>& report) {
     std::vector<DiagnosedKnob> out;
     auto add = [&](const std::string& k, const std::string& why) {
       if (t.range(k) == nullptr) return;
@@ -93,7 +93,7 @@ class GuidedStrategy : public Strategy {
   }
 
   // Knobs named by a report's recommendations (not the verdict's broader list), in order.
-  static std::vector<std::string> recommended_knobs(const nlohmann::json& report) {
+  static std::vector<std::string> recommended_knobs(const std::optional<analysis::Report>& report) {
     std::vector<std::string> out;
     for (const DiagnosedKnob& d : diagnosed_knobs(report, DiagnosisScope::kRecommendations)) out.push_back(d.knob);
     return out;

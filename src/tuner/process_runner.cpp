@@ -246,13 +246,13 @@ Measurement ProcessTrialRunner::run(const Config& config, const RunContext& ctx)
   }
   // The report, when `run` wrote one (also after a failure: it may still say something useful).
   {
-    std::ifstream in(dir / "report.json");
+    std::ifstream in(dir / "report.json", std::ios::binary);
     if (in) {
-      try {
-        m.report = nlohmann::json::parse(in);
-      } catch (const std::exception&) {
-        m.report = nullptr;
-      }
+      std::ostringstream text;
+      text << in.rdbuf();
+      auto report = read_trial_report(text.str());
+      if (report.ok()) m.report = std::move(*report);
+      else m.report_error = report.status().message();
     }
   }
   const std::string tail = read_tail(log, 1 << 20);

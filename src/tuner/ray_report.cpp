@@ -1,59 +1,52 @@
 #include "profile_train/tuner/ray_report.h"
 
 #include <algorithm>
-#include <set>
 
 #include "profile_train/common/format.h"
 
 namespace profile_train::tuner {
 
-using nlohmann::json;
-
-void add_execution(json& doc, const TuneResult& result, const ExecutionInfo& info) {
+void add_execution(TuneReport& doc, const TuneResult& result, const ExecutionInfo& info) {
   double sum_s = 0;
   for (const Trial& t : result.trials) sum_s += t.duration_s;
-  json e = {{"executor", info.executor}, {"parallel", info.parallel}, {"wall_s", result.elapsed_s},
-            {"sum_measurement_s", sum_s}};
-  e["saved_s"] = std::max(0.0, sum_s - result.elapsed_s);
-  e["parallel_speedup"] = result.elapsed_s > 0 ? json(sum_s / result.elapsed_s) : json(nullptr);
+  Execution e;
+  e.executor = info.executor;
+  e.parallel = info.parallel;
+  e.wall_s = result.elapsed_s;
+  e.sum_measurement_s = sum_s;
+  e.saved_s = std::max(0.0, sum_s - result.elapsed_s);
+  if (result.elapsed_s > 0) e.parallel_speedup = sum_s / result.elapsed_s;
   if (info.executor == "ray") {
-    e["address"] = info.address;
-    e["ray_version"] = info.ray_version;
-    e["trial_gpus"] = info.trial_gpus;
-    e["trial_cpus"] = info.trial_cpus;
-    std::set<std::string> nodes, gpus;
+    RayExecution& r = e.ray.emplace();
+    r.address = info.address;
+    r.ray_version = info.ray_version;
+    r.trial_gpus = info.trial_gpus;
+    r.trial_cpus = info.trial_cpus;
     double submit = 0, queued = 0, fetch = 0;
     for (const RayPlacement& p : info.placements) {
-      if (!p.node_id.empty()) nodes.insert(p.node_id);
-      if (!p.gpu_name.empty()) gpus.insert(p.gpu_name);
+      if (!p.node_id.empty()) r.nodes.insert(p.node_id);
+      if (!p.gpu_name.empty()) r.gpu_models.insert(p.gpu_name);
       submit += p.submit_s;
       queued += p.queued_s;
       fetch += p.log_fetch_s;
     }
-    e["nodes"] = nodes;
-    e["gpu_models"] = gpus;
     // Trials on different GPU models are not comparable: the noise estimate and every gain mix hardware.
-    e["heterogeneous"] = gpus.size() > 1;
-    if (gpus.size() > 1) {
-      e["note"] = "trials ran on " + std::to_string(gpus.size()) +
-                  " different GPU models: gains and the noise estimate mix hardware; pin the job to one model "
-                  "(entrypoint resources / a homogeneous node pool) before trusting small gains";
+    r.heterogeneous = r.gpu_models.size() > 1;
+    if (r.heterogeneous) {
+      r.note = "trials ran on " + std::to_string(r.gpu_models.size()) +
+               " different GPU models: gains and the noise estimate mix hardware; pin the job to one model "
+               "(entrypoint resources / a homogeneous node pool) before trusting small gains";
     }
     const double n = static_cast<double>(std::max<size_t>(1, info.placements.size()));
-    e["overhead"] = {{"jobs", info.placements.size()}, {"submit_s", submit / n}, {"queued_s", queued / n},
-                     {"log_fetch_s", fetch / n}};
-    if (doc.contains("trials") && doc["trials"].is_array()) {
-      for (json& t : doc["trials"]) {
-        json placements = json::array();
-        const int index = t.value("index", 0);
-        for (const RayPlacement& p : info.placements) {
-          if (p.trial_index == index) placements.push_back(to_json(p));
-        }
-        t["placements"] = placements;
+    r.overhead = {static_cast<int64_t>(info.placements.size()), submit / n, queued / n, fetch / n};
+    for (TrialRow& t : doc.trials) {
+      std::vector<RayPlacement>& placements = t.placements.emplace();
+      for (const RayPlacement& p : info.placements) {
+        if (p.trial_index == t.index) placements.push_back(p);
       }
     }
   }
-  doc["execution"] = e;
+  doc.execution = std::move(e);
 }
 
 }  // namespace profile_train::tuner

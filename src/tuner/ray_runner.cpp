@@ -288,11 +288,10 @@ void RayTrialRunner::finish(Slot& s) {
     (void)write_file_atomic(s.dir / name, text);
   }
   if (auto it = out.files.find("report.json"); it != out.files.end()) {
-    m.report = nlohmann::json::parse(it->second, nullptr, false);
-    if (m.report.is_discarded()) m.report = nullptr;
-    if (m.report.is_object() && m.report.contains("device") && m.report["device"].is_object()) {
-      s.p.gpu_name = m.report["device"].value("name", std::string());
-    }
+    auto report = read_trial_report(it->second);
+    if (report.ok()) m.report = std::move(*report);
+    else m.report_error = report.status().message();
+    if (m.report && m.report->device) s.p.gpu_name = m.report->device->name.value_or("");
   }
   const std::string id = s.p.submission_id;
   const std::string ray_says = s.info.message.empty() ? std::string() : " (Ray: " + last_log_line(s.info.message) + ")";

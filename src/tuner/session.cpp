@@ -263,10 +263,10 @@ void Tuner::finish_trial(Trial& t) {
     t.stddev = t.values.size() > 1 ? std::sqrt(ss / static_cast<double>(t.values.size() - 1)) : 0.0;
   }
   t.diagnosis = summarize_diagnosis(t.report);
-  if (t.report.is_object() && t.report.contains("recommendations") && t.report["recommendations"].is_array()) {
-    for (const auto& rec : t.report["recommendations"]) {
+  if (t.report) {
+    for (const analysis::Recommendation& rec : t.report->recommendations) {
       for (const auto& k : unknown_knobs(rec)) {
-        note("trial #" + std::to_string(t.index) + ": recommendation " + rec.value("id", std::string("?")) +
+        note("trial #" + std::to_string(t.index) + ": recommendation " + (rec.id.empty() ? std::string("?") : rec.id) +
              " names '" + k + "', not a knob of this profile-train (known: " + knob_names() + "); ignored");
       }
     }
@@ -318,7 +318,7 @@ bool Tuner::run_once(Trial& t, const std::string& phase, const std::string& role
   ++t.measurements;
   t.duration_s += m.duration_s;
   if (!m.dir.empty()) t.dirs.push_back(m.dir);
-  if (!m.report.is_null()) t.report = std::move(m.report);
+  if (m.report) t.report = std::move(m.report);
   if (m.status == RunStatus::kOk && options_.max_memory_bytes && m.peak_memory_bytes &&
       *m.peak_memory_bytes > *options_.max_memory_bytes) {
     m.status = RunStatus::kOverMemory;

@@ -16,28 +16,17 @@ double median(std::vector<double> v) {
   return (lo + hi) / 2;
 }
 
-double number_or(const nlohmann::json& obj, const char* key, double fallback) {
-  if (!obj.is_object()) return fallback;
-  auto it = obj.find(key);
-  return it != obj.end() && it->is_number() ? it->get<double>() : fallback;
-}
-
 }  // namespace
 
-SteadyState steady_state_of(const nlohmann::json& report) {
+SteadyState steady_state_of(const analysis::Report& report) {
   SteadyState s;
-  if (!report.is_object() || !report.contains("steps") || !report["steps"].is_object()) return s;
-  const nlohmann::json& steps = report["steps"];
-  const double count = number_or(steps, "count", NAN);
+  const analysis::Steps& steps = report.steps;
+  const int64_t count = steps.count;
   std::vector<double> d;
-  if (auto it = steps.find("per_step"); it != steps.end() && it->is_array()) {
-    for (const auto& st : *it) {
-      const double ms = number_or(st, "duration_ms", NAN);
-      if (std::isfinite(ms) && ms > 0) d.push_back(ms);
-    }
+  for (const analysis::StepRow& st : steps.per_step) {
+    if (std::isfinite(st.duration_ms) && st.duration_ms > 0) d.push_back(st.duration_ms);
   }
-  const bool complete = steps.value("per_step_complete", true) &&
-                        (!std::isfinite(count) || static_cast<double>(d.size()) == count);
+  const bool complete = steps.per_step_complete && static_cast<int64_t>(d.size()) == count;
   if (!d.empty() && complete) {
     const double m = median(d);
     std::vector<double> dev;
@@ -66,17 +55,17 @@ SteadyState steady_state_of(const nlohmann::json& report) {
     s.method = "trimmed mean of post-warm-up steps";
     return s;
   }
-  const double med = number_or(steps, "median_ms", NAN);
+  const double med = steps.median_ms.value_or(NAN);
   if (std::isfinite(med) && med > 0) {
     s.step_ms = med;
-    s.steps = std::isfinite(count) ? static_cast<int>(count) : 0;
+    s.steps = static_cast<int>(count);
     s.method = "steps.median_ms (the per-step list is bounded; warm-up not separated)";
     return s;
   }
-  const double mean = number_or(steps, "mean_ms", NAN);
+  const double mean = steps.mean_ms.value_or(NAN);
   if (std::isfinite(mean) && mean > 0) {
     s.step_ms = mean;
-    s.steps = std::isfinite(count) ? static_cast<int>(count) : 0;
+    s.steps = static_cast<int>(count);
     s.method = "steps.mean_ms (no per-step times in the report; warm-up not separated)";
   }
   return s;

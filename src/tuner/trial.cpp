@@ -5,22 +5,10 @@
 #include <cctype>
 #include <cmath>
 
+#include "profile_train/common/json_path.h"
+#include "profile_train/report/report_json.h"
+
 namespace profile_train::tuner {
-namespace {
-
-// Number at a dotted path of a JSON document, or NaN when absent / not a number.
-double number_at(const nlohmann::json& doc, std::initializer_list<const char*> path) {
-  const nlohmann::json* node = &doc;
-  for (const char* key : path) {
-    if (!node->is_object()) return NAN;
-    auto it = node->find(key);
-    if (it == node->end()) return NAN;
-    node = &*it;
-  }
-  return node->is_number() ? node->get<double>() : NAN;
-}
-
-}  // namespace
 
 std::string_view to_string(RunStatus status) {
   switch (status) {
@@ -35,37 +23,67 @@ std::string_view to_string(RunStatus status) {
   return "unknown";
 }
 
-long long batch_from_facts(const nlohmann::json& report) {
-  const double b = number_at(report, {"facts", "dataloader", "batch_size"});
-  return (std::isfinite(b) && b >= 1) ? static_cast<long long>(b) : 0;
+StatusOr<analysis::Report> read_trial_report(std::string_view text) {
+  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
+  if (doc.is_discarded()) return BadInput("report.json: not valid JSON");
+  auto report = report::report_from_json(doc);
+  if (!report.ok()) {
+    // report_from_json's messages start "report: "; the file is named instead.
+    std::string why = report.status().message();
+    if (why.rfind("report: ", 0) == 0) why.erase(0, 8);
+    return BadInput("report.json: " + why);
+  }
+  return std::move(*report);
+}
+
+TunerFacts tuner_facts(const analysis::Report& report) {
+  const nlohmann::json& f = report.facts;
+  TunerFacts out;
+  out.gpu_available = bool_path(f, {"gpu", "available"});
+  out.cpu_bf16_native = bool_path(f, {"cpu", "bf16_native"});
+  const std::optional<double> batch = number_path(f, {"dataloader", "batch_size"});
+  if (batch && *batch >= 1) out.batch_size = static_cast<long long>(*batch);
+  out.gpu_memory_peak_bytes = number_path(f, {"gpu", "memory_peak_bytes"});
+  return out;
+}
+
+long long batch_from_facts(const std::optional<analysis::Report>& report) {
+  return report ? tuner_facts(*report).batch_size : 0;
+}
+
+std::optional<bool> ran_on_gpu(const std::optional<analysis::Report>& report) {
+  if (!report) return std::nullopt;
+  if (report->device || report->source.has_gpu_activity) return true;
+  return tuner_facts(*report).gpu_available;
 }
 
 double Pair::log_ratio() const {
   return value > 0 && reference_value > 0 ? std::log(value / reference_value) : 0.0;
 }
 
-Status metric_from_report(const nlohmann::json& report, const Config& config, long long known_batch,
-                          Measurement* m) {
-  if (!report.is_object()) return BadInput("no report.json");
-  const double count = number_at(report, {"steps", "count"});
-  const SteadyState steady = steady_state_of(report);
+Status metric_from_report(const std::optional<analysis::Report>& report, const Config& config,
+                          long long known_batch, Measurement* m) {
+  if (!report) return BadInput(m->report_error.empty() ? "no report.json" : m->report_error);
+  const int64_t count = report->steps.count;
+  const SteadyState steady = steady_state_of(*report);
   const double step_ms = steady.step_ms;
   if (!(step_ms > 0)) {
     return BadInput("report.json has no step time (steps.per_step / median_ms / mean_ms missing or not positive)");
   }
-  if (std::isfinite(count) && count < 1) return BadInput("report.json measured no steps (steps.count = 0)");
+  if (count < 1) return BadInput("report.json measured no steps (steps.count = 0)");
+  const TunerFacts facts = tuner_facts(*report);
   long long batch = config_int(config, "batch_size", 0);
-  if (batch <= 0) batch = batch_from_facts(report);
+  if (batch <= 0) batch = facts.batch_size;
   if (batch <= 0) batch = known_batch;
   m->step_ms = step_ms;
   m->steady = steady;
-  m->steps = std::isfinite(count) ? static_cast<long long>(count) : 0;
+  m->steps = count;
   m->per_sample = batch > 0;
   m->throughput = (batch > 0 ? static_cast<double>(batch) : 1.0) * 1000.0 / step_ms;
   // Peak memory: the GPU allocator's peak when captured, else the shim's fact.
-  double peak = number_at(report, {"gpu", "memory", "peak_allocated_bytes"});
-  if (!std::isfinite(peak)) peak = number_at(report, {"facts", "gpu", "memory_peak_bytes"});
-  if (std::isfinite(peak) && peak > 0) m->peak_memory_bytes = peak;
+  std::optional<double> peak = facts.gpu_memory_peak_bytes;
+  if (const auto& gpu_peak = report->gpu.memory.peak_allocated_bytes) peak = static_cast<double>(*gpu_peak);
+  if (peak && *peak > 0) m->peak_memory_bytes = *peak;
   return Status::Ok();
 }
 

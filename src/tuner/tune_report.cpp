@@ -4,8 +4,6 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
-#include <fstream>
-#include <sstream>
 
 #include "profile_train/common/format.h"
 
@@ -17,10 +15,6 @@ constexpr const char* kIntervalMethod =
 
 namespace {
 
-namespace fs = std::filesystem;
-using nlohmann::json;
-
-
 std::string utc_now() {
   const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::tm tm{};
@@ -30,33 +24,8 @@ std::string utc_now() {
   return buf;
 }
 
-json config_json(const Config& c) {
-  json o = json::object();
-  for (const auto& [k, v] : c) o[k] = v;
-  return o;
-}
-
-json trial_ref(const Trial& t) {
-  return {{"trial", t.index},
-          {"config", config_json(t.config)},
-          {"throughput", t.mean},
-          {"stddev", t.stddev},
-          {"repeats", t.values.size()}};
-}
-
-bool report_on_gpu(const json& report) {
-  if (!report.is_object()) return false;
-  if (report.contains("device") && report["device"].is_object()) return true;
-  if (report.contains("source") && report["source"].is_object() &&
-      report["source"].value("has_gpu_activity", false)) {
-    return true;
-  }
-  const json* f = &report;
-  for (const char* k : {"facts", "gpu", "available"}) {
-    if (!f->is_object() || !f->contains(k)) return false;
-    f = &(*f)[k];
-  }
-  return f->is_boolean() && f->get<bool>();
+TrialRef trial_ref(const Trial& t) {
+  return {t.index, t.config, t.mean, t.stddev, static_cast<int64_t>(t.values.size())};
 }
 
 std::string py_bool(const std::string& v) { return v == "1" ? "True" : "False"; }
@@ -100,33 +69,27 @@ Speedup speedup_of(const Trial& best, const Trial& baseline, double pooled_relat
   return s;
 }
 
-json code_change(const Config& baseline, const Config& best, const TuneTarget& target, bool on_gpu) {
-  json out;
-  json changes = json::array();
+CodeChange code_change(const Config& baseline, const Config& best, const TuneTarget& target, bool on_gpu) {
+  CodeChange out;
   Config changed;
   for (const auto& [k, v] : best) {
     auto it = baseline.find(k);
     const std::string from = it == baseline.end() ? std::string() : it->second;
     if (from != v) {
-      changes.push_back({{"knob", k}, {"from", from}, {"to", v}});
+      out.changes.push_back({k, from, v});
       changed[k] = v;
     }
   }
-  out["changes"] = changes;
   if (changed.empty()) {
-    out["summary"] = "keep the baseline configuration: no knob gave a gain above the measured noise";
-    out["python"] = json::array();
+    out.summary = "keep the baseline configuration: no knob gave a gain above the measured noise";
     return out;
   }
-  std::string summary;
-  for (const auto& c : changes) {
-    summary += (summary.empty() ? "" : ", ") + c["knob"].get<std::string>() + " " + c["from"].get<std::string>() +
-               " -> " + c["to"].get<std::string>();
+  for (const KnobChange& c : out.changes) {
+    out.summary += (out.summary.empty() ? "" : ", ") + c.knob + " " + c.from + " -> " + c.to;
   }
-  out["summary"] = summary;
 
   // Python edits that make the best setting permanent in a PyTorch script.
-  json py = json::array();
+  std::vector<PythonEdit>& py = out.python;
   std::string dl_args;
   auto dl = [&](const char* knob, const std::string& text) {
     if (changed.count(knob)) dl_args += ", " + text;
@@ -137,181 +100,157 @@ json code_change(const Config& baseline, const Config& best, const TuneTarget& t
   dl("prefetch_factor", "prefetch_factor=" + (changed.count("prefetch_factor") ? changed["prefetch_factor"] : ""));
   dl("persistent_workers",
      "persistent_workers=" + (changed.count("persistent_workers") ? py_bool(changed["persistent_workers"]) : ""));
-  if (!dl_args.empty()) {
-    py.push_back({{"what", "DataLoader arguments"}, {"code", "DataLoader(..." + dl_args + ")"}});
-  }
+  if (!dl_args.empty()) py.push_back({"DataLoader arguments", "DataLoader(..." + dl_args + ")"});
   const std::string dev = on_gpu ? "cuda" : "cpu";
   if (changed.count("amp")) {
     const std::string a = changed["amp"];
     if (a == "bf16") {
-      py.push_back({{"what", "mixed precision (bf16 autocast around forward + loss)"},
-                    {"code", "with torch.autocast(\"" + dev + "\", dtype=torch.bfloat16):\n"
-                             "    loss = loss_fn(model(inputs), targets)"}});
+      py.push_back({"mixed precision (bf16 autocast around forward + loss)",
+                    "with torch.autocast(\"" + dev + "\", dtype=torch.bfloat16):\n"
+                    "    loss = loss_fn(model(inputs), targets)"});
     } else if (a == "fp16") {
-      py.push_back({{"what", "mixed precision (fp16 autocast + gradient scaler)"},
-                    {"code", "scaler = torch.amp.GradScaler(\"" + dev + "\")\n"
-                             "with torch.autocast(\"" + dev + "\", dtype=torch.float16):\n"
-                             "    loss = loss_fn(model(inputs), targets)\n"
-                             "scaler.scale(loss).backward()\nscaler.step(optimizer)\nscaler.update()"}});
+      py.push_back({"mixed precision (fp16 autocast + gradient scaler)",
+                    "scaler = torch.amp.GradScaler(\"" + dev + "\")\n"
+                    "with torch.autocast(\"" + dev + "\", dtype=torch.float16):\n"
+                    "    loss = loss_fn(model(inputs), targets)\n"
+                    "scaler.scale(loss).backward()\nscaler.step(optimizer)\nscaler.update()"});
     } else {
-      py.push_back({{"what", "mixed precision off"}, {"code", "# remove the torch.autocast(...) context"}});
+      py.push_back({"mixed precision off", "# remove the torch.autocast(...) context"});
     }
   }
   if (changed.count("channels_last") && changed["channels_last"] == "1") {
-    py.push_back({{"what", "channels-last memory format"},
-                  {"code", "model = model.to(memory_format=torch.channels_last)\n"
-                           "inputs = inputs.to(memory_format=torch.channels_last)"}});
+    py.push_back({"channels-last memory format",
+                  "model = model.to(memory_format=torch.channels_last)\n"
+                  "inputs = inputs.to(memory_format=torch.channels_last)"});
   }
   if (changed.count("cudnn_benchmark")) {
-    py.push_back({{"what", "cuDNN autotuner"},
-                  {"code", "torch.backends.cudnn.benchmark = " + py_bool(changed["cudnn_benchmark"])}});
+    py.push_back({"cuDNN autotuner", "torch.backends.cudnn.benchmark = " + py_bool(changed["cudnn_benchmark"])});
   }
   if (changed.count("tf32")) {
-    py.push_back({{"what", "TF32 matmul / convolution"},
-                  {"code", "torch.backends.cuda.matmul.allow_tf32 = " + py_bool(changed["tf32"]) +
-                               "\ntorch.backends.cudnn.allow_tf32 = " + py_bool(changed["tf32"])}});
+    py.push_back({"TF32 matmul / convolution", "torch.backends.cuda.matmul.allow_tf32 = " + py_bool(changed["tf32"]) +
+                                                   "\ntorch.backends.cudnn.allow_tf32 = " + py_bool(changed["tf32"])});
   }
-  out["python"] = py;
 
   // The command line with the best values (what to run from now on).
   if (target.kind == TuneTarget::Kind::kWorkload) {
     std::vector<std::string> argv = {target.workload_binary.filename().string()};
     for (auto& a : workload_args(target, best, "result.json")) argv.push_back(a);
     argv.resize(argv.size() - 2);  // drop the tuner's --result FILE
-    out["command"] = argv;
+    out.command = argv;
   } else {
     if (!placeholders_in(target.args).empty()) {
       auto sub = substitute_placeholders(target.args, best);
-      if (sub.ok()) out["command"] = *sub;
+      if (sub.ok()) out.command = *sub;
     }
-    const json ov = overrides_for(best, placeholders_in(target.args));
-    if (!ov.empty()) out["shim_overrides"] = ov;  // PROFILE_TRAIN_OVERRIDES reproduces it without an edit
+    nlohmann::json ov = overrides_for(best, placeholders_in(target.args));
+    if (!ov.empty()) out.shim_overrides = std::move(ov);  // PROFILE_TRAIN_OVERRIDES reproduces it without an edit
   }
   return out;
 }
 
-json tune_json(const TuneResult& result, const KnobSpace& space, const TuneReportContext& ctx) {
-  json doc;
-  doc["schema_version"] = std::string(kTuneSchemaVersion);
-  doc["tool"] = {{"name", "profile-train"}, {"version", ctx.tool_version}};
-  doc["created_utc"] = utc_now();
-  json target;
+TuneReport tune_report(const TuneResult& result, const KnobSpace& space, const TuneReportContext& ctx) {
+  TuneReport doc;
+  doc.schema_version = std::string(kTuneSchemaVersion);
+  doc.tool.version = ctx.tool_version;
+  doc.created_utc = utc_now();
+  TuneTargetInfo& target = doc.target;
+  target.args = ctx.target.args;
   if (ctx.target.kind == TuneTarget::Kind::kWorkload) {
-    target = {{"kind", "workload"}, {"model", ctx.target.model}, {"binary", ctx.target.workload_binary.string()},
-              {"args", ctx.target.args}, {"applied_through", "workload flags"}};
+    target.workload = true;
+    target.model = ctx.target.model;
+    target.binary = ctx.target.workload_binary.string();
+    target.applied_through = "workload flags";
   } else {
-    const auto ph = placeholders_in(ctx.target.args);
+    target.placeholders = placeholders_in(ctx.target.args);
     bool any_override = false;
     for (const KnobRange& r : space) {
-      if (!ph.count(r.def->name)) any_override = true;
+      if (!target.placeholders.count(r.def->name)) any_override = true;
     }
-    target = {{"kind", "command"}, {"argv", ctx.target.args}, {"placeholders", ph},
-              {"applied_through", ph.empty()          ? "shim overrides (PROFILE_TRAIN_OVERRIDES)"
-                                  : any_override ? "argv placeholders + shim overrides"
-                                                 : "argv placeholders"}};
+    target.applied_through = target.placeholders.empty() ? "shim overrides (PROFILE_TRAIN_OVERRIDES)"
+                             : any_override              ? "argv placeholders + shim overrides"
+                                                         : "argv placeholders";
   }
-  doc["target"] = target;
-  doc["strategy"] = ctx.strategy;
+  doc.strategy = ctx.strategy;
   bool per_sample = true;
   for (const Trial& t : result.trials) {
     if (t.ok() && !t.per_sample) per_sample = false;
   }
-  doc["metric"] = {{"unit", per_sample ? "samples/s" : "steps/s"},
-                   {"note", ctx.metric_note.empty()
-                                ? std::string("batch_size / steady-state step time of each run's report.json: the "
-                                              "10%-trimmed mean of its steps after the leading warm-up steps "
-                                              "(those above median + max(3 x 1.4826 MAD, 25%), at most half; "
-                                              "runs[].warmup_excluded lists them); steps/s when the batch size "
-                                              "is unknown")
-                                : ctx.metric_note}};
-  json sp = json::object();
-  for (const KnobRange& r : space) sp[r.def->name] = {{"values", r.values}, {"auto", r.is_auto}};
-  doc["space"] = sp;
+  doc.metric.unit = per_sample ? "samples/s" : "steps/s";
+  doc.metric.note = ctx.metric_note.empty()
+                        ? std::string("batch_size / steady-state step time of each run's report.json: the "
+                                      "10%-trimmed mean of its steps after the leading warm-up steps "
+                                      "(those above median + max(3 x 1.4826 MAD, 25%), at most half; "
+                                      "runs[].warmup_excluded lists them); steps/s when the batch size "
+                                      "is unknown")
+                        : ctx.metric_note;
+  for (const KnobRange& r : space) doc.space[r.def->name] = {r.values, r.is_auto};
   const TuneOptions& o = ctx.options;
-  doc["budget"] = {{"max_trials", o.max_trials},         {"time_budget_s", o.time_budget_s},
-                   {"trial_timeout_s", o.trial_timeout_s}, {"repeats", o.repeats},
-                   {"baseline_repeats", std::max(o.repeats, o.baseline_repeats)},
-                   {"min_gain", o.min_gain},             {"noise_k", o.noise_k},
-                   {"confirm_repeats", o.confirm_repeats}};
-  if (o.max_memory_bytes) doc["budget"]["max_memory_bytes"] = *o.max_memory_bytes;
+  doc.budget = {o.max_trials, o.time_budget_s, o.trial_timeout_s, o.repeats, std::max(o.repeats, o.baseline_repeats),
+                o.min_gain,   o.noise_k,       o.confirm_repeats, o.max_memory_bytes};
   int measurements = 0;
   for (const Trial& t : result.trials) measurements += t.measurements;
-  doc["status"] = {{"complete", result.complete},
-                   {"partial", result.partial},
-                   {"stop_reason", result.stop_reason},
-                   {"trials", result.trials.size()},
-                   {"measurements", measurements},
-                   {"elapsed_s", result.elapsed_s},
-                   {"oom_trials", result.oom_trials},
-                   {"failed_trials", result.failed_trials}};
-  doc["noise"] = {{"pooled_relative_sd", result.pooled_relative_sd},
-                  {"degrees_of_freedom", result.noise_samples},
-                  {"method", "spread of ln(candidate / reference) over interleaved pairs (around each pair group's "
-                             "mean) and of consecutive repeats of the baseline, divided by sqrt(2) for one run"}};
-  json skipped = json::array();
-  for (const SkippedKnob& k : result.skipped) {
-    skipped.push_back({{"knob", k.knob}, {"values", k.values}, {"reason", k.reason}});
-  }
-  doc["skipped_knobs"] = skipped;
-  json runs = json::array();
+  doc.status = {result.complete,   result.partial,   result.stop_reason,   static_cast<int64_t>(result.trials.size()),
+                measurements,      result.elapsed_s, result.oom_trials,    result.failed_trials};
+  doc.noise = {result.pooled_relative_sd, result.noise_samples,
+               "spread of ln(candidate / reference) over interleaved pairs (around each pair group's mean) and of "
+               "consecutive repeats of the baseline, divided by sqrt(2) for one run"};
+  doc.skipped_knobs = result.skipped;
   for (const RunRecord& r : result.runs) {
-    runs.push_back({{"trial", r.trial},
-                    {"repeat", r.repeat},
-                    {"phase", r.phase},
-                    {"role", r.role},
-                    {"status", std::string(to_string(r.status))},
-                    {"throughput", r.throughput > 0 ? json(r.throughput) : json(nullptr)},
-                    {"step_ms", r.step_ms > 0 ? json(r.step_ms) : json(nullptr)},
-                    {"metric", r.steady.method},
-                    {"warmup_excluded", r.steady.warmup_excluded},
-                    {"trimmed", r.steady.trimmed},
-                    {"excluded_ms", r.steady.excluded_ms}});
+    RunRow row;
+    row.trial = r.trial;
+    row.repeat = r.repeat;
+    row.phase = r.phase;
+    row.role = r.role;
+    row.status = std::string(to_string(r.status));
+    if (r.throughput > 0) row.throughput = r.throughput;
+    if (r.step_ms > 0) row.step_ms = r.step_ms;
+    row.metric = r.steady.method;
+    row.warmup_excluded = r.steady.warmup_excluded;
+    row.trimmed = r.steady.trimmed;
+    row.excluded_ms = r.steady.excluded_ms;
+    doc.runs.push_back(std::move(row));
   }
-  doc["runs"] = runs;
 
   const Trial* base = result.baseline >= 0 ? &result.trials[result.baseline] : nullptr;
   const Trial* best = result.best >= 0 ? &result.trials[result.best] : nullptr;
-  json trials = json::array();
   for (size_t i = 0; i < result.trials.size(); ++i) {
     const Trial& t = result.trials[i];
-    json j = {{"index", t.index},
-              {"config", config_json(t.config)},
-              {"reason", t.reason},
-              {"status", std::string(to_string(t.status))},
-              {"throughput", t.ok() ? json(t.mean) : json(nullptr)},
-              {"stddev", t.ok() ? json(t.stddev) : json(nullptr)},
-              {"relative_sd", (t.ok() && t.values.size() > 1 && t.mean > 0) ? json(t.stddev / t.mean) : json(nullptr)},
-              {"values", t.values},
-              {"measurements", t.measurements},
-              {"early_stopped", t.early_stopped},
-              {"accepted", t.accepted},
-              {"is_baseline", static_cast<int>(i) == result.baseline},
-              {"is_best", static_cast<int>(i) == result.best},
-              {"duration_s", t.duration_s},
-              {"peak_memory_bytes", t.peak_memory_bytes ? json(*t.peak_memory_bytes) : json(nullptr)},
-              {"message", t.message},
-              {"dirs", t.dirs},
-              {"diagnosis", t.diagnosis}};
-    json pairs = json::array();
-    for (const Pair& p : t.pairs) {
-      pairs.push_back({{"reference", result.trials.at(p.reference).index}, {"reference_value", p.reference_value},
-                       {"value", p.value}, {"phase", p.confirm ? "confirm" : "search"}});
+    TrialRow j;
+    j.index = t.index;
+    j.config = t.config;
+    j.reason = t.reason;
+    j.status = std::string(to_string(t.status));
+    if (t.ok()) {
+      j.throughput = t.mean;
+      j.stddev = t.stddev;
+      if (t.values.size() > 1 && t.mean > 0) j.relative_sd = t.stddev / t.mean;
     }
-    j["pairs"] = pairs;
-    if (base != nullptr && t.ok() && base->mean > 0) j["vs_baseline"] = vs_baseline(t, result);
-    trials.push_back(std::move(j));
+    j.values = t.values;
+    j.measurements = t.measurements;
+    j.early_stopped = t.early_stopped;
+    j.accepted = t.accepted;
+    j.is_baseline = static_cast<int>(i) == result.baseline;
+    j.is_best = static_cast<int>(i) == result.best;
+    j.duration_s = t.duration_s;
+    j.peak_memory_bytes = t.peak_memory_bytes;
+    j.message = t.message;
+    j.dirs = t.dirs;
+    j.diagnosis = t.diagnosis;
+    for (const Pair& p : t.pairs) {
+      j.pairs.push_back({result.trials.at(p.reference).index, p.reference_value, p.value, p.confirm ? "confirm" : "search"});
+    }
+    if (base != nullptr && t.ok() && base->mean > 0) j.vs_baseline = vs_baseline(t, result);
+    doc.trials.push_back(std::move(j));
   }
-  doc["trials"] = trials;
 
   // Throughput per knob value: the best trial with that value, and the trial that differs from the best
   // configuration only in this knob (the knob's marginal effect at the optimum) when it was measured.
-  json per_knob = json::object();
   for (const KnobRange& r : space) {
-    json rows = json::array();
+    std::vector<PerKnobRow> rows;
     for (const std::string& v : r.values) {
       double best_tp = 0;
       int count = 0;
-      json at_best = nullptr;
+      std::optional<double> at_best;
       for (const Trial& t : result.trials) {
         auto it = t.config.find(r.def->name);
         if (it == t.config.end() || it->second != v) continue;
@@ -325,57 +264,53 @@ json tune_json(const TuneResult& result, const KnobSpace& space, const TuneRepor
         }
       }
       if (count == 0) continue;
-      rows.push_back({{"value", v}, {"trials", count}, {"best_throughput", best_tp > 0 ? json(best_tp) : json(nullptr)},
-                      {"at_best_config", at_best}});
+      rows.push_back({v, count, best_tp > 0 ? std::optional<double>(best_tp) : std::nullopt, at_best});
     }
-    per_knob[r.def->name] = rows;
+    doc.per_knob[r.def->name] = std::move(rows);
   }
-  doc["per_knob"] = per_knob;
-  doc["baseline"] = base ? trial_ref(*base) : json(nullptr);
-  doc["best"] = best ? trial_ref(*best) : json(nullptr);
+  if (base) doc.baseline = trial_ref(*base);
+  if (best) doc.best = trial_ref(*best);
   const Confirmation& cf = result.confirmation;
-  json confirmation = nullptr;
   if (cf.candidate >= 0) {
-    confirmation = {{"candidate", result.trials.at(cf.candidate).index},
-                    {"ran", cf.ran},
-                    {"status", cf.status},
-                    {"claimed", cf.claimed},
-                    {"pairs", cf.estimate.pairs},
-                    {"ratio", cf.ran ? json(cf.estimate.ratio) : json(nullptr)},
-                    {"low", cf.ran && cf.estimate.interval_known() ? json(cf.estimate.low) : json(nullptr)},
-                    {"high", cf.ran && cf.estimate.interval_known() ? json(cf.estimate.high) : json(nullptr)},
-                    {"degrees_of_freedom", cf.estimate.dof},
-                    {"method", kIntervalMethod}};
-  }
-  doc["confirmation"] = confirmation;
-  if (base != nullptr && best != nullptr) {
-    json sp;
-    if (best == base) {
-      sp = {{"value", 1.0}, {"low", nullptr}, {"high", nullptr}, {"claimed", false},
-            {"interval", "none: the baseline is kept"}};
-    } else if (cf.ran && cf.candidate == result.best) {
-      sp = {{"value", cf.estimate.ratio}, {"low", cf.estimate.low}, {"high", cf.estimate.high},
-            {"claimed", cf.claimed}, {"interval", "95%, head to head: " + std::string(kIntervalMethod)}};
-    } else {
-      sp = {{"value", vs_baseline(*best, result)}, {"low", nullptr}, {"high", nullptr}, {"claimed", false},
-            {"interval", "not measured: the head-to-head check was " + (cf.status.empty() ? std::string("not run") : cf.status)}};
+    ConfirmationRow c;
+    c.candidate = result.trials.at(cf.candidate).index;
+    c.ran = cf.ran;
+    c.status = cf.status;
+    c.claimed = cf.claimed;
+    c.pairs = cf.estimate.pairs;
+    if (cf.ran) c.ratio = cf.estimate.ratio;
+    if (cf.ran && cf.estimate.interval_known()) {
+      c.low = cf.estimate.low;
+      c.high = cf.estimate.high;
     }
-    doc["speedup"] = sp;
-    json change = code_change(base->config, best->config, ctx.target, report_on_gpu(best->report));
+    c.degrees_of_freedom = cf.estimate.dof;
+    c.method = kIntervalMethod;
+    doc.confirmation = c;
+  }
+  if (base != nullptr && best != nullptr) {
+    SpeedupRow sp;
+    if (best == base) {
+      sp = {1.0, std::nullopt, std::nullopt, false, "none: the baseline is kept"};
+    } else if (cf.ran && cf.candidate == result.best) {
+      sp = {cf.estimate.ratio, cf.estimate.low, cf.estimate.high, cf.claimed,
+            "95%, head to head: " + std::string(kIntervalMethod)};
+    } else {
+      sp = {vs_baseline(*best, result), std::nullopt, std::nullopt, false,
+            "not measured: the head-to-head check was " + (cf.status.empty() ? std::string("not run") : cf.status)};
+    }
+    CodeChange change = code_change(base->config, best->config, ctx.target, ran_on_gpu(best->report).value_or(false));
     if (best == base && cf.ran && !cf.claimed) {
       const Trial& c = result.trials.at(cf.candidate);
-      change["summary"] = "keep the baseline configuration: trial #" + std::to_string(c.index) + " (" +
-                          describe_config(c.config, space) + ") looked faster in the search, but the head-to-head "
-                          "check did not confirm it: " + interval_text(cf.estimate);
+      change.summary = "keep the baseline configuration: trial #" + std::to_string(c.index) + " (" +
+                       describe_config(c.config, space) + ") looked faster in the search, but the head-to-head "
+                       "check did not confirm it: " + interval_text(cf.estimate);
     } else if (best != base && !cf.claimed) {
-      change["summary"] = "unconfirmed (" + sp["interval"].get<std::string>() + "): " + change["summary"].get<std::string>();
+      change.summary = "unconfirmed (" + sp.interval + "): " + change.summary;
     }
-    doc["change"] = change;
-  } else {
-    doc["speedup"] = nullptr;
-    doc["change"] = nullptr;
+    doc.speedup = std::move(sp);
+    doc.change = std::move(change);
   }
-  doc["log"] = result.log;
+  doc.log = result.log;
   return doc;
 }
 

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "profile_train/common/vocabulary.h"
+#include "profile_train/report/report_json.h"
 #include "profile_train/rules/engine.h"
 #include "profile_train/tuner/tuner.h"
 
@@ -24,13 +25,14 @@ nlohmann::json read_json(const fs::path& p) {
 }
 
 // What the tuner picks for one report: the ordered knobs, and each recommendation's knobs.
-nlohmann::json picks(const nlohmann::json& report) {
+nlohmann::json picks(const nlohmann::json& doc) {
+  const auto report = profile_train::report::report_from_json(doc);
+  EXPECT_TRUE(report.ok()) << report.status().message();
+  if (!report.ok()) return nullptr;
   nlohmann::json by_rec = nlohmann::json::object();
-  for (const auto& rec : report.value("recommendations", nlohmann::json::array())) {
-    by_rec[rec.value("id", std::string())] = pt::knobs_for_recommendation(rec);
-  }
+  for (const auto& rec : report->recommendations) by_rec[rec.id] = pt::knobs_for_recommendation(rec);
   nlohmann::json diagnosed = nlohmann::json::array();
-  for (const pt::DiagnosedKnob& d : pt::diagnosed_knobs(report)) diagnosed.push_back(d.knob);
+  for (const pt::DiagnosedKnob& d : pt::diagnosed_knobs(*report)) diagnosed.push_back(d.knob);
   return {{"diagnosed", diagnosed}, {"by_recommendation", by_rec}};
 }
 
@@ -52,7 +54,10 @@ TEST(DiagnosisKnobs, GoldenReportsPickTheRecordedKnobs) {
   ASSERT_TRUE(rules.ok()) << rules.status().message();
   nlohmann::json by_rule = nlohmann::json::object();
   for (const auto& r : profile_train::rules::list_rules(**rules)) {
-    by_rule[r.id] = pt::knobs_for_recommendation({{"id", r.id}, {"knobs", r.knobs}});
+    profile_train::analysis::Recommendation rec;
+    rec.id = r.id;
+    rec.knobs = r.knobs;
+    by_rule[r.id] = pt::knobs_for_recommendation(rec);
   }
   got["<built-in rules>"] = by_rule;
   if (std::getenv("PT_UPDATE_GOLDEN") != nullptr) {

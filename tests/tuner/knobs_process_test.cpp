@@ -16,6 +16,7 @@
 #include "profile_train/tuner/process_runner.h"
 #include "profile_train/report/tune_html.h"
 #include "profile_train/tuner/tune_report.h"
+#include "synthetic_surface.h"
 #include "profile_train/tuner/tuner.h"
 
 namespace pt = profile_train::tuner;
@@ -93,22 +94,25 @@ TEST(Workload, KnobFlagsReplaceTheUsersFlags) {
 }
 
 TEST(Metric, SamplesPerSecondFromStepsAndBatch) {
-  nlohmann::json report = {{"steps", {{"count", 10}, {"mean_ms", 50.0}}},
-                           {"facts", {{"dataloader", {{"batch_size", 16}}}}}};
+  std::optional<profile_train::analysis::Report> report = pt_test::typed(
+      {{"steps", {{"count", 10}, {"mean_ms", 50.0}}}, {"facts", {{"dataloader", {{"batch_size", 16}}}}}});
   pt::Measurement m;
   ASSERT_TRUE(pt::metric_from_report(report, {{"batch_size", "64"}}, 0, &m).ok());
   EXPECT_DOUBLE_EQ(m.throughput, 64 * 1000.0 / 50.0);  // the config's batch wins over facts
   EXPECT_TRUE(m.per_sample);
   ASSERT_TRUE(pt::metric_from_report(report, {}, 0, &m).ok());
   EXPECT_DOUBLE_EQ(m.throughput, 16 * 1000.0 / 50.0);
-  report["facts"] = nlohmann::json::object();
+  report->facts = nlohmann::json::object();
   ASSERT_TRUE(pt::metric_from_report(report, {}, 0, &m).ok());
   EXPECT_DOUBLE_EQ(m.throughput, 20.0);  // steps/s
   EXPECT_FALSE(m.per_sample);
   ASSERT_TRUE(pt::metric_from_report(report, {}, 8, &m).ok());
   EXPECT_DOUBLE_EQ(m.throughput, 160.0);
-  EXPECT_FALSE(pt::metric_from_report({{"steps", {{"count", 0}, {"mean_ms", nullptr}}}}, {}, 0, &m).ok());
-  EXPECT_FALSE(pt::metric_from_report(nullptr, {}, 0, &m).ok());
+  EXPECT_FALSE(pt::metric_from_report(pt_test::typed({{"steps", {{"count", 0}, {"mean_ms", nullptr}}}}), {}, 0, &m).ok());
+  const profile_train::Status none = pt::metric_from_report(std::nullopt, {}, 0, &m);
+  EXPECT_EQ(none.message(), "no report.json");
+  m.report_error = "report.json: not valid JSON";
+  EXPECT_EQ(pt::metric_from_report(std::nullopt, {}, 0, &m).message(), "report.json: not valid JSON");
 }
 
 TEST(Oom, MessagesAreDetected) {
@@ -210,6 +214,31 @@ TEST(ProcessRunner, RunsTrialsThroughRunAndReadsTheReport) {
   fs::remove_all(out);
 }
 
+// A report.json that cannot be read as a report is a trial without a metric, with one line saying why (not
+// "no report.json"; not a metric taken from a report of the wrong shape).
+TEST(ProcessRunner, AnUnreadableReportIsNoMetricWithTheReason) {
+  const fs::path data = fs::path(PT_SOURCE_DIR) / "tests" / "tuner" / "data";
+  const fs::path out = temp_dir("runner_bad_report");
+  pt::ProcessRunnerOptions o;
+  o.self_exe = data / "fake_profile_train.sh";
+  o.out_dir = out;
+  o.target.kind = pt::TuneTarget::Kind::kCommand;
+  o.target.args = {"/bin/sh", (data / "fake_train.sh").string(), "{batch_size}"};
+  pt::ProcessTrialRunner runner(o);
+  pt::RunContext ctx;
+  ctx.trial_index = 1;
+  ctx.timeout_s = 20;
+  pt::Measurement m = runner.run({{"batch_size", "254"}}, ctx);  // report.json is cut short
+  EXPECT_EQ(m.status, pt::RunStatus::kNoMetric);
+  EXPECT_EQ(m.message, "report.json: not valid JSON");
+  ctx.trial_index = 2;
+  m = runner.run({{"batch_size", "252"}}, ctx);  // steps.count is a string
+  EXPECT_EQ(m.status, pt::RunStatus::kNoMetric) << m.throughput;
+  EXPECT_EQ(m.message, "report.json: report.steps.count: expected an integer, got string");
+  EXPECT_EQ(m.message.find('\n'), std::string::npos);
+  fs::remove_all(out);
+}
+
 TEST(Report, JsonAndHtmlWithEscapingAndTheChange) {
   pt::TuneResult r;
   pt::Trial base;
@@ -264,7 +293,7 @@ TEST(Report, JsonAndHtmlWithEscapingAndTheChange) {
   EXPECT_EQ(py[1]["code"], "with torch.autocast(\"cpu\", dtype=torch.bfloat16):\n    loss = loss_fn(model(inputs), targets)");
   EXPECT_EQ(doc["change"]["shim_overrides"]["dataloader.num_workers"], 4);
   EXPECT_EQ(doc["per_knob"]["num_workers"].size(), 2u);
-  const std::string html = profile_train::report::tune_html(doc);
+  const std::string html = profile_train::report::tune_html(pt::tune_report(r, space, ctx));
   EXPECT_EQ(html.find("<script>"), std::string::npos);
   EXPECT_EQ(html.find("<img"), std::string::npos);
   EXPECT_NE(html.find("&lt;img src=x onerror=alert(1)&gt;"), std::string::npos);

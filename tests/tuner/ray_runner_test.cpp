@@ -16,6 +16,7 @@
 #include "profile_train/report/tune_html.h"
 #include "profile_train/tuner/ray_client.h"
 #include "profile_train/tuner/ray_report.h"
+#include "profile_train/tuner/tune_report.h"
 #include "profile_train/tuner/ray_runner.h"
 
 namespace fs = std::filesystem;
@@ -373,8 +374,12 @@ TEST(RayReport, ExecutionShowsWhereTrialsRanTheSavedTimeAndMixedGpuModels) {
     p.queued_s = 1.5;
     info.placements.push_back(p);
   }
-  nlohmann::json doc = {{"trials", nlohmann::json::array({{{"index", 1}}, {{"index", 2}}})}};
-  pt::add_execution(doc, result, info);
+  pt::TuneReport typed;
+  typed.trials.resize(2);
+  typed.trials[0].index = 1;
+  typed.trials[1].index = 2;
+  pt::add_execution(typed, result, info);
+  nlohmann::json doc = pt::to_json(typed);
   const nlohmann::json& e = doc["execution"];
   EXPECT_EQ(e["sum_measurement_s"], 40.0);
   EXPECT_EQ(e["saved_s"], 15.0);
@@ -386,13 +391,14 @@ TEST(RayReport, ExecutionShowsWhereTrialsRanTheSavedTimeAndMixedGpuModels) {
   ASSERT_EQ(doc["trials"][1]["placements"].size(), 2u);
   EXPECT_EQ(doc["trials"][1]["placements"][0]["job_id"], "job-2");
   EXPECT_EQ(doc["trials"][1]["placements"][1]["gpu"], "1");
-  const std::string html = profile_train::report::execution_html(doc);
+  const std::string html = profile_train::report::execution_html(typed);
   EXPECT_NE(html.find("15.0 s saved"), std::string::npos) << html;
   EXPECT_NE(html.find("worker-1"), std::string::npos);
   EXPECT_NE(html.find("A100"), std::string::npos);
   // One GPU model: no note.
   for (auto& p : info.placements) p.gpu_name = gpus[0];
-  pt::add_execution(doc, result, info);
+  pt::add_execution(typed, result, info);
+  doc = pt::to_json(typed);
   EXPECT_FALSE(doc["execution"]["heterogeneous"].get<bool>());
   EXPECT_FALSE(doc["execution"].contains("note"));
 }

@@ -66,7 +66,7 @@ json per_step_report(const std::vector<double>& ms, bool complete = true) {
 }  // namespace
 
 TEST(SteadyState, LeadingCompileStepsAreExcludedAndAnOrdinaryFirstStepIsKept) {
-  const pt::SteadyState compile = pt::steady_state_of(per_step_report({8900, 3000, 56, 58, 55, 57, 56, 900, 55}));
+  const pt::SteadyState compile = pt::steady_state_of(pt_test::typed(per_step_report({8900, 3000, 56, 58, 55, 57, 56, 900, 55})));
   EXPECT_EQ(compile.warmup_excluded, 2);
   EXPECT_EQ(compile.excluded_ms, (std::vector<double>{8900, 3000}));
   // The later 900 ms step (a checkpoint) is trimmed with the shortest one: the mean of 56, 58, 57, 56, 55.
@@ -74,29 +74,29 @@ TEST(SteadyState, LeadingCompileStepsAreExcludedAndAnOrdinaryFirstStepIsKept) {
   EXPECT_EQ(compile.trimmed, 2);
   EXPECT_EQ(compile.method, "trimmed mean of post-warm-up steps");
 
-  const pt::SteadyState ordinary = pt::steady_state_of(per_step_report({60, 56, 58, 55, 57}));
+  const pt::SteadyState ordinary = pt::steady_state_of(pt_test::typed(per_step_report({60, 56, 58, 55, 57})));
   EXPECT_EQ(ordinary.warmup_excluded, 0);
   EXPECT_DOUBLE_EQ(ordinary.step_ms, 57);
 
   // Alternating fast / slow steps (two DataLoader workers delivering): the time per step, not the median.
   const pt::SteadyState alternating =
-      pt::steady_state_of(per_step_report({80, 3, 37, 3, 37, 3, 37, 3, 37, 3, 37, 3, 37, 3, 37, 3, 37, 3, 37, 3, 37}));
+      pt::steady_state_of(pt_test::typed(per_step_report({80, 3, 37, 3, 37, 3, 37, 3, 37, 3, 37, 3, 37, 3, 37, 3, 37, 3, 37, 3, 37})));
   EXPECT_EQ(alternating.warmup_excluded, 1);
   EXPECT_DOUBLE_EQ(alternating.step_ms, 20);
 
   // Bimodal steps (every other step waits): never more than half are called warm-up.
-  const pt::SteadyState bimodal = pt::steady_state_of(per_step_report({2500, 2500, 2500, 2500, 209, 209, 209, 209}));
+  const pt::SteadyState bimodal = pt::steady_state_of(pt_test::typed(per_step_report({2500, 2500, 2500, 2500, 209, 209, 209, 209})));
   EXPECT_LE(bimodal.warmup_excluded, 4);
 
   // A bounded per-step list: the report's median of all steps stands in; no per-step list: the mean.
   json bounded = per_step_report({5000, 50, 50}, false);
   bounded["steps"]["count"] = 400;
   bounded["steps"]["median_ms"] = 51.0;
-  EXPECT_DOUBLE_EQ(pt::steady_state_of(bounded).step_ms, 51.0);
-  EXPECT_NE(pt::steady_state_of(bounded).method.find("median_ms"), std::string::npos);
+  EXPECT_DOUBLE_EQ(pt::steady_state_of(pt_test::typed(bounded)).step_ms, 51.0);
+  EXPECT_NE(pt::steady_state_of(pt_test::typed(bounded)).method.find("median_ms"), std::string::npos);
   const json mean_only = {{"steps", {{"count", 10}, {"mean_ms", 40.0}}}};
-  EXPECT_DOUBLE_EQ(pt::steady_state_of(mean_only).step_ms, 40.0);
-  EXPECT_EQ(pt::steady_state_of(json::object()).step_ms, 0);
+  EXPECT_DOUBLE_EQ(pt::steady_state_of(pt_test::typed(mean_only)).step_ms, 40.0);
+  EXPECT_EQ(pt::steady_state_of(pt_test::typed(json::object())).step_ms, 0);
 }
 
 TEST(SteadyState, TheTrialMetricIgnoresTheCompileStep) {
@@ -106,7 +106,7 @@ TEST(SteadyState, TheTrialMetricIgnoresTheCompileStep) {
   r["steps"]["count"] = 20;
   r["steps"]["mean_ms"] = (5000.0 + 19 * 50) / 20;
   pt::Measurement m;
-  ASSERT_TRUE(pt::metric_from_report(r, {{"batch_size", "10"}}, 0, &m).ok());
+  ASSERT_TRUE(pt::metric_from_report(pt_test::typed(r), {{"batch_size", "10"}}, 0, &m).ok());
   EXPECT_DOUBLE_EQ(m.step_ms, 50);
   EXPECT_DOUBLE_EQ(m.throughput, 200);
   EXPECT_EQ(m.steady.warmup_excluded, 1);
@@ -264,18 +264,18 @@ TEST(SkippedKnobs, PinMemoryAmpAndGpuKnobsAreNotTriedWithoutAGpu) {
 TEST(SkippedKnobs, Bf16StaysWhereTheCpuHasItAndNothingIsSkippedWhenTheFactsAreUnknown) {
   const pt::KnobSpace space = {range("pin_memory=0,1"), range("amp=off,bf16,fp16")};
   const json no_gpu_bf16 = {{"facts", {{"gpu", {{"available", false}}}, {"cpu", {{"bf16_native", true}}}}}};
-  auto k = pt::skipped_values(space, no_gpu_bf16, false);  // the report's facts win over the host's flag
+  auto k = pt::skipped_values(space, pt_test::typed(no_gpu_bf16), false);  // the report's facts win over the host's flag
   ASSERT_EQ(k.size(), 2u);
   EXPECT_EQ(k[1].values, std::vector<std::string>{"fp16"});
   // No facts.cpu (the built-in workload): the host's flag decides bf16.
   const json no_cpu = {{"facts", {{"gpu", {{"available", false}}}, {"cpu", nullptr}}}};
-  EXPECT_EQ(pt::skipped_values(space, no_cpu, false)[1].values, (std::vector<std::string>{"bf16", "fp16"}));
-  EXPECT_EQ(pt::skipped_values(space, no_cpu, std::nullopt)[1].values, std::vector<std::string>{"fp16"});
+  EXPECT_EQ(pt::skipped_values(space, pt_test::typed(no_cpu), false)[1].values, (std::vector<std::string>{"bf16", "fp16"}));
+  EXPECT_EQ(pt::skipped_values(space, pt_test::typed(no_cpu), std::nullopt)[1].values, std::vector<std::string>{"fp16"});
   // A GPU, or nothing known about one: nothing is skipped.
-  EXPECT_TRUE(pt::skipped_values(space, {{"facts", {{"gpu", {{"available", true}}}}}}, false).empty());
-  EXPECT_TRUE(pt::skipped_values(space, {{"device", {{"name", "H100"}}}, {"facts", {{"gpu", {{"available", false}}}}}},
+  EXPECT_TRUE(pt::skipped_values(space, pt_test::typed({{"facts", {{"gpu", {{"available", true}}}}}}), false).empty());
+  EXPECT_TRUE(pt::skipped_values(space, pt_test::typed({{"device", {{"name", "H100"}}}, {"facts", {{"gpu", {{"available", false}}}}}}),
                                  false).empty());
-  EXPECT_TRUE(pt::skipped_values(space, json::object(), false).empty());
+  EXPECT_TRUE(pt::skipped_values(space, pt_test::typed(json::object()), false).empty());
 }
 
 // The reasons tune.json's skipped_knobs gives, word for word: they come from the knob catalog's needs.
@@ -283,7 +283,7 @@ TEST(SkippedKnobs, ReasonsNameWhatEachValueNeeds) {
   const pt::KnobSpace space = {range("pin_memory=0,1"), range("amp=off,fp16,bf16"), range("tf32=0,1"),
                                range("cudnn_benchmark=0,1"), range("channels_last=0,1")};
   const json no_gpu = {{"facts", {{"gpu", {{"available", false}}}, {"cpu", {{"bf16_native", false}}}}}};
-  const auto k = pt::skipped_values(space, no_gpu, std::nullopt);
+  const auto k = pt::skipped_values(space, pt_test::typed(no_gpu), std::nullopt);
   ASSERT_EQ(k.size(), 4u);
   const std::string why = "the baseline ran without a GPU (facts.gpu.available = false)";
   EXPECT_EQ(k[0].knob, "pin_memory");
@@ -296,7 +296,7 @@ TEST(SkippedKnobs, ReasonsNameWhatEachValueNeeds) {
   EXPECT_EQ(k[2].reason, "TF32 acts on the GPU only; " + why);
   EXPECT_EQ(k[3].reason, "the cuDNN autotuner acts on the GPU only; " + why);
   const json no_cpu_facts = {{"facts", {{"gpu", {{"available", false}}}}}};
-  EXPECT_EQ(pt::skipped_values({range("amp=off,bf16")}, no_cpu_facts, false)[0].reason,
+  EXPECT_EQ(pt::skipped_values({range("amp=off,bf16")}, pt_test::typed(no_cpu_facts), false)[0].reason,
             "bf16 autocast is emulated on a CPU without AMX or AVX512-BF16 (this host's /proc/cpuinfo = false), "
             "slower than fp32");
 }
@@ -310,8 +310,8 @@ TEST(PartialResults, OnlyAfterAnInterruptNotAfterMaxTrials) {
   EXPECT_EQ(stopped.result.stop_reason, "max trials reached");
   EXPECT_FALSE(stopped.result.partial);
   pt::TuneReportContext ctx;
-  const json doc = pt::tune_json(stopped.result, space, ctx);
-  EXPECT_FALSE(doc["status"]["partial"].get<bool>());
+  const pt::TuneReport doc = pt::tune_report(stopped.result, space, ctx);
+  EXPECT_FALSE(pt::to_json(doc)["status"]["partial"].get<bool>());
   EXPECT_EQ(profile_train::report::tune_html(doc).find("partial results"), std::string::npos);
 
   std::atomic<bool> stop{false};
@@ -324,7 +324,7 @@ TEST(PartialResults, OnlyAfterAnInterruptNotAfterMaxTrials) {
   pt::Tuner tuner(space, opt, runner);
   const pt::TuneResult cut = tuner.run();
   EXPECT_TRUE(cut.partial);
-  EXPECT_NE(profile_train::report::tune_html(pt::tune_json(cut, space, ctx)).find("partial results"), std::string::npos);
+  EXPECT_NE(profile_train::report::tune_html(pt::tune_report(cut, space, ctx)).find("partial results"), std::string::npos);
 }
 
 TEST(Inconclusive, AClearGainIsNotLostToANoiseEstimateFromOneDegreeOfFreedom) {

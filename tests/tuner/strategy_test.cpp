@@ -353,16 +353,19 @@ TEST(Diagnosis, RecommendationAndVerdictMapToKnobs) {
   using nlohmann::json;
   // The knobs come from the recommendation's `knobs` (the rule's data), in their one spelling: the
   // canonical names. The id alone maps to nothing, and other spellings are not knobs.
-  EXPECT_EQ(pt::knobs_for_recommendation(json{{"id", "x"}, {"knobs", {"pin_memory", "amp", "pin_memory"}}}),
-            (std::vector<std::string>{"pin_memory", "amp"}));
-  EXPECT_TRUE(pt::knobs_for_recommendation(json{{"id", "amp"}}).empty());
-  const json spelled = {{"id", "something-new"},
-                        {"knobs", json::array({"dataloader.pin_memory", json{{"name", "amp"}}, "prefetch", "tf32"})}};
-  EXPECT_EQ(pt::knobs_for_recommendation(spelled), std::vector<std::string>{"tf32"});
-  EXPECT_EQ(pt::unknown_knobs(spelled),
-            (std::vector<std::string>{"dataloader.pin_memory", "{\"name\":\"amp\"}", "prefetch"}));
-  const json report = {{"verdict", {{"bottleneck", "input_pipeline"}}},
-                       {"recommendations", json::array({json{{"id", "amp"}, {"knobs", {"amp"}}}})}};
+  profile_train::analysis::Recommendation rec;
+  rec.id = "x";
+  rec.knobs = {"pin_memory", "amp", "pin_memory"};
+  EXPECT_EQ(pt::knobs_for_recommendation(rec), (std::vector<std::string>{"pin_memory", "amp"}));
+  rec.knobs.clear();
+  rec.id = "amp";
+  EXPECT_TRUE(pt::knobs_for_recommendation(rec).empty());
+  rec.id = "something-new";
+  rec.knobs = {"dataloader.pin_memory", "AMP", "prefetch", "tf32"};
+  EXPECT_EQ(pt::knobs_for_recommendation(rec), std::vector<std::string>{"tf32"});
+  EXPECT_EQ(pt::unknown_knobs(rec), (std::vector<std::string>{"dataloader.pin_memory", "AMP", "prefetch"}));
+  const auto report = pt_test::typed({{"verdict", {{"bottleneck", "input_pipeline"}}},
+                                      {"recommendations", json::array({json{{"id", "amp"}, {"knobs", {"amp"}}}})}});
   const auto order = pt::diagnosed_knobs(report);
   ASSERT_EQ(order.size(), 5u);
   EXPECT_EQ(order[0].knob, "amp");

@@ -9,11 +9,23 @@
 #include <functional>
 #include <random>
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "profile_train/report/report_json.h"
 #include "profile_train/tuner/trial.h"
 
 namespace pt_test {
+
+// A report.json-like document as the typed report the tuner reads (a test failure when it is not one).
+inline profile_train::analysis::Report typed(const nlohmann::json& doc) {
+  auto r = profile_train::report::report_from_json(doc);
+  if (!r.ok()) {
+    ADD_FAILURE() << r.status().message();
+    return {};
+  }
+  return *r;
+}
 
 using profile_train::tuner::Config;
 using profile_train::tuner::Measurement;
@@ -144,12 +156,13 @@ class FakeRunner : public profile_train::tuner::TrialRunner {
       step_ms /= std::max(0.5, n(rng_));
     }
     if (surface_.load) step_ms *= surface_.load(runs_);
-    m.report = surface_.report(config, step_ms, wait);
-    if (surface_.edit_report) surface_.edit_report(m.report);
+    nlohmann::json doc = surface_.report(config, step_ms, wait);
+    if (surface_.edit_report) surface_.edit_report(doc);
     if (surface_.first_step_ms > 0) {
       std::uniform_real_distribution<double> jitter(0.5, 1.5);
-      Surface::add_per_step(m.report, surface_.first_step_ms * jitter(rng_), step_ms);
+      Surface::add_per_step(doc, surface_.first_step_ms * jitter(rng_), step_ms);
     }
+    m.report = typed(doc);
     const profile_train::Status st = profile_train::tuner::metric_from_report(m.report, config, 0, &m);
     m.status = st.ok() ? RunStatus::kOk : RunStatus::kNoMetric;
     return m;

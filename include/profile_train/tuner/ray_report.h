@@ -5,9 +5,8 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "profile_train/tuner/ray_runner.h"
+#include "profile_train/tuner/tune_report_data.h"
 #include "profile_train/tuner/tuner.h"
 
 namespace profile_train::tuner {
@@ -22,7 +21,7 @@ struct ExecutionInfo {
   std::vector<RayPlacement> placements;
 };
 
-// Adds to a tune.json document (tune_json's output):
+// Adds to a tune report (tune_report's output):
 //   execution{executor, parallel, address?, ray_version?, trial_gpus, trial_cpus, wall_s, sum_measurement_s,
 //             saved_s, parallel_speedup, nodes[], gpu_models[], heterogeneous, note?,
 //             overhead{submit_s, queued_s, log_fetch_s} (means over jobs, ray only)}
@@ -30,7 +29,7 @@ struct ExecutionInfo {
 // queued_s,running_s,log_fetch_s,polls}] (ray only). sum_measurement_s is the sum of the measurements'
 // durations (Ray: submit -> terminal state, job start-up included): the sweep's wall time had they run one
 // after the other; saved_s = sum_measurement_s - wall_s (>= 0).
-void add_execution(nlohmann::json& doc, const TuneResult& result, const ExecutionInfo& info);
+void add_execution(TuneReport& doc, const TuneResult& result, const ExecutionInfo& info);
 
 
 }  // namespace profile_train::tuner

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "profile_train/analysis/report.h"
 #include "profile_train/common/status.h"
 #include "profile_train/tuner/knobs.h"
 #include "profile_train/tuner/statistics.h"
@@ -49,7 +50,8 @@ struct Measurement {
   int exit_code = 0;           // process exit status (128 + signal when killed)
   std::string message;         // one line: why it failed (last log line, OOM text, ...)
   std::string dir;             // folder with report.json / trial.log ("" for fake runners)
-  nlohmann::json report;       // the run's report.json (null when none was written)
+  std::optional<analysis::Report> report;  // the run's report.json (none when none was written or readable)
+  std::string report_error;    // why report.json could not be read ("" when it was, or there was none)
 };
 
 // The seam between the search and the world. Implementations must not throw.
@@ -69,15 +71,33 @@ class TrialRunner {
   virtual int parallelism() const { return 1; }
 };
 
-// Fills throughput / per_sample / step_ms / steady / steps / peak memory of `m` from a report.json: the metric
+// A trial's report.json text as a typed report (report::report_from_json). BadInput, one line starting
+// "report.json: ", when it is not JSON or not a report this build reads.
+StatusOr<analysis::Report> read_trial_report(std::string_view text);
+
+// Fills throughput / per_sample / step_ms / steady / steps / peak memory of `m` from its report: the metric
 // is batch_size / steady-state step time (samples/s) where the batch size is known (config's batch_size, else
 // facts.dataloader.batch_size, else `known_batch` when > 0), otherwise 1000 / step time (steps/s).
-// BadInput when the report has no usable step time.
-Status metric_from_report(const nlohmann::json& report, const Config& config, long long known_batch,
-                          Measurement* m);
+// BadInput when there is no report (m->report_error says why, when set) or it has no usable step time.
+Status metric_from_report(const std::optional<analysis::Report>& report, const Config& config,
+                          long long known_batch, Measurement* m);
 
-// The batch size a report's facts record (facts.dataloader.batch_size), or 0.
-long long batch_from_facts(const nlohmann::json& report);
+// The recorded facts the tuner uses (the report keeps `facts` as JSON; these are read from it here only).
+struct TunerFacts {
+  std::optional<bool> gpu_available;           // facts.gpu.available
+  std::optional<bool> cpu_bf16_native;         // facts.cpu.bf16_native
+  long long batch_size = 0;                    // facts.dataloader.batch_size; 0 when unknown
+  std::optional<double> gpu_memory_peak_bytes; // facts.gpu.memory_peak_bytes
+};
+TunerFacts tuner_facts(const analysis::Report& report);
+
+// The batch size a report's facts record (facts.dataloader.batch_size), or 0 (also without a report).
+long long batch_from_facts(const std::optional<analysis::Report>& report);
+
+// Whether the run trained on a GPU: yes when the report saw one (a device, GPU activity, facts.gpu.available),
+// no only when the facts say none was available and nothing of a GPU was recorded; unknown otherwise (also
+// without a report).
+std::optional<bool> ran_on_gpu(const std::optional<analysis::Report>& report);
 
 // True when a process log shows an out-of-memory failure (CUDA OOM, torch.OutOfMemoryError, the CPU
 // allocator failing, CUBLAS/cuDNN allocation failures).
@@ -90,6 +110,19 @@ struct Pair {
   double value = 0;          // the candidate's throughput
   bool confirm = false;      // measured by the final head-to-head check
   double log_ratio() const;  // ln(value / reference_value)
+};
+
+// The compact diagnosis of a trial's last report kept in tune.json: its verdict and first recommendations.
+struct DiagnosisRecommendation {
+  std::string id, title;
+  std::vector<std::string> knobs;  // the catalog's knobs among the recommendation's `knobs`
+};
+struct Diagnosis {
+  bool from_report = false;  // false: no report was read (an empty object in tune.json)
+  Bottleneck bottleneck = Bottleneck::kUnknown;
+  double confidence = 0;
+  std::string summary;
+  std::vector<DiagnosisRecommendation> recommendations;  // the first 5
 };
 
 // All measurements of one configuration, aggregated.
@@ -110,8 +143,8 @@ struct Trial {
   std::optional<double> peak_memory_bytes;
   std::string message;
   std::vector<std::string> dirs; // per-measurement output folders
-  nlohmann::json diagnosis;      // {bottleneck, confidence, summary, recommendations:[{id,title,knobs}]}
-  nlohmann::json report;         // last report.json (in memory only; not written into tune.json)
+  std::optional<Diagnosis> diagnosis;  // none until the trial is finished
+  std::optional<analysis::Report> report;  // last report.json read (in memory only; not written into tune.json)
   bool ok() const { return status == RunStatus::kOk && !values.empty(); }
 };
 

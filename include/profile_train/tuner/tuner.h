@@ -202,9 +202,9 @@ std::unique_ptr<Strategy> make_strategy(std::string_view name);
 // ---- diagnosis -> knobs (exposed for tests and for the report) ------------------------------------------
 // Knobs a recommendation maps to: its `knobs` list, as the rule engine writes it from the rule's data
 // (canonical knob names, common/knobs.h); other entries are not knobs (unknown_knobs lists them).
-std::vector<std::string> knobs_for_recommendation(const nlohmann::json& recommendation);
+std::vector<std::string> knobs_for_recommendation(const analysis::Recommendation& recommendation);
 // The entries of a recommendation's `knobs` that name no knob (a report of another profile-train version).
-std::vector<std::string> unknown_knobs(const nlohmann::json& recommendation);
+std::vector<std::string> unknown_knobs(const analysis::Recommendation& recommendation);
 // Knobs that address a verdict.bottleneck value (input_pipeline -> num_workers, prefetch_factor, ...).
 std::vector<std::string> knobs_for_bottleneck(std::string_view bottleneck);
 // A knob the diagnosis points to, and what points to it ("recommendation amp", "verdict input_pipeline").
@@ -217,15 +217,15 @@ enum class DiagnosisScope {
   kRecommendationsThenVerdict  // then the verdict's broader list
 };
 // The knobs a report points to, without duplicates: its recommendations' in order, then (by scope) the
-// verdict's; each with the first thing that pointed to it.
-std::vector<DiagnosedKnob> diagnosed_knobs(const nlohmann::json& report,
+// verdict's; each with the first thing that pointed to it. None without a report.
+std::vector<DiagnosedKnob> diagnosed_knobs(const std::optional<analysis::Report>& report,
                                            DiagnosisScope scope = DiagnosisScope::kRecommendationsThenVerdict);
-// Compact diagnosis kept per trial in tune.json.
-nlohmann::json summarize_diagnosis(const nlohmann::json& report);
+// Compact diagnosis kept per trial in tune.json (not from_report without a report).
+Diagnosis summarize_diagnosis(const std::optional<analysis::Report>& report);
 // The values of `space` (other than each knob's baseline value) that cannot act on the machine `report` ran
 // on: pin_memory, fp16 autocast, cudnn_benchmark and tf32 without a GPU; bf16 autocast without a GPU on a
 // CPU without native bf16 (facts.cpu.bf16_native, else `host_bf16_native`). Unknown facts skip nothing.
-std::vector<SkippedKnob> skipped_values(const KnobSpace& space, const nlohmann::json& report,
+std::vector<SkippedKnob> skipped_values(const KnobSpace& space, const std::optional<analysis::Report>& report,
                                         std::optional<bool> host_bf16_native);
 
 }  // namespace profile_train::tuner

@@ -1,0 +1,198 @@
+// tune.json as typed data: what tune_report builds from a session (tune_report.h), to_json serializes and
+// report::tune_html presents. One struct per section, one member per key (the format: tune_report.h).
+// Conventions, so that tune.json keeps its bytes:
+//  - std::optional<T> is a key that is always written and may be null, except members commented "absent
+//    when unset" (keys that are left out).
+//  - double members are JSON floating-point numbers, integer members JSON integers.
+// Owner: tuner component.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "profile_train/tuner/ray_runner.h"
+#include "profile_train/tuner/tuner.h"
+
+namespace profile_train::tuner {
+
+struct TuneTool {
+  std::string name = "profile-train";
+  std::string version;
+};
+
+// What was tuned: the built-in workload (model, binary, args) or a command (argv, placeholders).
+struct TuneTargetInfo {
+  bool workload = false;
+  std::string model, binary;             // workload only
+  std::vector<std::string> args;         // workload: its extra flags; command: argv
+  std::set<std::string> placeholders;    // command only
+  std::string applied_through;
+};
+
+struct TuneMetric {
+  std::string unit;  // "samples/s" | "steps/s"
+  std::string note;
+};
+
+struct SpaceEntry {
+  std::vector<std::string> values;
+  bool is_auto = false;
+};
+
+struct TuneBudget {
+  int max_trials = 0;
+  double time_budget_s = 0, trial_timeout_s = 0;
+  int repeats = 0, baseline_repeats = 0;
+  double min_gain = 0, noise_k = 0;
+  int confirm_repeats = 0;
+  std::optional<double> max_memory_bytes;  // absent when unset
+};
+
+struct TuneStatus {
+  bool complete = false, partial = false;
+  std::string stop_reason;
+  int64_t trials = 0, measurements = 0;
+  double elapsed_s = 0;
+  int oom_trials = 0, failed_trials = 0;
+};
+
+struct TuneNoise {
+  double pooled_relative_sd = 0;
+  int degrees_of_freedom = 0;
+  std::string method;
+};
+
+struct RunRow {
+  int trial = 0, repeat = 0;
+  std::string phase, role, status;
+  std::optional<double> throughput, step_ms;  // null when the run failed
+  std::string metric;
+  int warmup_excluded = 0, trimmed = 0;
+  std::vector<double> excluded_ms;
+};
+
+struct PairRow {
+  int reference = 0;  // the reference trial's index (1-based)
+  double reference_value = 0, value = 0;
+  std::string phase;  // "search" | "confirm"
+};
+
+struct TrialRow {
+  int index = 0;
+  Config config;
+  std::string reason, status;
+  std::optional<double> throughput, stddev, relative_sd;
+  std::vector<double> values;
+  int measurements = 0;
+  bool early_stopped = false, accepted = false, is_baseline = false, is_best = false;
+  double duration_s = 0;
+  std::optional<double> peak_memory_bytes;
+  std::string message;
+  std::vector<std::string> dirs;
+  std::optional<Diagnosis> diagnosis;          // null: the trial was never diagnosed
+  std::vector<PairRow> pairs;
+  std::optional<double> vs_baseline;           // absent when unset
+  std::optional<std::vector<RayPlacement>> placements;  // absent when unset (Ray execution only)
+};
+
+struct PerKnobRow {
+  std::string value;
+  int trials = 0;
+  std::optional<double> best_throughput, at_best_config;
+};
+
+struct TrialRef {
+  int trial = 0;
+  Config config;
+  double throughput = 0, stddev = 0;
+  int64_t repeats = 0;
+};
+
+struct ConfirmationRow {
+  int candidate = 0;  // trial index (1-based)
+  bool ran = false;
+  std::string status;
+  bool claimed = false;
+  int pairs = 0;
+  std::optional<double> ratio, low, high;
+  int degrees_of_freedom = 0;
+  std::string method;
+};
+
+struct SpeedupRow {
+  double value = 1;
+  std::optional<double> low, high;
+  bool claimed = false;
+  std::string interval;
+};
+
+struct KnobChange {
+  std::string knob, from, to;
+};
+
+struct PythonEdit {
+  std::string what, code;
+};
+
+// The change that keeps the best configuration.
+struct CodeChange {
+  std::string summary;
+  std::vector<KnobChange> changes;
+  std::vector<PythonEdit> python;
+  std::optional<std::vector<std::string>> command;  // absent when unset
+  std::optional<nlohmann::json> shim_overrides;     // absent when unset: PROFILE_TRAIN_OVERRIDES's document
+};
+
+struct RayOverhead {
+  int64_t jobs = 0;
+  double submit_s = 0, queued_s = 0, log_fetch_s = 0;  // means over the jobs
+};
+
+// The Ray keys of `execution` (all of them, or none).
+struct RayExecution {
+  std::string address, ray_version;
+  double trial_gpus = 0, trial_cpus = 0;
+  std::set<std::string> nodes, gpu_models;
+  bool heterogeneous = false;
+  std::optional<std::string> note;  // absent when unset
+  RayOverhead overhead;
+};
+
+struct Execution {
+  std::string executor = "local";  // local | ray
+  int parallel = 1;
+  double wall_s = 0, sum_measurement_s = 0, saved_s = 0;
+  std::optional<double> parallel_speedup;
+  std::optional<RayExecution> ray;  // absent when unset (its keys sit directly in `execution`)
+};
+
+struct TuneReport {
+  std::string schema_version;
+  TuneTool tool;
+  std::string created_utc;
+  TuneTargetInfo target;
+  std::string strategy;
+  TuneMetric metric;
+  std::map<std::string, SpaceEntry> space;
+  TuneBudget budget;
+  TuneStatus status;
+  TuneNoise noise;
+  std::vector<SkippedKnob> skipped_knobs;
+  std::vector<RunRow> runs;
+  std::vector<TrialRow> trials;
+  std::map<std::string, std::vector<PerKnobRow>> per_knob;
+  std::optional<TrialRef> baseline, best;
+  std::optional<ConfirmationRow> confirmation;
+  std::optional<SpeedupRow> speedup;
+  std::optional<CodeChange> change;
+  std::vector<std::string> log;
+  std::optional<Execution> execution;  // absent when unset
+};
+
+}  // namespace profile_train::tuner

@@ -1,0 +1,204 @@
+// tune.json: the one serialization of a TuneReport (tune_report_data.h).
+#include "profile_train/tuner/tune_report.h"
+
+namespace profile_train::tuner {
+namespace {
+
+using nlohmann::json;
+
+template <class T>
+json or_null(const std::optional<T>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+json config_json(const Config& c) {
+  json o = json::object();
+  for (const auto& [k, v] : c) o[k] = v;
+  return o;
+}
+
+json to_json(const Diagnosis& d) {
+  json o = json::object();
+  if (!d.from_report) return o;
+  o["bottleneck"] = std::string(name_of(d.bottleneck));
+  o["confidence"] = d.confidence;
+  o["summary"] = d.summary;
+  json recs = json::array();
+  for (const DiagnosisRecommendation& r : d.recommendations) {
+    recs.push_back({{"id", r.id}, {"title", r.title}, {"knobs", r.knobs}});
+  }
+  o["recommendations"] = recs;
+  return o;
+}
+
+json to_json(const TuneTargetInfo& t) {
+  if (t.workload) {
+    return {{"kind", "workload"}, {"model", t.model}, {"binary", t.binary}, {"args", t.args},
+            {"applied_through", t.applied_through}};
+  }
+  return {{"kind", "command"}, {"argv", t.args}, {"placeholders", t.placeholders},
+          {"applied_through", t.applied_through}};
+}
+
+json to_json(const TrialRow& t) {
+  json j = {{"index", t.index},
+            {"config", config_json(t.config)},
+            {"reason", t.reason},
+            {"status", t.status},
+            {"throughput", or_null(t.throughput)},
+            {"stddev", or_null(t.stddev)},
+            {"relative_sd", or_null(t.relative_sd)},
+            {"values", t.values},
+            {"measurements", t.measurements},
+            {"early_stopped", t.early_stopped},
+            {"accepted", t.accepted},
+            {"is_baseline", t.is_baseline},
+            {"is_best", t.is_best},
+            {"duration_s", t.duration_s},
+            {"peak_memory_bytes", or_null(t.peak_memory_bytes)},
+            {"message", t.message},
+            {"dirs", t.dirs},
+            {"diagnosis", t.diagnosis ? to_json(*t.diagnosis) : json(nullptr)}};
+  json pairs = json::array();
+  for (const PairRow& p : t.pairs) {
+    pairs.push_back({{"reference", p.reference}, {"reference_value", p.reference_value}, {"value", p.value},
+                     {"phase", p.phase}});
+  }
+  j["pairs"] = pairs;
+  if (t.vs_baseline) j["vs_baseline"] = *t.vs_baseline;
+  if (t.placements) {
+    json placements = json::array();
+    for (const RayPlacement& p : *t.placements) placements.push_back(to_json(p));
+    j["placements"] = placements;
+  }
+  return j;
+}
+
+json to_json(const TrialRef& t) {
+  return {{"trial", t.trial}, {"config", config_json(t.config)}, {"throughput", t.throughput},
+          {"stddev", t.stddev}, {"repeats", t.repeats}};
+}
+
+json to_json(const CodeChange& c) {
+  json changes = json::array();
+  for (const KnobChange& k : c.changes) changes.push_back({{"knob", k.knob}, {"from", k.from}, {"to", k.to}});
+  json python = json::array();
+  for (const PythonEdit& e : c.python) python.push_back({{"what", e.what}, {"code", e.code}});
+  json o = {{"summary", c.summary}, {"changes", changes}, {"python", python}};
+  if (c.command) o["command"] = *c.command;
+  if (c.shim_overrides) o["shim_overrides"] = *c.shim_overrides;
+  return o;
+}
+
+json to_json(const Execution& e) {
+  json o = {{"executor", e.executor},
+            {"parallel", e.parallel},
+            {"wall_s", e.wall_s},
+            {"sum_measurement_s", e.sum_measurement_s},
+            {"saved_s", e.saved_s},
+            {"parallel_speedup", or_null(e.parallel_speedup)}};
+  if (e.ray) {
+    const RayExecution& r = *e.ray;
+    o["address"] = r.address;
+    o["ray_version"] = r.ray_version;
+    o["trial_gpus"] = r.trial_gpus;
+    o["trial_cpus"] = r.trial_cpus;
+    o["nodes"] = r.nodes;
+    o["gpu_models"] = r.gpu_models;
+    o["heterogeneous"] = r.heterogeneous;
+    if (r.note) o["note"] = *r.note;
+    o["overhead"] = {{"jobs", r.overhead.jobs}, {"submit_s", r.overhead.submit_s},
+                     {"queued_s", r.overhead.queued_s}, {"log_fetch_s", r.overhead.log_fetch_s}};
+  }
+  return o;
+}
+
+}  // namespace
+
+json to_json(const TuneReport& r) {
+  json doc;
+  doc["schema_version"] = r.schema_version;
+  doc["tool"] = {{"name", r.tool.name}, {"version", r.tool.version}};
+  doc["created_utc"] = r.created_utc;
+  doc["target"] = to_json(r.target);
+  doc["strategy"] = r.strategy;
+  doc["metric"] = {{"unit", r.metric.unit}, {"note", r.metric.note}};
+  json space = json::object();
+  for (const auto& [knob, e] : r.space) space[knob] = {{"values", e.values}, {"auto", e.is_auto}};
+  doc["space"] = space;
+  const TuneBudget& b = r.budget;
+  doc["budget"] = {{"max_trials", b.max_trials},         {"time_budget_s", b.time_budget_s},
+                   {"trial_timeout_s", b.trial_timeout_s}, {"repeats", b.repeats},
+                   {"baseline_repeats", b.baseline_repeats}, {"min_gain", b.min_gain},
+                   {"noise_k", b.noise_k},                {"confirm_repeats", b.confirm_repeats}};
+  if (b.max_memory_bytes) doc["budget"]["max_memory_bytes"] = *b.max_memory_bytes;
+  const TuneStatus& s = r.status;
+  doc["status"] = {{"complete", s.complete},         {"partial", s.partial},
+                   {"stop_reason", s.stop_reason},   {"trials", s.trials},
+                   {"measurements", s.measurements}, {"elapsed_s", s.elapsed_s},
+                   {"oom_trials", s.oom_trials},     {"failed_trials", s.failed_trials}};
+  doc["noise"] = {{"pooled_relative_sd", r.noise.pooled_relative_sd},
+                  {"degrees_of_freedom", r.noise.degrees_of_freedom},
+                  {"method", r.noise.method}};
+  json skipped = json::array();
+  for (const SkippedKnob& k : r.skipped_knobs) {
+    skipped.push_back({{"knob", k.knob}, {"values", k.values}, {"reason", k.reason}});
+  }
+  doc["skipped_knobs"] = skipped;
+  json runs = json::array();
+  for (const RunRow& run : r.runs) {
+    runs.push_back({{"trial", run.trial},
+                    {"repeat", run.repeat},
+                    {"phase", run.phase},
+                    {"role", run.role},
+                    {"status", run.status},
+                    {"throughput", or_null(run.throughput)},
+                    {"step_ms", or_null(run.step_ms)},
+                    {"metric", run.metric},
+                    {"warmup_excluded", run.warmup_excluded},
+                    {"trimmed", run.trimmed},
+                    {"excluded_ms", run.excluded_ms}});
+  }
+  doc["runs"] = runs;
+  json trials = json::array();
+  for (const TrialRow& t : r.trials) trials.push_back(to_json(t));
+  doc["trials"] = trials;
+  json per_knob = json::object();
+  for (const auto& [knob, rows] : r.per_knob) {
+    json a = json::array();
+    for (const PerKnobRow& row : rows) {
+      a.push_back({{"value", row.value}, {"trials", row.trials}, {"best_throughput", or_null(row.best_throughput)},
+                   {"at_best_config", or_null(row.at_best_config)}});
+    }
+    per_knob[knob] = a;
+  }
+  doc["per_knob"] = per_knob;
+  doc["baseline"] = r.baseline ? to_json(*r.baseline) : json(nullptr);
+  doc["best"] = r.best ? to_json(*r.best) : json(nullptr);
+  json confirmation = nullptr;
+  if (const auto& c = r.confirmation) {
+    confirmation = {{"candidate", c->candidate},
+                    {"ran", c->ran},
+                    {"status", c->status},
+                    {"claimed", c->claimed},
+                    {"pairs", c->pairs},
+                    {"ratio", or_null(c->ratio)},
+                    {"low", or_null(c->low)},
+                    {"high", or_null(c->high)},
+                    {"degrees_of_freedom", c->degrees_of_freedom},
+                    {"method", c->method}};
+  }
+  doc["confirmation"] = confirmation;
+  json speedup = nullptr;
+  if (const auto& sp = r.speedup) {
+    speedup = {{"value", sp->value}, {"low", or_null(sp->low)}, {"high", or_null(sp->high)},
+               {"claimed", sp->claimed}, {"interval", sp->interval}};
+  }
+  doc["speedup"] = speedup;
+  doc["change"] = r.change ? to_json(*r.change) : json(nullptr);
+  doc["log"] = r.log;
+  if (r.execution) doc["execution"] = to_json(*r.execution);
+  return doc;
+}
+
+}  // namespace profile_train::tuner
