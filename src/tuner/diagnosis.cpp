@@ -1,7 +1,6 @@
 // Diagnosis -> knobs: which tuner knobs a report's recommendations (each rule's `knobs`, rules/*.json) and
 // verdict point to, the compact diagnosis kept per trial in tune.json, and the values that cannot act here.
 #include <algorithm>
-#include <map>
 #include <optional>
 
 #include "profile_train/tuner/tuner.h"
@@ -25,19 +24,21 @@ std::vector<std::string> unknown_knobs(const analysis::Recommendation& rec) {
   return out;
 }
 
-std::vector<std::string> knobs_for_bottleneck(std::string_view bottleneck) {
-  static const std::map<std::string, std::vector<std::string>, std::less<>> kByVerdict = {
-      {"input_pipeline", {"num_workers", "prefetch_factor", "persistent_workers", "pin_memory"}},
-      {"host_to_device", {"pin_memory", "num_workers"}},
-      {"cpu_overhead", {"batch_size", "amp"}},
-      {"synchronization", {"batch_size"}},
-      {"gpu_compute", {"amp", "channels_last", "tf32", "cudnn_benchmark", "batch_size"}},
-      {"gpu_memory", {"amp", "batch_size"}},
-      {"communication", {"batch_size"}},
-      {"cpu_only", {"num_workers", "batch_size"}},
-  };
-  auto it = kByVerdict.find(bottleneck);
-  return it == kByVerdict.end() ? std::vector<std::string>{} : it->second;
+std::vector<std::string> knobs_for_bottleneck(Bottleneck bottleneck) {
+  // A switch without default: a bottleneck added to the vocabulary (common/vocabulary.h) is a -Wswitch warning
+  // here until it has its list.
+  switch (bottleneck) {
+    case Bottleneck::kInputPipeline: return {"num_workers", "prefetch_factor", "persistent_workers", "pin_memory"};
+    case Bottleneck::kHostToDevice: return {"pin_memory", "num_workers"};
+    case Bottleneck::kCpuOverhead: return {"batch_size", "amp"};
+    case Bottleneck::kSynchronization: return {"batch_size"};
+    case Bottleneck::kGpuCompute: return {"amp", "channels_last", "tf32", "cudnn_benchmark", "batch_size"};
+    case Bottleneck::kGpuMemory: return {"amp", "batch_size"};
+    case Bottleneck::kCommunication: return {"batch_size"};
+    case Bottleneck::kCpuOnly: return {"num_workers", "batch_size"};
+    case Bottleneck::kUnknown: return {};
+  }
+  return {};
 }
 
 std::vector<DiagnosedKnob> diagnosed_knobs(const std::optional<analysis::Report>& report, DiagnosisScope scope) {
@@ -54,8 +55,8 @@ std::vector<DiagnosedKnob> diagnosed_knobs(const std::optional<analysis::Report>
     for (const auto& k : knobs_for_recommendation(rec)) add(k, source);
   }
   if (scope == DiagnosisScope::kRecommendationsThenVerdict) {
-    const std::string v(name_of(report->verdict.bottleneck));
-    for (const auto& k : knobs_for_bottleneck(v)) add(k, "verdict " + v);
+    const Bottleneck b = report->verdict.bottleneck;
+    for (const auto& k : knobs_for_bottleneck(b)) add(k, "verdict " + std::string(name_of(b)));
   }
   return out;
 }

@@ -72,11 +72,12 @@ TEST(DiagnosisKnobs, GoldenReportsPickTheRecordedKnobs) {
 // The verdict's lists name knobs of the catalog, for bottleneck classes of the report vocabulary.
 TEST(DiagnosisKnobs, VerdictListsNameCatalogKnobs) {
   int with_knobs = 0;
-  for (const auto b : profile_train::kBottleneckNames) {
+  for (size_t i = 0; i < profile_train::kBottleneckNames.size(); ++i) {
+    const auto b = static_cast<profile_train::Bottleneck>(i);
     const auto knobs = pt::knobs_for_bottleneck(b);
     with_knobs += knobs.empty() ? 0 : 1;
-    for (const auto& k : knobs) EXPECT_NE(profile_train::find_knob(k), nullptr) << b << ": " << k;
+    for (const auto& k : knobs) EXPECT_NE(profile_train::find_knob(k), nullptr) << profile_train::kBottleneckNames[i] << ": " << k;
   }
   EXPECT_EQ(with_knobs, static_cast<int>(profile_train::kBottleneckNames.size()) - 1);  // all but "unknown"
-  EXPECT_TRUE(pt::knobs_for_bottleneck("unknown").empty());
+  EXPECT_TRUE(pt::knobs_for_bottleneck(profile_train::Bottleneck::kUnknown).empty());
 }

@@ -206,7 +206,7 @@ std::vector<std::string> knobs_for_recommendation(const analysis::Recommendation
 // The entries of a recommendation's `knobs` that name no knob (a report of another profile-train version).
 std::vector<std::string> unknown_knobs(const analysis::Recommendation& recommendation);
 // Knobs that address a verdict.bottleneck value (input_pipeline -> num_workers, prefetch_factor, ...).
-std::vector<std::string> knobs_for_bottleneck(std::string_view bottleneck);
+std::vector<std::string> knobs_for_bottleneck(Bottleneck bottleneck);
 // A knob the diagnosis points to, and what points to it ("recommendation amp", "verdict input_pipeline").
 struct DiagnosedKnob {
   std::string knob;
