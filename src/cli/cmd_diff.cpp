@@ -49,7 +49,7 @@ int run_diff(const DiffArgs& args) {
   if (!b.ok()) return fail(b.status());
   report::DiffOptions options;
   options.top = args.top;
-  const nlohmann::json diff = report::diff_reports(*a, *b, args.a, args.b, options);
+  const report::Diff diff = report::diff_reports(*a, *b, args.a, args.b, options);
 
   // Files first (the first failure stops the writing), then the text, printed whatever happened to them.
   Status failed;
@@ -64,7 +64,8 @@ int run_diff(const DiffArgs& args) {
     const std::filesystem::path dir(args.out_dir);
     // Labels are the paths given: not necessarily UTF-8, replaced (U+FFFD) rather than throwing.
     if (formats.count("json"))
-      failed = write_file_atomic(dir / "diff.json", diff.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+      failed = write_file_atomic(dir / "diff.json",
+                                 report::to_json(diff).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     if (failed.ok() && formats.count("html")) failed = report::write_diff_html(diff, dir / "diff.html");
   }
   if (formats.count("text")) {

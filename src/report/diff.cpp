@@ -30,10 +30,8 @@ using nlohmann::json;
 
 json opt(std::optional<double> v) { return v ? json(*v) : json(nullptr); }
 
-json pair_entry(std::optional<double> a, std::optional<double> b) {
-  json e = {{"a", opt(a)}, {"b", opt(b)}, {"delta", nullptr}};
-  if (a && b) e["delta"] = *b - *a;
-  return e;
+DiffPair pair_of(std::optional<double> a, std::optional<double> b) {
+  return {a, b, a && b ? std::optional<double>(*b - *a) : std::nullopt};
 }
 
 // Kernel name -> ms per step and calls per step, from one report's top list.
@@ -90,95 +88,62 @@ StatusOr<Report> load_report(const std::filesystem::path& input) {
   return std::move(*report);
 }
 
-json diff_reports(const Report& a, const Report& b, const std::string& label_a, const std::string& label_b,
+Diff diff_reports(const Report& a, const Report& b, const std::string& label_a, const std::string& label_b,
                   const DiffOptions& options) {
-  json d;
-  d["diff_version"] = kDiffVersion;
-  d["tool"] = {{"name", "profile-train"}};
+  Diff d;
   auto side = [](const Report& r, const std::string& label) {
-    return json{{"label", label},
-                {"bottleneck", name_of(r.verdict.bottleneck)},
-                {"confidence", r.verdict.confidence},
-                {"summary", r.verdict.summary},
-                // a float in diff.json, as diff 1.0 wrote it
-                {"steps", static_cast<double>(r.steps.count)},
-                {"device", r.device ? r.device->name.value_or("") : std::string()}};
+    return DiffSide{label, r.verdict.bottleneck, r.verdict.confidence, r.verdict.summary, r.steps.count,
+                    r.device ? r.device->name.value_or("") : std::string()};
   };
-  d["a"] = side(a, label_a);
-  d["b"] = side(b, label_b);
+  d.a = side(a, label_a);
+  d.b = side(b, label_b);
 
   const auto ma = a.steps.mean_ms;
   const auto mb = b.steps.mean_ms;
-  json st = {{"a_ms", opt(ma)}, {"b_ms", opt(mb)}, {"delta_ms", nullptr}, {"ratio", nullptr}, {"speedup", nullptr}};
+  d.step_time.a_ms = ma;
+  d.step_time.b_ms = mb;
   if (ma && mb) {
-    st["delta_ms"] = *mb - *ma;
+    d.step_time.delta_ms = *mb - *ma;
     // A 0 ms mean step (a trace without a step window) has no meaningful ratio: both stay null.
     if (*ma > 0 && *mb > 0) {
-      st["ratio"] = *mb / *ma;
-      st["speedup"] = *ma / *mb;
+      d.step_time.ratio = *mb / *ma;
+      d.step_time.speedup = *ma / *mb;
     }
   }
-  d["step_time"] = st;
-  d["gpu_utilization"] = pair_entry(a.gpu.utilization, b.gpu.utilization);
+  d.gpu_utilization = pair_of(a.gpu.utilization, b.gpu.utilization);
 
-  json cats = json::array();
   for (Role role : kAllRoles) {
     auto ms_of = [&](const Report& r, std::optional<double> mean) -> std::optional<double> {
       if (auto v = r.breakdown_ms[role]) return v;
       if (auto f = r.breakdown[role]; f && mean) return *f * *mean;
       return std::nullopt;
     };
-    const auto am = ms_of(a, ma), bm = ms_of(b, mb);
-    json e = {{"category", name_of(role)},
-              {"a_ms", opt(am)},
-              {"b_ms", opt(bm)},
-              {"delta_ms", nullptr},
-              {"a_fraction", opt(a.breakdown[role])},
-              {"b_fraction", opt(b.breakdown[role])}};
-    if (am && bm) e["delta_ms"] = *bm - *am;
-    cats.push_back(std::move(e));
+    const DiffPair ms = pair_of(ms_of(a, ma), ms_of(b, mb));
+    d.breakdown.push_back({role, ms.a, ms.b, ms.delta, a.breakdown[role], b.breakdown[role]});
   }
-  d["breakdown"] = std::move(cats);
-
-  const std::string va = d["a"]["bottleneck"], vb = d["b"]["bottleneck"];
-  d["verdict"] = {{"a", va}, {"b", vb}, {"changed", va != vb}};
 
   // Kernels: union of both top lists, ordered by |change in ms per step|.
   const auto ka = kernel_rows(a), kb = kernel_rows(b);
   std::set<std::string> names;
   for (const auto& [n, _] : ka) names.insert(n);
   for (const auto& [n, _] : kb) names.insert(n);
-  struct K {
-    std::string name;
-    std::optional<double> am, bm, ac, bc;
-    double magnitude;
-  };
-  std::vector<K> ks;
+  std::vector<std::pair<double, DiffKernel>> ks;
   for (const auto& n : names) {
-    K k{n, {}, {}, {}, {}, 0};
-    if (auto it = ka.find(n); it != ka.end()) k.am = it->second.ms_per_step, k.ac = it->second.count_per_step;
-    if (auto it = kb.find(n); it != kb.end()) k.bm = it->second.ms_per_step, k.bc = it->second.count_per_step;
+    DiffKernel k;
+    k.name = n;
+    if (auto it = ka.find(n); it != ka.end()) k.a_ms_per_step = it->second.ms_per_step, k.a_count_per_step = it->second.count_per_step;
+    if (auto it = kb.find(n); it != kb.end()) k.b_ms_per_step = it->second.ms_per_step, k.b_count_per_step = it->second.count_per_step;
+    k.delta_ms_per_step = pair_of(k.a_ms_per_step, k.b_ms_per_step).delta;
+    k.presence = k.a_ms_per_step && k.b_ms_per_step ? KernelPresence::kInBoth
+                 : k.a_ms_per_step                  ? KernelPresence::kOnlyInATop
+                                                    : KernelPresence::kOnlyInBTop;
     // A kernel missing from one top list changed by at least its time in the other.
-    k.magnitude = std::fabs(k.bm.value_or(0) - k.am.value_or(0));
-    ks.push_back(std::move(k));
+    const double magnitude = std::fabs(k.b_ms_per_step.value_or(0) - k.a_ms_per_step.value_or(0));
+    ks.emplace_back(magnitude, std::move(k));
   }
-  std::stable_sort(ks.begin(), ks.end(), [](const K& x, const K& y) { return x.magnitude > y.magnitude; });
-  json kernels = json::array();
-  for (size_t i = 0; i < ks.size() && static_cast<int>(i) < options.top; ++i) {
-    const K& k = ks[i];
-    json e = {{"name", k.name},
-              {"a_ms_per_step", opt(k.am)},
-              {"b_ms_per_step", opt(k.bm)},
-              {"delta_ms_per_step", nullptr},
-              {"a_count_per_step", opt(k.ac)},
-              {"b_count_per_step", opt(k.bc)},
-              {"status", k.am && k.bm ? "in_both" : k.am ? "only_in_a_top" : "only_in_b_top"}};
-    if (k.am && k.bm) e["delta_ms_per_step"] = *k.bm - *k.am;
-    kernels.push_back(std::move(e));
-  }
-  d["kernels"] = std::move(kernels);
+  std::stable_sort(ks.begin(), ks.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+  for (size_t i = 0; i < ks.size() && static_cast<int>(i) < options.top; ++i) d.kernels.push_back(std::move(ks[i].second));
 
-  json copies = json::array();
   using analysis::CopyDirection;
   using analysis::Memcpy;
   static const std::pair<const char*, CopyDirection Memcpy::*> kDirections[] = {
@@ -191,65 +156,121 @@ json diff_reports(const Report& a, const Report& b, const std::string& label_a, 
     auto none = [](const CopyDirection* c) { return !c || c->count_per_step == 0.0; };
     if (none(ca) && none(cb)) continue;
     // A side without the direction (no memcpy section) is null, not 0.
-    auto field = [](const CopyDirection* c, double CopyDirection::*f) { return c ? json(c->*f) : json(nullptr); };
+    auto field = [](const CopyDirection* c, double CopyDirection::*f) { return c ? std::optional<double>(c->*f) : std::nullopt; };
     auto optional_field = [](const CopyDirection* c, std::optional<double> CopyDirection::*f) {
-      return c ? opt(c->*f) : json(nullptr);
+      return c ? c->*f : std::nullopt;
     };
-    json e = {{"direction", dir},
-              {"a_ms_per_step", field(ca, &CopyDirection::time_ms_per_step)},
-              {"b_ms_per_step", field(cb, &CopyDirection::time_ms_per_step)},
-              {"delta_ms_per_step", nullptr},
-              {"a_bytes_per_step", field(ca, &CopyDirection::bytes_per_step)},
-              {"b_bytes_per_step", field(cb, &CopyDirection::bytes_per_step)},
-              {"a_count_per_step", field(ca, &CopyDirection::count_per_step)},
-              {"b_count_per_step", field(cb, &CopyDirection::count_per_step)},
-              {"a_bandwidth_gbps", optional_field(ca, &CopyDirection::bandwidth_gbps)},
-              {"b_bandwidth_gbps", optional_field(cb, &CopyDirection::bandwidth_gbps)},
-              {"a_pageable_fraction", optional_field(ca, &CopyDirection::pageable_fraction)},
-              {"b_pageable_fraction", optional_field(cb, &CopyDirection::pageable_fraction)}};
-    if (e["a_ms_per_step"].is_number() && e["b_ms_per_step"].is_number())
-      e["delta_ms_per_step"] = e["b_ms_per_step"].get<double>() - e["a_ms_per_step"].get<double>();
-    copies.push_back(std::move(e));
+    DiffCopy e;
+    e.direction = dir;
+    e.a_ms_per_step = field(ca, &CopyDirection::time_ms_per_step);
+    e.b_ms_per_step = field(cb, &CopyDirection::time_ms_per_step);
+    e.delta_ms_per_step = pair_of(e.a_ms_per_step, e.b_ms_per_step).delta;
+    e.a_bytes_per_step = field(ca, &CopyDirection::bytes_per_step);
+    e.b_bytes_per_step = field(cb, &CopyDirection::bytes_per_step);
+    e.a_count_per_step = field(ca, &CopyDirection::count_per_step);
+    e.b_count_per_step = field(cb, &CopyDirection::count_per_step);
+    e.a_bandwidth_gbps = optional_field(ca, &CopyDirection::bandwidth_gbps);
+    e.b_bandwidth_gbps = optional_field(cb, &CopyDirection::bandwidth_gbps);
+    e.a_pageable_fraction = optional_field(ca, &CopyDirection::pageable_fraction);
+    e.b_pageable_fraction = optional_field(cb, &CopyDirection::pageable_fraction);
+    d.copies.push_back(std::move(e));
   }
-  std::stable_sort(copies.begin(), copies.end(), [](const json& x, const json& y) {
-    auto mag = [](const json& e) { return e["delta_ms_per_step"].is_number() ? std::fabs(e["delta_ms_per_step"].get<double>()) : 0.0; };
-    return mag(x) > mag(y);
+  std::stable_sort(d.copies.begin(), d.copies.end(), [](const DiffCopy& x, const DiffCopy& y) {
+    return std::fabs(x.delta_ms_per_step.value_or(0)) > std::fabs(y.delta_ms_per_step.value_or(0));
   });
-  d["copies"] = std::move(copies);
 
   auto rec_ids = [](const Report& r) {
     std::vector<std::string> ids;
     for (const auto& rec : r.recommendations) ids.push_back(rec.id);
     return ids;
   };
-  const auto ra = rec_ids(a), rb = rec_ids(b);
-  json resolved = json::array(), added = json::array();
-  for (const auto& id : ra)
-    if (std::find(rb.begin(), rb.end(), id) == rb.end()) resolved.push_back(id);
-  for (const auto& id : rb)
-    if (std::find(ra.begin(), ra.end(), id) == ra.end()) added.push_back(id);
-  d["recommendations"] = {{"a", ra}, {"b", rb}, {"resolved", resolved}, {"new", added}};
+  DiffRecommendations& recs = d.recommendations;
+  recs.a = rec_ids(a);
+  recs.b = rec_ids(b);
+  for (const auto& id : recs.a)
+    if (std::find(recs.b.begin(), recs.b.end(), id) == recs.b.end()) recs.resolved.push_back(id);
+  for (const auto& id : recs.b)
+    if (std::find(recs.a.begin(), recs.a.end(), id) == recs.a.end()) recs.added.push_back(id);
   return d;
+}
+
+// ---- diff.json ----------------------------------------------------------------------------------------
+
+namespace {
+const char* presence_name(KernelPresence p) {
+  switch (p) {
+    case KernelPresence::kInBoth: return "in_both";
+    case KernelPresence::kOnlyInATop: return "only_in_a_top";
+    case KernelPresence::kOnlyInBTop: return "only_in_b_top";
+  }
+  return "in_both";
+}
+}  // namespace
+
+json to_json(const Diff& d) {
+  auto side = [](const DiffSide& s) {
+    return json{{"label", s.label},
+                {"bottleneck", name_of(s.bottleneck)},
+                {"confidence", s.confidence},
+                {"summary", s.summary},
+                // a float in diff.json, as diff 1.0 wrote it
+                {"steps", static_cast<double>(s.steps)},
+                {"device", s.device}};
+  };
+  json out;
+  out["diff_version"] = kDiffVersion;
+  out["tool"] = {{"name", "profile-train"}};
+  out["a"] = side(d.a);
+  out["b"] = side(d.b);
+  const DiffStepTime& st = d.step_time;
+  out["step_time"] = {{"a_ms", opt(st.a_ms)},   {"b_ms", opt(st.b_ms)},       {"delta_ms", opt(st.delta_ms)},
+                      {"ratio", opt(st.ratio)}, {"speedup", opt(st.speedup)}};
+  out["gpu_utilization"] = {
+      {"a", opt(d.gpu_utilization.a)}, {"b", opt(d.gpu_utilization.b)}, {"delta", opt(d.gpu_utilization.delta)}};
+  json cats = json::array();
+  for (const DiffCategory& c : d.breakdown)
+    cats.push_back({{"category", name_of(c.role)},
+                    {"a_ms", opt(c.a_ms)},
+                    {"b_ms", opt(c.b_ms)},
+                    {"delta_ms", opt(c.delta_ms)},
+                    {"a_fraction", opt(c.a_fraction)},
+                    {"b_fraction", opt(c.b_fraction)}});
+  out["breakdown"] = std::move(cats);
+  const std::string va(name_of(d.a.bottleneck)), vb(name_of(d.b.bottleneck));
+  out["verdict"] = {{"a", va}, {"b", vb}, {"changed", d.verdict_changed()}};
+  json kernels = json::array();
+  for (const DiffKernel& k : d.kernels)
+    kernels.push_back({{"name", k.name},
+                       {"a_ms_per_step", opt(k.a_ms_per_step)},
+                       {"b_ms_per_step", opt(k.b_ms_per_step)},
+                       {"delta_ms_per_step", opt(k.delta_ms_per_step)},
+                       {"a_count_per_step", opt(k.a_count_per_step)},
+                       {"b_count_per_step", opt(k.b_count_per_step)},
+                       {"status", presence_name(k.presence)}});
+  out["kernels"] = std::move(kernels);
+  json copies = json::array();
+  for (const DiffCopy& c : d.copies)
+    copies.push_back({{"direction", c.direction},
+                      {"a_ms_per_step", opt(c.a_ms_per_step)},
+                      {"b_ms_per_step", opt(c.b_ms_per_step)},
+                      {"delta_ms_per_step", opt(c.delta_ms_per_step)},
+                      {"a_bytes_per_step", opt(c.a_bytes_per_step)},
+                      {"b_bytes_per_step", opt(c.b_bytes_per_step)},
+                      {"a_count_per_step", opt(c.a_count_per_step)},
+                      {"b_count_per_step", opt(c.b_count_per_step)},
+                      {"a_bandwidth_gbps", opt(c.a_bandwidth_gbps)},
+                      {"b_bandwidth_gbps", opt(c.b_bandwidth_gbps)},
+                      {"a_pageable_fraction", opt(c.a_pageable_fraction)},
+                      {"b_pageable_fraction", opt(c.b_pageable_fraction)}});
+  out["copies"] = std::move(copies);
+  const DiffRecommendations& r = d.recommendations;
+  out["recommendations"] = {{"a", r.a}, {"b", r.b}, {"resolved", r.resolved}, {"new", r.added}};
+  return out;
 }
 
 // ---- text ---------------------------------------------------------------------------------------------
 
 namespace {
-// j[key] for reading documents that may lack it: a null value instead of undefined behaviour.
-const json& at(const json& j, const char* key) {
-  static const json kNull;
-  if (!j.is_object()) return kNull;
-  auto it = j.find(key);
-  return it == j.end() ? kNull : *it;
-}
-// A string member made inert for the terminal (`dflt` when missing or not a string).
-std::string safe(const json& j, const char* key, const char* dflt = "") {
-  const json& v = at(j, key);
-  return terminal_safe(v.is_string() ? v.get<std::string>() : std::string(dflt));
-}
-std::string num_or_dash(const json& v, std::string (*f)(std::optional<double>)) {
-  return f(v.is_number() ? std::optional<double>(v.get<double>()) : std::nullopt);
-}
 std::string pad(std::string s, size_t w, bool right = false) {
   // Width in code points (names are UTF-8); good enough for a terminal table.
   size_t cps = 0;
@@ -257,9 +278,9 @@ std::string pad(std::string s, size_t w, bool right = false) {
   if (cps >= w) return s;
   return right ? std::string(w - cps, ' ') + s : s + std::string(w - cps, ' ');
 }
-std::string delta_text(const json& v, bool color, bool lower_is_better = true) {
-  if (!v.is_number()) return "";
-  const double d = v.get<double>();
+std::string delta_text(std::optional<double> v, bool color, bool lower_is_better = true) {
+  if (!v) return "";
+  const double d = *v;
   std::string s = sign_ms(d);
   if (!color || std::fabs(d) < 1e-9) return s;
   const bool good = lower_is_better ? d < 0 : d > 0;
@@ -267,77 +288,62 @@ std::string delta_text(const json& v, bool color, bool lower_is_better = true) {
 }
 }  // namespace
 
-void write_diff_text(const json& d, std::ostream& out, const TextOptions& options) {
+void write_diff_text(const Diff& d, std::ostream& out, const TextOptions& options) {
   const bool color = options.color;
   const char* bold = color ? "\x1b[1m" : "";
   const char* reset = color ? "\x1b[0m" : "";
-  const json& st = d.value("step_time", json::object());
-  // Every string of the document comes from the reports (labels are paths, kernel names come from traces):
+  const DiffStepTime& st = d.step_time;
+  // Every string of the diff comes from the reports (labels are paths, kernel names come from traces):
   // terminal_safe() keeps their escape sequences from reaching the terminal.
-  out << bold << "profile-train diff" << reset << "  A: " << safe(at(d, "a"), "label") << "  B: "
-      << safe(at(d, "b"), "label") << "\n";
-  out << bold << "Step time   " << reset << num_or_dash(st.value("a_ms", json()), fmt_ms) << " -> "
-      << num_or_dash(st.value("b_ms", json()), fmt_ms);
-  const json& ratio = at(st, "ratio");
-  const json& speedup = at(st, "speedup");
-  if (at(st, "delta_ms").is_number()) {
-    out << "  (" << delta_text(at(st, "delta_ms"), color) << ", B/A = "
-        << (ratio.is_number() ? format_fixed(ratio.get<double>(), 3) : std::string("n/a"));
-    if (speedup.is_number() && speedup.get<double>() > 0) {
-      const double s = speedup.get<double>();
+  out << bold << "profile-train diff" << reset << "  A: " << terminal_safe(d.a.label) << "  B: "
+      << terminal_safe(d.b.label) << "\n";
+  out << bold << "Step time   " << reset << fmt_ms(st.a_ms) << " -> " << fmt_ms(st.b_ms);
+  if (st.delta_ms) {
+    out << "  (" << delta_text(st.delta_ms, color) << ", B/A = "
+        << (st.ratio ? format_fixed(*st.ratio, 3) : std::string("n/a"));
+    if (st.speedup && *st.speedup > 0) {
+      const double s = *st.speedup;
       out << ", " << (s >= 1 ? format_fixed(s, 2) + "x faster" : format_fixed(1 / s, 2) + "x slower");
     }
     out << ")";
   }
   out << "\n";
-  const json& v = d.value("verdict", json::object());
-  out << bold << "Verdict     " << reset << safe(v, "a", "?") << " -> " << safe(v, "b", "?")
-      << (v.value("changed", false) ? "  (changed)" : "  (unchanged)") << "\n";
-  const json& gu = d.value("gpu_utilization", json::object());
-  out << bold << "GPU util    " << reset << num_or_dash(gu.value("a", json()), fmt_pct) << " -> "
-      << num_or_dash(gu.value("b", json()), fmt_pct) << "\n\n";
+  out << bold << "Verdict     " << reset << name_of(d.a.bottleneck) << " -> " << name_of(d.b.bottleneck)
+      << (d.verdict_changed() ? "  (changed)" : "  (unchanged)") << "\n";
+  out << bold << "GPU util    " << reset << fmt_pct(d.gpu_utilization.a) << " -> " << fmt_pct(d.gpu_utilization.b)
+      << "\n\n";
   out << bold << pad("Breakdown (per step)", 24) << pad("A", 12, true) << pad("B", 12, true) << pad("change", 14, true)
       << reset << "\n";
-  for (const auto& c : d.value("breakdown", json::array())) {
-    std::string label = safe(c, "category");
-    if (const auto role = role_from_name(label)) label = style_of(*role).label;
-    out << pad(label, 24) << pad(num_or_dash(at(c, "a_ms"), fmt_ms), 12, true) << pad(num_or_dash(at(c, "b_ms"), fmt_ms), 12, true)
-        << pad("", 2) << delta_text(at(c, "delta_ms"), color) << "\n";
+  for (const DiffCategory& c : d.breakdown) {
+    out << pad(style_of(c.role).label, 24) << pad(fmt_ms(c.a_ms), 12, true) << pad(fmt_ms(c.b_ms), 12, true)
+        << pad("", 2) << delta_text(c.delta_ms, color) << "\n";
   }
-  const json& ks = d.value("kernels", json::array());
-  if (!ks.empty()) {
+  if (!d.kernels.empty()) {
     out << "\n" << bold << "Kernels that changed most (ms per step)" << reset << "\n";
-    for (const auto& k : ks) {
-      out << "  " << pad(num_or_dash(at(k, "a_ms_per_step"), fmt_ms), 10, true) << " -> "
-          << pad(num_or_dash(at(k, "b_ms_per_step"), fmt_ms), 10, true) << "  "
-          << pad(delta_text(at(k, "delta_ms_per_step"), color), 11) << " "
-          << detail::truncate_utf8(safe(k, "name"), 90);
-      const std::string s = k.value("status", "");
-      if (s == "only_in_a_top") out << "  [not in B's top kernels]";
-      if (s == "only_in_b_top") out << "  [not in A's top kernels]";
+    for (const DiffKernel& k : d.kernels) {
+      out << "  " << pad(fmt_ms(k.a_ms_per_step), 10, true) << " -> " << pad(fmt_ms(k.b_ms_per_step), 10, true) << "  "
+          << pad(delta_text(k.delta_ms_per_step, color), 11) << " " << detail::truncate_utf8(terminal_safe(k.name), 90);
+      if (k.presence == KernelPresence::kOnlyInATop) out << "  [not in B's top kernels]";
+      if (k.presence == KernelPresence::kOnlyInBTop) out << "  [not in A's top kernels]";
       out << "\n";
     }
   }
-  const json& cs = d.value("copies", json::array());
-  if (!cs.empty()) {
+  if (!d.copies.empty()) {
     out << "\n" << bold << "Copies (per step)" << reset << "\n";
-    for (const auto& c : cs) {
-      out << "  " << pad(safe(c, "direction"), 4) << " " << pad(num_or_dash(at(c, "a_ms_per_step"), fmt_ms), 10, true)
-          << " -> " << pad(num_or_dash(at(c, "b_ms_per_step"), fmt_ms), 10, true) << "  "
-          << pad(delta_text(at(c, "delta_ms_per_step"), color), 11) << " bandwidth "
-          << num_or_dash(at(c, "a_bandwidth_gbps"), fmt_gbps) << " -> " << num_or_dash(at(c, "b_bandwidth_gbps"), fmt_gbps)
-          << ", pageable " << num_or_dash(at(c, "a_pageable_fraction"), fmt_pct) << " -> "
-          << num_or_dash(at(c, "b_pageable_fraction"), fmt_pct) << "\n";
+    for (const DiffCopy& c : d.copies) {
+      out << "  " << pad(terminal_safe(c.direction), 4) << " " << pad(fmt_ms(c.a_ms_per_step), 10, true) << " -> "
+          << pad(fmt_ms(c.b_ms_per_step), 10, true) << "  " << pad(delta_text(c.delta_ms_per_step, color), 11)
+          << " bandwidth " << fmt_gbps(c.a_bandwidth_gbps) << " -> " << fmt_gbps(c.b_bandwidth_gbps) << ", pageable "
+          << fmt_pct(c.a_pageable_fraction) << " -> " << fmt_pct(c.b_pageable_fraction) << "\n";
     }
   }
-  const json& recs = d.value("recommendations", json::object());
-  auto join = [](const json& arr) {
+  auto join = [](const std::vector<std::string>& ids) {
     std::string s;
-    for (const auto& x : arr) s += (s.empty() ? "" : ", ") + terminal_safe(x.is_string() ? x.get<std::string>() : x.dump());
+    for (const auto& x : ids) s += (s.empty() ? "" : ", ") + terminal_safe(x);
     return s.empty() ? std::string("none") : s;
   };
-  out << "\n" << bold << "Recommendations" << reset << "  resolved: " << join(recs.value("resolved", json::array()))
-      << "; new: " << join(recs.value("new", json::array())) << "\n";
+  out << "\n" << bold << "Recommendations" << reset << "  resolved: " << join(d.recommendations.resolved)
+      << "; new: " << join(d.recommendations.added) << "\n";
 }
 
 // ---- HTML ---------------------------------------------------------------------------------------------
@@ -353,25 +359,26 @@ class Html {
   std::string out_;
 };
 
-void delta_cell(Html& h, const json& v) {
-  if (!v.is_number()) {
+void delta_cell(Html& h, std::optional<double> v) {
+  if (!v) {
     h.raw("<td class=\"num\">").raw(detail::kDash).raw("</td>");
     return;
   }
-  const double d = v.get<double>();
+  const double d = *v;
   h.raw("<td class=\"num ").raw(d > 1e-9 ? "delta-up" : d < -1e-9 ? "delta-down" : "").raw("\">").text(sign_ms(d)).raw("</td>");
 }
+std::string arrow(const std::string& a, const std::string& b) { return a + " \xE2\x86\x92 " + b; }
 }  // namespace
 
-std::string render_diff_html(const json& d) {
+std::string render_diff_html(const Diff& d) {
   Html h;
-  const json& st = d.value("step_time", json::object());
+  const DiffStepTime& st = d.step_time;
   h.raw("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
         "script-src 'unsafe-inline'\">\n<title>profile-train diff</title>\n<script>")
       .raw(detail::asset_head_js()).raw("</script>\n<style>").raw(detail::asset_report_css()).raw("</style>\n</head>\n<body data-render=\"pending\">\n");
-  const std::optional<double> speedup = st.value("speedup", json()).is_number() ? std::optional<double>(at(st, "speedup").get<double>()) : std::nullopt;
+  const std::optional<double> speedup = st.speedup;
   h.raw("<header class=\"banner ").raw(speedup && *speedup >= 1.0 ? "v-cpu-only" : "v-synchronization")
       .raw("\" id=\"diff-summary\"><div class=\"brand\">profile-train diff</div><div class=\"verdict-line\"><h1>");
   if (speedup)
@@ -383,91 +390,84 @@ std::string render_diff_html(const json& d) {
     h.raw("<div class=\"kpi\"><div class=\"kpi-label\">").raw(label).raw("</div><div class=\"kpi-value\">").text(value)
         .raw("</div><div class=\"kpi-sub\">").text(sub).raw("</div></div>");
   };
-  kpi("Step time A", num_or_dash(st.value("a_ms", json()), fmt_ms), at(d, "a").value("label", ""));
-  kpi("Step time B", num_or_dash(st.value("b_ms", json()), fmt_ms), at(d, "b").value("label", ""));
-  const json& gu = d.value("gpu_utilization", json::object());
-  kpi("GPU utilization", num_or_dash(gu.value("a", json()), fmt_pct) + " \xE2\x86\x92 " + num_or_dash(gu.value("b", json()), fmt_pct), "kernel time / step");
+  kpi("Step time A", fmt_ms(st.a_ms), d.a.label);
+  kpi("Step time B", fmt_ms(st.b_ms), d.b.label);
+  kpi("GPU utilization", arrow(fmt_pct(d.gpu_utilization.a), fmt_pct(d.gpu_utilization.b)), "kernel time / step");
   h.raw("</div>\n<div class=\"verdict-change\" id=\"diff-verdict\">Bottleneck: <b>")
-      .text(detail::bottleneck_label(at(d, "verdict").value("a", "unknown"))).raw("</b> \xE2\x86\x92 <b>")
-      .text(detail::bottleneck_label(at(d, "verdict").value("b", "unknown"))).raw("</b>")
-      .raw(at(d, "verdict").value("changed", false) ? " (changed)" : " (unchanged)").raw("</div>\n</header>\n<main>\n");
+      .text(detail::bottleneck_label(d.a.bottleneck)).raw("</b> \xE2\x86\x92 <b>")
+      .text(detail::bottleneck_label(d.b.bottleneck)).raw("</b>")
+      .raw(d.verdict_changed() ? " (changed)" : " (unchanged)").raw("</div>\n</header>\n<main>\n");
 
   h.raw("<section id=\"diff-breakdown\"><h2>Step-time breakdown (mean per step)</h2><table class=\"data\"><thead><tr>"
         "<th>Category</th><th class=\"num\">A</th><th class=\"num\">B</th><th class=\"num\">Change</th>"
         "<th class=\"num\">Share A</th><th class=\"num\">Share B</th></tr></thead><tbody>\n");
-  for (const auto& c : d.value("breakdown", json::array())) {
-    const std::string key = c.value("category", "");
-    const auto role = role_from_name(key);
-    h.raw("<tr><td>");
-    if (role) h.raw("<span class=\"swatch\" style=\"background:").raw(style_of(*role).color).raw("\"></span>").raw(style_of(*role).label);
-    else h.text(key);
-    h.raw("</td><td class=\"num\">").text(num_or_dash(at(c, "a_ms"), fmt_ms)).raw("</td><td class=\"num\">")
-        .text(num_or_dash(at(c, "b_ms"), fmt_ms)).raw("</td>");
-    delta_cell(h, at(c, "delta_ms"));
-    h.raw("<td class=\"num\">").text(num_or_dash(at(c, "a_fraction"), fmt_pct)).raw("</td><td class=\"num\">")
-        .text(num_or_dash(at(c, "b_fraction"), fmt_pct)).raw("</td></tr>\n");
+  for (const DiffCategory& c : d.breakdown) {
+    const auto& style = style_of(c.role);
+    h.raw("<tr><td><span class=\"swatch\" style=\"background:").raw(style.color).raw("\"></span>").raw(style.label);
+    h.raw("</td><td class=\"num\">").text(fmt_ms(c.a_ms)).raw("</td><td class=\"num\">").text(fmt_ms(c.b_ms)).raw("</td>");
+    delta_cell(h, c.delta_ms);
+    h.raw("<td class=\"num\">").text(fmt_pct(c.a_fraction)).raw("</td><td class=\"num\">").text(fmt_pct(c.b_fraction))
+        .raw("</td></tr>\n");
   }
-  h.raw("<tr><td><b>Step time</b></td><td class=\"num\"><b>").text(num_or_dash(st.value("a_ms", json()), fmt_ms))
-      .raw("</b></td><td class=\"num\"><b>").text(num_or_dash(st.value("b_ms", json()), fmt_ms)).raw("</b></td>");
-  delta_cell(h, st.value("delta_ms", json()));
+  h.raw("<tr><td><b>Step time</b></td><td class=\"num\"><b>").text(fmt_ms(st.a_ms)).raw("</b></td><td class=\"num\"><b>")
+      .text(fmt_ms(st.b_ms)).raw("</b></td>");
+  delta_cell(h, st.delta_ms);
   h.raw("<td></td><td></td></tr>\n</tbody></table></section>\n");
 
   h.raw("<section id=\"diff-kernels\"><h2>Kernels that changed most</h2>");
-  const json& ks = d.value("kernels", json::array());
-  if (ks.empty()) {
+  if (d.kernels.empty()) {
     h.raw("<p class=\"na\">Neither report lists GPU kernels.</p>");
   } else {
     h.raw("<table class=\"data\"><thead><tr><th>Kernel</th><th class=\"num\">A ms/step</th><th class=\"num\">B ms/step</th>"
           "<th class=\"num\">Change</th><th>Note</th></tr></thead><tbody>\n");
-    for (const auto& k : ks) {
-      const std::string name = k.value("name", "");
-      h.raw("<tr><td class=\"kname\" title=\"").text(name).raw("\"><code>").text(detail::truncate_utf8(name, 160))
-          .raw("</code></td><td class=\"num\">").text(num_or_dash(at(k, "a_ms_per_step"), fmt_ms)).raw("</td><td class=\"num\">")
-          .text(num_or_dash(at(k, "b_ms_per_step"), fmt_ms)).raw("</td>");
-      delta_cell(h, at(k, "delta_ms_per_step"));
-      const std::string s = k.value("status", "");
-      h.raw("<td>").raw(s == "only_in_a_top" ? "not in B's top kernels" : s == "only_in_b_top" ? "not in A's top kernels" : "")
+    for (const DiffKernel& k : d.kernels) {
+      h.raw("<tr><td class=\"kname\" title=\"").text(k.name).raw("\"><code>").text(detail::truncate_utf8(k.name, 160))
+          .raw("</code></td><td class=\"num\">").text(fmt_ms(k.a_ms_per_step)).raw("</td><td class=\"num\">")
+          .text(fmt_ms(k.b_ms_per_step)).raw("</td>");
+      delta_cell(h, k.delta_ms_per_step);
+      h.raw("<td>")
+          .raw(k.presence == KernelPresence::kOnlyInATop   ? "not in B's top kernels"
+               : k.presence == KernelPresence::kOnlyInBTop ? "not in A's top kernels"
+                                                           : "")
           .raw("</td></tr>\n");
     }
     h.raw("</tbody></table>");
   }
   h.raw("</section>\n<section id=\"diff-copies\"><h2>Copies</h2>");
-  const json& cs = d.value("copies", json::array());
-  if (cs.empty()) {
+  if (d.copies.empty()) {
     h.raw("<p class=\"na\">Neither report has memory copies.</p>");
   } else {
     h.raw("<table class=\"data\"><thead><tr><th>Direction</th><th class=\"num\">A ms/step</th><th class=\"num\">B ms/step</th>"
           "<th class=\"num\">Change</th><th class=\"num\">Bytes/step A \xE2\x86\x92 B</th><th class=\"num\">Bandwidth A \xE2\x86\x92 B</th>"
           "<th class=\"num\">Pageable A \xE2\x86\x92 B</th></tr></thead><tbody>\n");
-    for (const auto& c : cs) {
-      h.raw("<tr><td>").text(c.value("direction", "")).raw("</td><td class=\"num\">").text(num_or_dash(at(c, "a_ms_per_step"), fmt_ms))
-          .raw("</td><td class=\"num\">").text(num_or_dash(at(c, "b_ms_per_step"), fmt_ms)).raw("</td>");
-      delta_cell(h, at(c, "delta_ms_per_step"));
-      h.raw("<td class=\"num\">").text(num_or_dash(at(c, "a_bytes_per_step"), fmt_bytes) + " \xE2\x86\x92 " + num_or_dash(at(c, "b_bytes_per_step"), fmt_bytes))
-          .raw("</td><td class=\"num\">").text(num_or_dash(at(c, "a_bandwidth_gbps"), fmt_gbps) + " \xE2\x86\x92 " + num_or_dash(at(c, "b_bandwidth_gbps"), fmt_gbps))
-          .raw("</td><td class=\"num\">").text(num_or_dash(at(c, "a_pageable_fraction"), fmt_pct) + " \xE2\x86\x92 " + num_or_dash(at(c, "b_pageable_fraction"), fmt_pct))
+    for (const DiffCopy& c : d.copies) {
+      h.raw("<tr><td>").text(c.direction).raw("</td><td class=\"num\">").text(fmt_ms(c.a_ms_per_step))
+          .raw("</td><td class=\"num\">").text(fmt_ms(c.b_ms_per_step)).raw("</td>");
+      delta_cell(h, c.delta_ms_per_step);
+      h.raw("<td class=\"num\">").text(arrow(fmt_bytes(c.a_bytes_per_step), fmt_bytes(c.b_bytes_per_step)))
+          .raw("</td><td class=\"num\">").text(arrow(fmt_gbps(c.a_bandwidth_gbps), fmt_gbps(c.b_bandwidth_gbps)))
+          .raw("</td><td class=\"num\">").text(arrow(fmt_pct(c.a_pageable_fraction), fmt_pct(c.b_pageable_fraction)))
           .raw("</td></tr>\n");
     }
     h.raw("</tbody></table>");
   }
   h.raw("</section>\n<section id=\"diff-recs\"><h2>Recommendations</h2><table class=\"data compact\"><tbody>");
-  const json& recs = d.value("recommendations", json::object());
-  auto list = [&](const char* label, const char* key) {
+  auto list = [&](const char* label, const std::vector<std::string>& ids) {
     std::string s;
-    for (const auto& x : recs.value(key, json::array())) s += (s.empty() ? "" : ", ") + (x.is_string() ? x.get<std::string>() : x.dump());
+    for (const auto& x : ids) s += (s.empty() ? "" : ", ") + x;
     h.raw("<tr><th>").raw(label).raw("</th><td>").text(s.empty() ? std::string(detail::kDash) : s).raw("</td></tr>");
   };
-  list("Resolved (in A, not in B)", "resolved");
-  list("New in B", "new");
-  list("All in A", "a");
-  list("All in B", "b");
-  h.raw("</tbody></table></section>\n</main>\n<footer>diff format ").text(d.value("diff_version", "")).raw("</footer>\n");
+  list("Resolved (in A, not in B)", d.recommendations.resolved);
+  list("New in B", d.recommendations.added);
+  list("All in A", d.recommendations.a);
+  list("All in B", d.recommendations.b);
+  h.raw("</tbody></table></section>\n</main>\n<footer>diff format ").text(kDiffVersion).raw("</footer>\n");
   h.raw("<script>document.body.setAttribute('data-render', window.__ptErrors && window.__ptErrors.length ? 'error' : 'ok');"
         "if (window.__ptMarkErrors) window.__ptMarkErrors();</script>\n</body>\n</html>\n");
   return std::move(h.str());
 }
 
-Status write_diff_html(const json& diff, const std::filesystem::path& path) {
+Status write_diff_html(const Diff& diff, const std::filesystem::path& path) {
   std::string html;
   try {
     html = render_diff_html(diff);

@@ -264,7 +264,7 @@ TEST(Browser, DiffPageRendersCleanly) {
   json b = a;
   b["steps"]["mean_ms"] = 60.0;
   b["verdict"]["bottleneck"] = "gpu_compute";
-  const json d = diff_reports(typed_report(a), typed_report(b), "before/<b>x</b>", "after");
+  const Diff d = diff_reports(typed_report(a), typed_report(b), "before/<b>x</b>", "after");
   const auto dir = temp_dir("browser-diff");
   ASSERT_TRUE(write_diff_html(d, dir / "diff.html").ok());
   const std::string dom = dump_dom(dir / "diff.html");
