@@ -27,7 +27,7 @@ class ParallelFake : public FakeRunner {
   int parallel_;
 };
 
-pt::KnobRange range(const char* arg) { return *pt::parse_knob_arg(arg); }
+using pt_test::range;
 
 pt::KnobSpace space() { return {range("num_workers=0,1,2"), range("amp=off,bf16"), range("batch_size=16,32,64,128")}; }
 

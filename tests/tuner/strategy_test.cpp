@@ -13,11 +13,7 @@ using pt_test::Surface;
 
 namespace {
 
-pt::KnobRange range(const char* arg) {
-  auto r = pt::parse_knob_arg(arg);
-  EXPECT_TRUE(r.ok()) << r.status().message();
-  return *r;
-}
+using pt_test::range;
 
 // The issue's benchmark grid: batch {16,32,64,128} x workers {0,1,2} x amp {off,bf16}.
 pt::KnobSpace issue_space() {

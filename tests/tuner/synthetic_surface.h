@@ -13,9 +13,17 @@
 #include <nlohmann/json.hpp>
 
 #include "profile_train/report/report_json.h"
+#include "profile_train/tuner/knobs.h"
 #include "profile_train/tuner/trial.h"
 
 namespace pt_test {
+
+// A --knob argument ("batch_size=16,32") as the tuner parses it (a test failure when it does not parse).
+inline profile_train::tuner::KnobRange range(const char* arg) {
+  auto r = profile_train::tuner::parse_knob_arg(arg);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  return r.ok() ? *r : profile_train::tuner::KnobRange{};
+}
 
 // A report.json-like document as the typed report the tuner reads (a test failure when it is not one).
 inline profile_train::analysis::Report typed(const nlohmann::json& doc) {

@@ -25,11 +25,7 @@ using pt_test::Surface;
 
 namespace {
 
-pt::KnobRange range(const char* arg) {
-  auto r = pt::parse_knob_arg(arg);
-  EXPECT_TRUE(r.ok()) << r.status().message();
-  return *r;
-}
+using pt_test::range;
 
 struct Output {
   std::string json, html;
