@@ -42,7 +42,7 @@ const RoleStyle& style_of(Role role);
 
 // Human label of a bottleneck class (Bottleneck::kInputPipeline -> "Input pipeline (data loading)").
 std::string bottleneck_label(Bottleneck bottleneck);
-// The same for a verdict.bottleneck spelling (diff and job documents); an unknown spelling is shown as is.
+// The same for a verdict.bottleneck spelling (the job document); an unknown spelling is shown as is.
 std::string bottleneck_label(std::string_view bottleneck);
 
 // A JSON value as display text (strings as is, null as a dash, numbers to 4 decimals).
