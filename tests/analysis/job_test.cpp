@@ -3,10 +3,14 @@
 // 128-rank job in the shared HTA traces.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "profile_train/analysis/analyze.h"
 #include "profile_train/analysis/job.h"
+#include "profile_train/report/writers.h"
 #include "profile_train/trace/importer.h"
 #include "trace_builder.h"
 
@@ -107,6 +111,90 @@ TEST(Job, HtaSampledRanksOfOneJob) {
   EXPECT_TRUE(s["verdict"] == "balanced" || s["verdict"] == "straggler") << s.dump(1);
   EXPECT_TRUE(s["slowest_rank"].is_number());
   std::cout << "[hta sampled ranks] " << s["summary"].get<std::string>() << "\n";
+}
+
+
+// ---------------------------------------------------------------------------------------------------------------
+// Golden job summaries: job.json and summary.html (its body, without the shared assets) of each kind of job,
+// compared with tests/golden/job/. A refactor leaves them identical; PT_UPDATE_GOLDEN=1 rewrites them on purpose.
+namespace golden {
+
+nlohmann::json cpu_rank_report(int rank, double load_us, double work_us, double step_us, int steps = 4) {
+  TraceBuilder b;
+  for (int s = 0; s < steps; ++s) {
+    const double t0 = s * step_us;
+    b.annotation("ProfilerStep#" + std::to_string(s), t0, step_us);
+    b.annotation("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", t0, load_us);
+    b.cpu_op("aten::mm", t0 + load_us, work_us);
+  }
+  auto t = b.build();
+  t.meta.rank = rank;
+  t.meta.world_size = 3;
+  t.meta.distributed_backend = "gloo";
+  return build_report(t);
+}
+
+std::string page_body(const std::string& html) {
+  const size_t from = html.find("<body"), to = html.rfind("<script>");
+  return from == std::string::npos || to == std::string::npos || to < from ? html : html.substr(from, to - from);
+}
+
+void check(const std::string& name, const std::vector<RankReport>& ranks) {
+  const nlohmann::json job = summarize_job(ranks);
+  const std::string got_json = job.dump(2) + "\n";
+  const std::string got_html = page_body(report::render_job_html(job));
+  const auto dir = std::filesystem::path(PT_SOURCE_DIR) / "tests" / "golden" / "job";
+  const auto json_path = dir / (name + ".json"), html_path = dir / (name + ".html.txt");
+  auto slurp = [](const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  if (std::getenv("PT_UPDATE_GOLDEN")) {
+    std::filesystem::create_directories(dir);
+    std::ofstream(json_path, std::ios::binary) << got_json;
+    std::ofstream(html_path, std::ios::binary) << got_html;
+    GTEST_SKIP() << "updated " << json_path;
+  }
+  ASSERT_TRUE(std::filesystem::exists(json_path)) << "no golden " << json_path << ": run with PT_UPDATE_GOLDEN=1";
+  EXPECT_EQ(got_json, slurp(json_path)) << name << ": job.json differs";
+  EXPECT_EQ(got_html, slurp(html_path)) << name << ": summary.html differs";
+}
+
+}  // namespace golden
+
+TEST(JobGolden, InputStraggler) { golden::check("input_straggler", job({{100, 1000}, {100, 1000}, {700, 1000}, {100, 1000}})); }
+TEST(JobGolden, ComputeStraggler) { golden::check("compute_straggler", job({{100, 1000}, {100, 1600}, {100, 1000}, {100, 1000}})); }
+TEST(JobGolden, Balanced) { golden::check("balanced", job({{100, 1000}, {110, 1000}, {100, 1020}, {100, 1000}})); }
+TEST(JobGolden, OneRank) { golden::check("one_rank", job({{100, 1000}})); }
+// One rank's trace has only CPU work (no GPU activity): communication is then not measured for the job.
+TEST(JobGolden, CpuOnlyRank) {
+  auto ranks = job({{100, 1000}, {100, 1000}, {100, 1000}});
+  TraceBuilder b;
+  b.cpu_op("aten::mm", 0, 50);
+  auto t = b.build();
+  t.meta.rank = 3;
+  t.meta.world_size = 4;
+  ranks.push_back({"rank3-<cpu only>.json", build_report(t)});
+  golden::check("cpu_only_rank", ranks);
+}
+// One rank's trace is empty (no step time): listed without figures, the others compared.
+TEST(JobGolden, RankWithoutSteps) {
+  auto ranks = job({{100, 1000}, {100, 1000}, {700, 1000}});
+  auto t = TraceBuilder().build();
+  t.meta.rank = 3;
+  t.meta.world_size = 4;
+  ranks.push_back({"rank3-empty.json", build_report(t)});
+  golden::check("rank_without_steps", ranks);
+}
+TEST(JobGolden, UnmeasuredInputStraggler) {
+  golden::check("unmeasured_input_straggler",
+                {{"r0.json", golden::cpu_rank_report(0, 100, 900, 1500)}, {"r1.json", golden::cpu_rank_report(1, 600, 900, 1500)},
+                 {"r2.json", golden::cpu_rank_report(2, 100, 900, 1500)}});
+}
+TEST(JobGolden, UnmeasuredUnknown) {
+  golden::check("unmeasured_unknown",
+                {{"r0.json", golden::cpu_rank_report(0, 100, 900, 1200)}, {"r1.json", golden::cpu_rank_report(1, 110, 1000, 1200)},
+                 {"r2.json", golden::cpu_rank_report(2, 100, 900, 1200)}});
 }
 
 }  // namespace
