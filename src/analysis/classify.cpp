@@ -21,7 +21,6 @@ bool contains_any(std::string_view hay, const std::array<std::string_view, N>& n
   return false;
 }
 
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 bool ends_with(std::string_view s, std::string_view p) {
   return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
 }
@@ -45,7 +44,7 @@ bool is_launch_call(std::string_view n) {
       "cudaGraphLaunch"};
   for (auto k : kLaunch)
     if (n == k) return true;
-  return starts_with(n, "cudaLaunch") || starts_with(n, "cuLaunch") || starts_with(n, "hipLaunch") ||
+  return n.starts_with("cudaLaunch") || n.starts_with("cuLaunch") || n.starts_with("hipLaunch") ||
          n == "hipGraphLaunch";
 }
 
@@ -72,28 +71,28 @@ bool is_allocator_call(std::string_view n) {
   for (auto k : kAlloc)
     if (n == k) return true;
   // Driver versions carry a suffix: cuMemAlloc_v2, cuMemFree_v2.
-  return starts_with(n, "cuMemAlloc_") || starts_with(n, "cuMemFree_");
+  return n.starts_with("cuMemAlloc_") || n.starts_with("cuMemFree_");
 }
 
 bool is_memcpy_call(std::string_view n) {
   n = runtime_base_name(n);
-  return starts_with(n, "cudaMemcpy") || starts_with(n, "cuMemcpy") || starts_with(n, "hipMemcpy");
+  return n.starts_with("cudaMemcpy") || n.starts_with("cuMemcpy") || n.starts_with("hipMemcpy");
 }
 
 bool is_communication_kernel(std::string_view name) {
   const std::string n = ascii_lower(name);
-  return starts_with(n, "ncclkernel") || starts_with(n, "nccldevkernel") || starts_with(n, "rcclkernel") ||
+  return n.starts_with("ncclkernel") || n.starts_with("nccldevkernel") || n.starts_with("rcclkernel") ||
          contains(n, "nccl") || contains(n, "rccl") || contains(n, "multimem_all_reduce");
 }
 
 bool is_dataloader_annotation(std::string_view n) {
-  return (starts_with(n, "enumerate(DataLoader)#") && ends_with(n, ".__next__")) ||
-         starts_with(n, "enumerate(DataPipe)#");
+  return (n.starts_with("enumerate(DataLoader)#") && ends_with(n, ".__next__")) ||
+         n.starts_with("enumerate(DataPipe)#");
 }
 
-bool is_step_annotation(std::string_view n) { return starts_with(n, "ProfilerStep#"); }
+bool is_step_annotation(std::string_view n) { return n.starts_with("ProfilerStep#"); }
 
-bool is_optimizer_step_annotation(std::string_view n) { return starts_with(n, "Optimizer.step#"); }
+bool is_optimizer_step_annotation(std::string_view n) { return n.starts_with("Optimizer.step#"); }
 
 // Tensor-core kernels: cuBLAS/cuDNN HMMA/IMMA kernel tiles ("h884", "s1688", "16816"), CUTLASS tensorop,
 // Hopper wgmma, xmma (cuDNN/cuBLASLt on Ampere+ only emits xmma for tensor-core math), TF32/BF16/FP16 GEMMs.

@@ -17,7 +17,6 @@ namespace {
 
 constexpr TimeNs kMinTime = std::numeric_limits<TimeNs>::min();
 
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
 enum Kind { kFetch, kForward, kBackward, kOptimizer, kZeroGrad, kNone };
 
@@ -26,7 +25,7 @@ Kind kind_of(std::string_view n) {
   if (n == "## forward ##") return kForward;
   if (n == "## backward ##") return kBackward;
   if (is_optimizer_step_annotation(n)) return kOptimizer;
-  if (starts_with(n, "Optimizer.zero_grad#")) return kZeroGrad;
+  if (n.starts_with("Optimizer.zero_grad#")) return kZeroGrad;
   return kNone;
 }
 
@@ -96,7 +95,7 @@ LoopRanges loop_ranges(const trace::Trace& t, int64_t pid, int64_t tid) {
   for (const auto& e : t.events) {
     if (e.is_gpu || (e.cat != Category::kUserAnnotation && e.cat != Category::kCpuOp)) continue;
     const std::string& n = t.name(e);
-    if (e.cat == Category::kCpuOp && starts_with(n, "autograd::engine::evaluate_function")) {
+    if (e.cat == Category::kCpuOp && n.starts_with("autograd::engine::evaluate_function")) {
       autograd_by_pid[e.pid].push_back({e.start_ns, e.end_ns()});
       continue;
     }

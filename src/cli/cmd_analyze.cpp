@@ -247,23 +247,24 @@ int run_analyze(const AnalyzeArgs& a) {
       if (!a.quiet && std::find(a.formats.begin(), a.formats.end(), "text") != a.formats.end())
         std::cout << "== " << terminal_safe(file) << " ==\n";
     }
-    nlohmann::json report;
+    std::optional<analysis::Report> report;
     const int rc = report_trace(*loaded, o, &report);
     if (rc != kExitOk) {
       worst = std::max(worst, rc);
       continue;
     }
-    if (!a.explain.empty()) std::cout << terminal_safe(rules::explain_rule(**rules, a.explain, report), true) << "\n";
+    if (!a.explain.empty())  // the rules evaluate over report.json
+      std::cout << terminal_safe(rules::explain_rule(**rules, a.explain, report::to_json(*report)), true) << "\n";
     Row row;
     row.file = file;
     row.folder = folder;
-    row.verdict = report["verdict"].value("bottleneck", "unknown");
-    row.confidence = report["verdict"].value("confidence", 0.0);
-    if (report["steps"]["mean_ms"].is_number()) row.mean_ms = report["steps"]["mean_ms"].get<double>();
-    if (report["gpu"]["utilization"].is_number()) row.util = report["gpu"]["utilization"].get<double>();
+    row.verdict = std::string(name_of(report->verdict.bottleneck));
+    row.confidence = report->verdict.confidence;
+    row.mean_ms = report->steps.mean_ms.value_or(-1);
+    row.util = report->gpu.utilization.value_or(-1);
     if (std::find(a.fail_on.begin(), a.fail_on.end(), row.verdict) != a.fail_on.end()) gate = true;
     rows.push_back(row);
-    if (multi) rank_reports.push_back({file, std::move(report)});
+    if (multi) rank_reports.push_back({file, std::move(*report)});
     if (multi && !a.quiet) std::cout << "\n";
   }
   if (multi && !rows.empty() && !a.quiet) {
@@ -279,7 +280,7 @@ int run_analyze(const AnalyzeArgs& a) {
                 << std::setw(12) << (r.mean_ms >= 0 ? ms.str() : "n/a") << (r.util >= 0 ? ut.str() : "n/a") << "\n";
     }
   }
-  if (is_one_job(rank_reports)) {
+  if (analysis::is_one_job(rank_reports)) {
     const bool text = std::find(a.formats.begin(), a.formats.end(), "text") != a.formats.end();
     const bool json = std::find(a.formats.begin(), a.formats.end(), "json") != a.formats.end();
     const bool html = std::find(a.formats.begin(), a.formats.end(), "html") != a.formats.end();

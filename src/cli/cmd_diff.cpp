@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "pipeline.h"
 #include "profile_train/common/atomic_file.h"
 #include "profile_train/common/folder_lock.h"
 #include "profile_train/common/status.h"
@@ -25,16 +26,11 @@ struct DiffArgs {
   int top = 10;
 };
 
-int fail(const Status& s) {
-  std::cerr << "profile-train diff: " << terminal_safe(s.message()) << "\n";
-  return s.exit_code();
-}
-
 int run_diff(const DiffArgs& args) {
   std::set<std::string> formats;
   for (const auto& f : args.formats) {
     if (f != "text" && f != "json" && f != "html")
-      return fail(InvalidArgument("--format: unknown format '" + f + "' (expected text, json, html)"));
+      return print_failure("profile-train diff", InvalidArgument("--format: unknown format '" + f + "' (expected text, json, html)"));
     formats.insert(f);
   }
   if (formats.empty()) {
@@ -42,11 +38,11 @@ int run_diff(const DiffArgs& args) {
     if (!args.out_dir.empty()) formats.insert({"json", "html"});
   }
   if ((formats.count("json") || formats.count("html")) && args.out_dir.empty())
-    return fail(InvalidArgument("--format json/html needs --out DIR"));
+    return print_failure("profile-train diff", InvalidArgument("--format json/html needs --out DIR"));
   auto a = report::load_report(args.a);
-  if (!a.ok()) return fail(a.status());
+  if (!a.ok()) return print_failure("profile-train diff", a.status());
   auto b = report::load_report(args.b);
-  if (!b.ok()) return fail(b.status());
+  if (!b.ok()) return print_failure("profile-train diff", b.status());
   report::DiffOptions options;
   options.top = args.top;
   const report::Diff diff = report::diff_reports(*a, *b, args.a, args.b, options);
@@ -57,9 +53,9 @@ int run_diff(const DiffArgs& args) {
   if (!args.out_dir.empty() && (formats.count("json") || formats.count("html"))) {
     std::error_code ec;
     std::filesystem::create_directories(args.out_dir, ec);
-    if (ec) return fail(IoError(args.out_dir + ": cannot create folder (" + ec.message() + ")"));
+    if (ec) return print_failure("profile-train diff", IoError(args.out_dir + ": cannot create folder (" + ec.message() + ")"));
     auto locked = lock_output_folder(args.out_dir, "diff");
-    if (!locked.ok()) return fail(locked.status());
+    if (!locked.ok()) return print_failure("profile-train diff", locked.status());
     lock = std::move(*locked);
     const std::filesystem::path dir(args.out_dir);
     // Labels are the paths given: not necessarily UTF-8, replaced (U+FFFD) rather than throwing.
@@ -76,7 +72,7 @@ int run_diff(const DiffArgs& args) {
       std::cout << "\nwritten to " << terminal_safe(args.out_dir) << "/"
                 << (formats.count("json") ? " diff.json" : "") << (formats.count("html") ? " diff.html" : "") << "\n";
   }
-  if (!failed.ok()) return fail(failed);
+  if (!failed.ok()) return print_failure("profile-train diff", failed);
   return kExitOk;
 }
 

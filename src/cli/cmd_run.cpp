@@ -28,6 +28,7 @@
 #include "profile_train/agent/native_reader.h"
 #include "profile_train/common/folder_lock.h"
 #include "profile_train/common/status.h"
+#include "profile_train/common/strings.h"
 #include "profile_train/common/terminal.h"
 #include "profile_train/platform/process.h"
 #include "profile_train/rules/engine.h"
@@ -84,18 +85,11 @@ fs::path find_shim_dir() {
 
 // One line per rank on stdout: the verdict and the headline figures, and how the command ended when that was
 // not normally (stdout then says it too, not only stderr and report.json).
-std::string summary_line(const std::string& who, const nlohmann::json& report, const CaptureResult& capture) {
+std::string summary_line(const std::string& who, const analysis::Report& report, const CaptureResult& capture) {
   std::ostringstream s;
-  s << who << ": ";
-  const auto v = report.value("/verdict/bottleneck"_json_pointer, nlohmann::json());
-  s << "verdict " << (v.is_string() ? v.get<std::string>() : "?");
-  const auto steps = report.value("/steps/count"_json_pointer, nlohmann::json());
-  const auto mean = report.value("/steps/mean_ms"_json_pointer, nlohmann::json());
-  if (steps.is_number()) s << ", " << steps.get<int64_t>() << " steps";
-  if (mean.is_number()) s << ", mean step " << mean.get<double>() << " ms";
-  const auto recs = report.find("recommendations");
-  if (recs != report.end() && recs->is_array() && !recs->empty() && (*recs)[0].contains("id"))
-    s << ", first fix: " << (*recs)[0]["id"].get<std::string>();
+  s << who << ": verdict " << name_of(report.verdict.bottleneck) << ", " << report.steps.count << " steps";
+  if (report.steps.mean_ms) s << ", mean step " << *report.steps.mean_ms << " ms";
+  if (!report.recommendations.empty()) s << ", first fix: " << report.recommendations.front().id;
   if (capture.failed() || capture.interrupted()) s << "; " << capture.outcome();
   return s.str();
 }
@@ -214,21 +208,23 @@ int run_command(const RunOptions& o) {
     // The command and how it ended are part of the report before report.json, report.html and the summary.
     opts.complete_report = [&](analysis::Report& report) { merge_capture_result(cr, rank.files.size(), report); };
     if (!t.meta.gpu_capture_attempted) std::cout << who << ": " << t.meta.gpu_capture_status << "\n";
-    nlohmann::json report;
+    std::optional<analysis::Report> report;
     const int rc = report_trace(t, opts, &report);
     if (rc != kExitOk) report_rc = std::max(report_rc, rc);
-    if (!report.is_null()) {
-      summaries.push_back(summary_line(who, report, cr));
-      if (ranked) rank_reports.push_back({(opts.out_dir / "report.json").string(), report});
+    if (report) {
+      summaries.push_back(summary_line(who, *report, cr));
+      if (ranked) rank_reports.push_back({(opts.out_dir / "report.json").string(), std::move(*report)});
     }
   }
   if (ranked || !summaries.empty()) {
+    // Named with the command and how it ended: with --quiet this is all that reaches the terminal.
     std::cout << "profile-train run: " << cr.ranks.size() << (ranked ? " traces (one per rank)" : " trace") << " in "
-              << terminal_safe(out.string()) << "\n";
+              << terminal_safe(out.string()) << " from " << terminal_safe(command_line(cr.command)) << " ("
+              << terminal_safe(cr.outcome()) << ")\n";
     for (const auto& s : summaries) std::cout << "  " << terminal_safe(s) << "\n";
   }
   // The ranks of one job (torchrun, or a launcher of its own): job.json and summary.html beside the rank folders.
-  if (is_one_job(rank_reports))
+  if (analysis::is_one_job(rank_reports))
     report_rc = std::max(report_rc, report_job(rank_reports, out, /*write_json=*/true, /*write_html=*/true, o.quiet));
   if (cr.interrupted()) return stop_rc;
   if (cr.failed()) return kExitChildFailed;

@@ -1,5 +1,5 @@
-// The job summary of `analyze` over several rank files of one job (src/analysis/job.h): printed after the
-// per-trace table and written as job.json beside the per-rank folders.
+// The job summary of `analyze` and `run` over several ranks of one job (src/analysis/job.h): printed after the
+// per-trace table and written as job.json and summary.html beside the per-rank folders.
 #pragma once
 
 #include <filesystem>
@@ -8,10 +8,6 @@
 #include "profile_train/analysis/job.h"
 
 namespace profile_train::cli {
-
-// True when the reports look like ranks of one job: at least two, each with a distinct source.distributed.rank
-// and the same world size.
-bool is_one_job(const std::vector<analysis::RankReport>& reports);
 
 // Prints the job summary (unless quiet) and writes out_dir/job.json and out_dir/summary.html when asked.
 // Returns 0, or the exit code of a failed write (one line on stderr).

@@ -29,7 +29,7 @@ bool wants(const OutputOptions& o, const char* fmt) {
   return false;
 }
 
-void print_error(const Status& s) { std::cerr << "profile-train: " << terminal_safe(s.message()) << "\n"; }
+void print_error(const Status& s) { print_failure("profile-train", s); }
 
 // A writer that is not built yet (Unsupported) only earns a one-line note; other failures are errors.
 Status writer_status(const Status& s, const char* what) {
@@ -88,7 +88,12 @@ Status check_perfetto_path(const OutputOptions& options, const std::vector<fs::p
   return Status::Ok();
 }
 
-int report_trace(const trace::Trace& trace, const OutputOptions& options, nlohmann::json* report_out) {
+int print_failure(std::string_view who, const Status& status) {
+  std::cerr << who << ": " << terminal_safe(status.message()) << "\n";
+  return status.exit_code();
+}
+
+int report_trace(const trace::Trace& trace, const OutputOptions& options, std::optional<analysis::Report>* report_out) {
   analysis::AnalysisOptions analysis_options;
   analysis_options.all_steps = options.all_steps;
   analysis::Report report = analysis::build_typed_report(trace, analysis_options);
@@ -139,7 +144,7 @@ int report_trace(const trace::Trace& trace, const OutputOptions& options, nlohma
     for (const auto& p : written) std::cout << "Wrote " << terminal_safe(p.string()) << "\n";
     std::cout.flush();
   }
-  if (report_out != nullptr) *report_out = report::to_json(report);
+  if (report_out != nullptr) *report_out = std::move(report);
   if (!failed.ok()) {
     print_error(failed);
     return failed.exit_code();

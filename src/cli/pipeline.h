@@ -5,6 +5,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -33,9 +34,13 @@ struct OutputOptions {
 // report.html, the terminal summary on stdout (formats has "text", not quiet); the Perfetto timeline is the
 // trace's. The summary is printed even when a file cannot be written (full disk): the analysis is not lost.
 // Errors are printed as one line on stderr; the return value is the process exit code (0 on success). A
-// writer that is not available (Unsupported) only prints a one-line note. `report_out` receives the report as
-// report.json holds it.
-int report_trace(const trace::Trace& trace, const OutputOptions& options, nlohmann::json* report_out = nullptr);
+// writer that is not available (Unsupported) only prints a one-line note. `report_out` receives the finished
+// report (the one report.json holds) once it exists, also when a file could not be written.
+int report_trace(const trace::Trace& trace, const OutputOptions& options,
+                 std::optional<analysis::Report>* report_out = nullptr);
+
+// Prints "WHO: message" (terminal-safe) as the one error line on stderr; returns the status's exit code.
+int print_failure(std::string_view who, const Status& status);
 
 // Creates `dir` if needed and checks that a file can be written there (IoError naming the folder and the
 // reason, e.g. "No space left on device", if not).

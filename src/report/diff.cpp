@@ -349,15 +349,7 @@ void write_diff_text(const Diff& d, std::ostream& out, const TextOptions& option
 // ---- HTML ---------------------------------------------------------------------------------------------
 
 namespace {
-class Html {
- public:
-  Html& raw(std::string_view s) { return out_.append(s), *this; }
-  Html& text(std::string_view s) { return detail::append_html_escaped(out_, s), *this; }
-  std::string& str() { return out_; }
-
- private:
-  std::string out_;
-};
+using detail::Html;
 
 void delta_cell(Html& h, std::optional<double> v) {
   if (!v) {

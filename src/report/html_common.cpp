@@ -82,9 +82,4 @@ const RoleStyle& style_of(Role role) { return kRoleStyles[static_cast<size_t>(ro
 
 std::string bottleneck_label(Bottleneck b) { return kBottleneckLabels[static_cast<size_t>(b)]; }
 
-std::string bottleneck_label(std::string_view b) {
-  const auto known = bottleneck_from_name(b);
-  return known ? bottleneck_label(*known) : std::string(b);
-}
-
 }  // namespace profile_train::report::detail

@@ -1,6 +1,6 @@
-// Small helpers shared by the HTML writers (report and diff): number formatting, the display names and colours
-// of the report's vocabularies, and safe JSON access (for the diff document, the job summary and the report's
-// free-form facts). Internal to the report component. Nothing here throws on a missing or mistyped key.
+// Small helpers shared by the HTML writers (report, diff, job summary): number formatting, the display names
+// and colours of the report's vocabularies, and safe JSON access (for the report's free-form facts). Internal to
+// the report component. Nothing here throws on a missing or mistyped key.
 #pragma once
 
 #include <initializer_list>
@@ -42,8 +42,6 @@ const RoleStyle& style_of(Role role);
 
 // Human label of a bottleneck class (Bottleneck::kInputPipeline -> "Input pipeline (data loading)").
 std::string bottleneck_label(Bottleneck bottleneck);
-// The same for a verdict.bottleneck spelling (the job document); an unknown spelling is shown as is.
-std::string bottleneck_label(std::string_view bottleneck);
 
 // A JSON value as display text (strings as is, null as a dash, numbers to 4 decimals).
 std::string value_to_text(const nlohmann::json& v);

@@ -10,6 +10,7 @@
 
 #include "profile_train/analysis/analyze.h"
 #include "profile_train/analysis/job.h"
+#include "profile_train/report/job_json.h"
 #include "profile_train/report/writers.h"
 #include "profile_train/trace/importer.h"
 #include "trace_builder.h"
@@ -21,7 +22,7 @@ using testing::TraceBuilder;
 
 // One rank of a DDP step: DataLoader wait `load_us`, compute kernels `compute_us`, then an NCCL all-reduce that
 // lasts until the slowest rank arrives (`step_us`, the same for all ranks).
-nlohmann::json rank_report(int rank, double load_us, double compute_us, double step_us, int steps = 4) {
+Report rank_report(int rank, double load_us, double compute_us, double step_us, int steps = 4) {
   TraceBuilder b;
   b.device(0, "NVIDIA A100-SXM4-80GB", 108);
   int64_t corr = 0;
@@ -38,7 +39,7 @@ nlohmann::json rank_report(int rank, double load_us, double compute_us, double s
   t.meta.rank = rank;
   t.meta.world_size = 4;
   t.meta.distributed_backend = "nccl";
-  return build_report(t);
+  return build_typed_report(t);
 }
 
 std::vector<RankReport> job(const std::vector<std::pair<double, double>>& load_compute) {
@@ -54,38 +55,43 @@ std::vector<RankReport> job(const std::vector<std::pair<double, double>>& load_c
 
 TEST(Job, SlowLoaderOnOneRankIsAnInputStraggler) {
   const auto s = summarize_job(job({{100, 1000}, {100, 1000}, {700, 1000}, {100, 1000}}));
-  ASSERT_EQ(s["ranks"].size(), 4u);
-  EXPECT_EQ(s["verdict"], "straggler") << s.dump(1);
-  EXPECT_EQ(s["straggler"]["rank"], 2);
-  EXPECT_EQ(s["straggler"]["phase"], "input");
-  EXPECT_NEAR(s["straggler"]["excess_ms"].get<double>(), 0.6, 0.02);
-  EXPECT_GT(s["slowdown"].get<double>(), 1.4);
+  ASSERT_EQ(s.ranks.size(), 4u);
+  EXPECT_EQ(s.verdict, JobVerdict::kStraggler) << s.summary;
+  ASSERT_TRUE(s.straggler);
+  EXPECT_EQ(s.straggler->rank, 2);
+  EXPECT_EQ(s.straggler->phase, StragglerPhase::kInput);
+  EXPECT_NEAR(s.straggler->excess_ms, 0.6, 0.02);
+  ASSERT_TRUE(s.slowdown);
+  EXPECT_GT(*s.slowdown, 1.4);
   // The others wait for it: their exposed communication is longer by about the same 0.6 ms.
-  EXPECT_NEAR(s["straggler"]["others_wait_ms"].get<double>(), 0.6, 0.02);
-  EXPECT_NE(s["summary"].get<std::string>().find("rank 2"), std::string::npos);
+  ASSERT_TRUE(s.straggler->others_wait_ms);
+  EXPECT_NEAR(*s.straggler->others_wait_ms, 0.6, 0.02);
+  EXPECT_NE(s.summary.find("rank 2"), std::string::npos);
 }
 
 TEST(Job, SlowComputeOnOneRankIsAComputeStraggler) {
   const auto s = summarize_job(job({{100, 1000}, {100, 1600}, {100, 1000}, {100, 1000}}));
-  EXPECT_EQ(s["verdict"], "straggler") << s.dump(1);
-  EXPECT_EQ(s["straggler"]["rank"], 1);
-  EXPECT_EQ(s["straggler"]["phase"], "compute");
-  EXPECT_NEAR(s["straggler"]["phase_excess_ms"].get<double>(), 0.6, 0.03);
+  EXPECT_EQ(s.verdict, JobVerdict::kStraggler) << s.summary;
+  ASSERT_TRUE(s.straggler);
+  EXPECT_EQ(s.straggler->rank, 1);
+  EXPECT_EQ(s.straggler->phase, StragglerPhase::kCompute);
+  EXPECT_NEAR(s.straggler->phase_excess_ms, 0.6, 0.03);
 }
 
 TEST(Job, EvenRanksAreBalancedAndFigureEachRank) {
   const auto s = summarize_job(job({{100, 1000}, {110, 1000}, {100, 1020}, {100, 1000}}));
-  EXPECT_EQ(s["verdict"], "balanced") << s.dump(1);
-  EXPECT_TRUE(s["straggler"].is_null());
-  for (const auto& r : s["ranks"]) {
-    EXPECT_NEAR(r["mean_step_ms"].get<double>(), 1.14, 1e-6);  // synchronized: one step time for all
-    EXPECT_GT(r["communication_wait_ms"].get<double>(), 0.0);
+  EXPECT_EQ(s.verdict, JobVerdict::kBalanced) << s.summary;
+  EXPECT_FALSE(s.straggler);
+  for (const auto& r : s.ranks) {
+    ASSERT_TRUE(r.mean_step_ms && r.communication_wait_ms);
+    EXPECT_NEAR(*r.mean_step_ms, 1.14, 1e-6);  // synchronized: one step time for all
+    EXPECT_GT(*r.communication_wait_ms, 0.0);
   }
 }
 
 TEST(Job, OneRankCannotBeCompared) {
   const auto s = summarize_job(job({{100, 1000}}));
-  EXPECT_EQ(s["verdict"], "unknown");
+  EXPECT_EQ(s.verdict, JobVerdict::kUnknown);
 }
 
 // Two ranks of one 128-rank job (HTA's sampled traces): per-rank figures equal the ranks' own reports.
@@ -98,19 +104,20 @@ TEST(Job, HtaSampledRanksOfOneJob) {
     if (!std::filesystem::exists(f)) GTEST_SKIP() << "trace not found: " << f;
     auto t = trace::load_trace(f);
     ASSERT_TRUE(t.ok()) << t.status().message();
-    ranks.push_back({f.string(), build_report(*t)});
+    ranks.push_back({f.string(), build_typed_report(*t)});
   }
   const auto s = summarize_job(ranks);
-  ASSERT_EQ(s["ranks"].size(), 2u);
+  ASSERT_EQ(s.ranks.size(), 2u);
   for (size_t i = 0; i < 2; ++i) {
-    EXPECT_EQ(s["ranks"][i]["mean_step_ms"].get<double>(), ranks[i].report["steps"]["mean_ms"].get<double>());
-    EXPECT_NEAR(s["ranks"][i]["communication_wait_ms"].get<double>(),
-                ranks[i].report["communication"]["exposed_fraction"].get<double>() * ranks[i].report["steps"]["mean_ms"].get<double>(),
-                1e-5);
+    const Report& r = ranks[i].report;
+    ASSERT_TRUE(s.ranks[i].mean_step_ms && s.ranks[i].communication_wait_ms && r.steps.mean_ms &&
+                r.communication.exposed_fraction);
+    EXPECT_EQ(*s.ranks[i].mean_step_ms, *r.steps.mean_ms);
+    EXPECT_NEAR(*s.ranks[i].communication_wait_ms, *r.communication.exposed_fraction * *r.steps.mean_ms, 1e-5);
   }
-  EXPECT_TRUE(s["verdict"] == "balanced" || s["verdict"] == "straggler") << s.dump(1);
-  EXPECT_TRUE(s["slowest_rank"].is_number());
-  std::cout << "[hta sampled ranks] " << s["summary"].get<std::string>() << "\n";
+  EXPECT_TRUE(s.verdict == JobVerdict::kBalanced || s.verdict == JobVerdict::kStraggler) << s.summary;
+  EXPECT_TRUE(s.slowest_rank);
+  std::cout << "[hta sampled ranks] " << s.summary << "\n";
 }
 
 
@@ -119,7 +126,7 @@ TEST(Job, HtaSampledRanksOfOneJob) {
 // compared with tests/golden/job/. A refactor leaves them identical; PT_UPDATE_GOLDEN=1 rewrites them on purpose.
 namespace golden {
 
-nlohmann::json cpu_rank_report(int rank, double load_us, double work_us, double step_us, int steps = 4) {
+Report cpu_rank_report(int rank, double load_us, double work_us, double step_us, int steps = 4) {
   TraceBuilder b;
   for (int s = 0; s < steps; ++s) {
     const double t0 = s * step_us;
@@ -131,7 +138,7 @@ nlohmann::json cpu_rank_report(int rank, double load_us, double work_us, double 
   t.meta.rank = rank;
   t.meta.world_size = 3;
   t.meta.distributed_backend = "gloo";
-  return build_report(t);
+  return build_typed_report(t);
 }
 
 std::string page_body(const std::string& html) {
@@ -140,8 +147,8 @@ std::string page_body(const std::string& html) {
 }
 
 void check(const std::string& name, const std::vector<RankReport>& ranks) {
-  const nlohmann::json job = summarize_job(ranks);
-  const std::string got_json = job.dump(2) + "\n";
+  const JobSummary job = summarize_job(ranks);
+  const std::string got_json = report::to_json(job).dump(2) + "\n";
   const std::string got_html = page_body(report::render_job_html(job));
   const auto dir = std::filesystem::path(PT_SOURCE_DIR) / "tests" / "golden" / "job";
   const auto json_path = dir / (name + ".json"), html_path = dir / (name + ".html.txt");
@@ -174,7 +181,7 @@ TEST(JobGolden, CpuOnlyRank) {
   auto t = b.build();
   t.meta.rank = 3;
   t.meta.world_size = 4;
-  ranks.push_back({"rank3-<cpu only>.json", build_report(t)});
+  ranks.push_back({"rank3-<cpu only>.json", build_typed_report(t)});
   golden::check("cpu_only_rank", ranks);
 }
 // One rank's trace is empty (no step time): listed without figures, the others compared.
@@ -183,7 +190,7 @@ TEST(JobGolden, RankWithoutSteps) {
   auto t = TraceBuilder().build();
   t.meta.rank = 3;
   t.meta.world_size = 4;
-  ranks.push_back({"rank3-empty.json", build_report(t)});
+  ranks.push_back({"rank3-empty.json", build_typed_report(t)});
   golden::check("rank_without_steps", ranks);
 }
 TEST(JobGolden, UnmeasuredInputStraggler) {

@@ -277,12 +277,13 @@ TEST(Browser, DiffPageRendersCleanly) {
 
 TEST(Browser, JobSummaryPageShowsTheStragglerAndEveryRank) {
   SKIP_WITHOUT_CHROMIUM();
-  json job = {{"verdict", "straggler"}, {"summary", "Straggler: rank 2 <b>holds</b> the others back"},
-              {"straggler", {{"rank", 2}, {"phase", "input"}}}, {"ranks", json::array()}};
+  analysis::JobSummary job;
+  job.verdict = analysis::JobVerdict::kStraggler;
+  job.summary = "Straggler: rank 2 <b>holds</b> the others back";
+  job.straggler = analysis::Straggler{2, "rank2.json", analysis::StragglerPhase::kInput, 35, 35, 35};
   for (int r = 0; r < 4; ++r)
-    job["ranks"].push_back({{"rank", r}, {"file", "rank" + std::to_string(r) + ".json"}, {"verdict", "gpu_compute"},
-                            {"mean_step_ms", 100.0}, {"input_ms", r == 2 ? 40.0 : 5.0}, {"compute_ms", 50.0},
-                            {"communication_wait_ms", r == 2 ? 10.0 : 45.0}, {"work_ms", r == 2 ? 90.0 : 55.0}});
+    job.ranks.push_back({r, "rank" + std::to_string(r) + ".json", Bottleneck::kGpuCompute, 100.0, r == 2 ? 40.0 : 5.0,
+                         50.0, r == 2 ? 10.0 : 45.0, r == 2 ? 90.0 : 55.0});
   const auto dir = temp_dir("browser-job");
   ASSERT_TRUE(write_job_html(job, dir / "summary.html").ok());
   const std::string dom = dump_dom(dir / "summary.html");

@@ -5,25 +5,69 @@
 // their collectives. So a rank's *work* is its step minus its exposed communication (the time it waited), and
 // the straggler is the rank with the most work, when it exceeds the other ranks' median by kStragglerShare
 // of the step. Its phase is the one (data loading, or compute = kernels, copies and host work) with the largest
-// excess over the other ranks' median. Inputs are report.json objects (analysis::build_report); never throws.
+// excess over the other ranks' median. Inputs are typed reports (analysis::build_typed_report, after the rules);
+// job.json is report::to_json(JobSummary) (reports/REPORT_FORMAT.md "job summary").
 #pragma once
 
+#include <array>
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "profile_train/analysis/report.h"
 
 namespace profile_train::analysis {
 
 inline constexpr double kStragglerShare = 0.10;  // excess work over the median rank, as a share of the step
 
+// job.json "verdict" and straggler "phase" values, each with its one name table.
+enum class JobVerdict : unsigned char { kStraggler, kBalanced, kUnknown };
+inline constexpr std::array<std::string_view, 3> kJobVerdictNames = {"straggler", "balanced", "unknown"};
+inline constexpr std::string_view name_of(JobVerdict v) { return kJobVerdictNames[static_cast<size_t>(v)]; }
+
+enum class StragglerPhase : unsigned char { kInput, kCompute };
+inline constexpr std::array<std::string_view, 2> kStragglerPhaseNames = {"input", "compute"};
+inline constexpr std::string_view name_of(StragglerPhase p) { return kStragglerPhaseNames[static_cast<size_t>(p)]; }
+
 struct RankReport {
-  std::string file;         // where it came from (shown)
-  nlohmann::json report;    // its report.json
+  std::string file;  // where it came from (shown)
+  Report report;
 };
 
-// {ranks: [...], slowest_rank, slowdown, step_skew, communication_skew_ms, straggler {...} | null,
-//  verdict: "straggler" | "balanced" | "unknown", summary}; see reports/REPORT_FORMAT.md "job summary".
-nlohmann::json summarize_job(const std::vector<RankReport>& ranks);
+// One row of job.json "ranks"; the figures are null when the rank has no step time, communication_wait_ms also
+// when communication was not measured.
+struct JobRank {
+  int64_t rank = -1;  // source.distributed.rank, else the report's position
+  std::string file;
+  Bottleneck verdict = Bottleneck::kUnknown;
+  std::optional<double> mean_step_ms, input_ms, compute_ms, communication_wait_ms, work_ms;
+};
+
+struct Straggler {
+  int64_t rank = -1;
+  std::string file;
+  StragglerPhase phase = StragglerPhase::kInput;
+  double excess_ms = 0, phase_excess_ms = 0;
+  std::optional<double> others_wait_ms;  // null when communication was not measured
+};
+
+struct JobSummary {
+  std::vector<JobRank> ranks;
+  std::optional<int64_t> slowest_rank;
+  std::optional<double> slowdown, step_skew, communication_skew_ms;
+  std::optional<Straggler> straggler;
+  JobVerdict verdict = JobVerdict::kUnknown;
+  double straggler_threshold = kStragglerShare;
+  std::optional<bool> communication_measured;  // absent when unset (fewer than two ranks with a step time)
+  std::string summary;
+};
+
+JobSummary summarize_job(const std::vector<RankReport>& ranks);
+
+// True when the reports look like ranks of one job: at least two, each with a distinct source.distributed.rank
+// and the same world size.
+bool is_one_job(const std::vector<RankReport>& reports);
 
 }  // namespace profile_train::analysis

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "profile_train/analysis/job.h"
 #include "profile_train/analysis/report.h"
 #include "profile_train/common/status.h"
 #include "profile_train/trace/model.h"
@@ -32,9 +33,9 @@ Status write_html(const analysis::Report& report, const trace::Trace* trace, con
 // The same document as a string (write_html writes this). May throw only on allocation failure.
 std::string render_html(const analysis::Report& report, const trace::Trace* trace);
 
-// summary.html of a multi-rank job (analysis::summarize_job's object): verdict, per-rank bars and table.
-Status write_job_html(const nlohmann::json& job, const std::filesystem::path& path);
-std::string render_job_html(const nlohmann::json& job);
+// summary.html of a multi-rank job (analysis::summarize_job): verdict, per-rank bars and table.
+Status write_job_html(const analysis::JobSummary& job, const std::filesystem::path& path);
+std::string render_job_html(const analysis::JobSummary& job);
 
 // Timeline as Chrome-trace JSON (Perfetto UI / chrome://tracing).
 Status write_chrome_trace(const trace::Trace& trace, const std::filesystem::path& path);
