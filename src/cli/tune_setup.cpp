@@ -199,7 +199,7 @@ StatusOr<TuneSetup> make_setup(const TuneArgs& a, const std::vector<std::string>
     bool want = placeholders.count(def.name) > 0;
     if (a.knobs.empty()) {
       if (target.kind == tn::TuneTarget::Kind::kWorkload) want = def.in_default_space;
-      else if (placeholders.empty()) want = def.in_default_space && def.name != "batch_size";  // shim: asked only
+      else if (placeholders.empty()) want = def.in_default_space && def.name != KnobName::kBatchSize;  // shim: asked only
     }
     if (!want) continue;
     tn::KnobRange r;

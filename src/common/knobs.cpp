@@ -24,14 +24,14 @@ const std::vector<KnobDef>& knob_catalog() {
       c.back().kind = kind;
       return c.back();
     };
-    KnobDef* k = &add("num_workers", KnobKind::kInteger);
+    KnobDef* k = &add(KnobName::kNumWorkers, KnobKind::kInteger);
     k->auto_values = {"0", "1", "2", "4", "8"};
     k->override_key = "dataloader.num_workers";
     k->workload_flag = "--workers";
     k->in_default_space = true;
     k->aliases = {"workers", "dataloader.num_workers"};
 
-    k = &add("pin_memory", KnobKind::kBool);
+    k = &add(KnobName::kPinMemory, KnobKind::kBool);
     k->auto_values = {"0", "1"};
     k->override_key = "dataloader.pin_memory";
     k->workload_flag = "--pin-memory";
@@ -40,18 +40,18 @@ const std::vector<KnobDef>& knob_catalog() {
     k->needs_why = "pinned host memory only speeds up copies to a GPU";
     k->aliases = {"pin", "dataloader.pin_memory"};
 
-    k = &add("prefetch_factor", KnobKind::kInteger);
+    k = &add(KnobName::kPrefetchFactor, KnobKind::kInteger);
     k->auto_values = {"2", "4", "8"};
     k->override_key = "dataloader.prefetch_factor";
     k->workload_flag = "--prefetch";
     k->aliases = {"prefetch", "dataloader.prefetch_factor"};
 
-    k = &add("persistent_workers", KnobKind::kBool);
+    k = &add(KnobName::kPersistentWorkers, KnobKind::kBool);
     k->auto_values = {"0", "1"};
     k->override_key = "dataloader.persistent_workers";
     k->aliases = {"persistent", "dataloader.persistent_workers"};
 
-    k = &add("amp", KnobKind::kChoice);
+    k = &add(KnobName::kAmp, KnobKind::kChoice);
     k->choices = {{"off", {"none", "fp32", "float32", "0"}}, {"bf16", {"bfloat16"}}, {"fp16", {"float16", "half"}}};
     k->auto_values = {"off", "bf16", "fp16"};
     k->override_key = "amp.dtype";
@@ -62,7 +62,7 @@ const std::vector<KnobDef>& knob_catalog() {
                        "bf16 autocast is emulated on a CPU without AMX or AVX512-BF16"}};
     k->aliases = {"autocast", "amp.dtype"};
 
-    k = &add("batch_size", KnobKind::kInteger);
+    k = &add(KnobName::kBatchSize, KnobKind::kInteger);
     k->min_value = 1;
     k->auto_values = {"16", "32", "64", "128", "256", "512", "1024", "2048"};
     k->override_key = "dataloader.batch_size";
@@ -70,19 +70,19 @@ const std::vector<KnobDef>& knob_catalog() {
     k->in_default_space = true;
     k->aliases = {"bs", "batch", "dataloader.batch_size"};
 
-    k = &add("channels_last", KnobKind::kBool);
+    k = &add(KnobName::kChannelsLast, KnobKind::kBool);
     k->auto_values = {"0", "1"};
     k->workload_flag = "--channels-last";
     k->aliases = {"model.channels_last"};
 
-    k = &add("cudnn_benchmark", KnobKind::kBool);
+    k = &add(KnobName::kCudnnBenchmark, KnobKind::kBool);
     k->auto_values = {"0", "1"};
     k->workload_flag = "--cudnn-benchmark";
     k->needs = KnobNeeds::kGpu;
     k->needs_why = "the cuDNN autotuner acts on the GPU only";
     k->aliases = {"cudnn.benchmark", "cudnn"};
 
-    k = &add("tf32", KnobKind::kBool);
+    k = &add(KnobName::kTf32, KnobKind::kBool);
     k->auto_values = {"0", "1"};
     k->workload_flag = "--tf32";
     k->needs = KnobNeeds::kGpu;

@@ -27,15 +27,16 @@ std::vector<std::string> unknown_knobs(const analysis::Recommendation& rec) {
 std::vector<std::string> knobs_for_bottleneck(Bottleneck bottleneck) {
   // A switch without default: a bottleneck added to the vocabulary (common/vocabulary.h) is a -Wswitch warning
   // here until it has its list.
+  using K = KnobName;
   switch (bottleneck) {
-    case Bottleneck::kInputPipeline: return {"num_workers", "prefetch_factor", "persistent_workers", "pin_memory"};
-    case Bottleneck::kHostToDevice: return {"pin_memory", "num_workers"};
-    case Bottleneck::kCpuOverhead: return {"batch_size", "amp"};
-    case Bottleneck::kSynchronization: return {"batch_size"};
-    case Bottleneck::kGpuCompute: return {"amp", "channels_last", "tf32", "cudnn_benchmark", "batch_size"};
-    case Bottleneck::kGpuMemory: return {"amp", "batch_size"};
-    case Bottleneck::kCommunication: return {"batch_size"};
-    case Bottleneck::kCpuOnly: return {"num_workers", "batch_size"};
+    case Bottleneck::kInputPipeline: return {K::kNumWorkers, K::kPrefetchFactor, K::kPersistentWorkers, K::kPinMemory};
+    case Bottleneck::kHostToDevice: return {K::kPinMemory, K::kNumWorkers};
+    case Bottleneck::kCpuOverhead: return {K::kBatchSize, K::kAmp};
+    case Bottleneck::kSynchronization: return {K::kBatchSize};
+    case Bottleneck::kGpuCompute: return {K::kAmp, K::kChannelsLast, K::kTf32, K::kCudnnBenchmark, K::kBatchSize};
+    case Bottleneck::kGpuMemory: return {K::kAmp, K::kBatchSize};
+    case Bottleneck::kCommunication: return {K::kBatchSize};
+    case Bottleneck::kCpuOnly: return {K::kNumWorkers, K::kBatchSize};
     case Bottleneck::kUnknown: return {};
   }
   return {};

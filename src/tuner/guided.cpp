@@ -15,16 +15,16 @@ class GuidedStrategy : public Strategy {
     int b = t.evaluate_batch({{base, "baseline", t.options().baseline_repeats}}).front();
     if (b < 0) return;
     // A baseline that runs out of memory: halve the batch until it fits (the search adapts).
-    const KnobRange* batch = t.range("batch_size");
+    const KnobRange* batch = t.range(KnobName::kBatchSize);
     while (memory_failure(t.trial(b)) && batch != nullptr) {
-      const long long cur = config_int(base, "batch_size", 0);
+      const long long cur = config_int(base, KnobName::kBatchSize, 0);
       long long smaller = 0;
       for (long long v : ladder(*batch, cur)) {
         if (v < cur) smaller = v;
       }
       if (smaller <= 0 && batch->is_auto && cur > 1) smaller = cur / 2;
       if (smaller <= 0) break;
-      base["batch_size"] = std::to_string(smaller);
+      base[KnobName::kBatchSize] = std::to_string(smaller);
       t.note("baseline ran out of memory at batch_size=" + std::to_string(cur) + "; retrying with " +
              std::to_string(smaller));
       b = t.evaluate(base, "baseline (smaller batch after out-of-memory)", t.options().baseline_repeats);
@@ -200,7 +200,7 @@ class GuidedStrategy : public Strategy {
         break;
       }
       // Out of memory above the best batch: refine once between the best and the failing size.
-      if (knob == "batch_size" && oom_at > 0 && r->is_auto) {
+      if (knob == KnobName::kBatchSize && oom_at > 0 && r->is_auto) {
         const long long lo = config_int(t.trial(local).config, knob, 0);
         long long mid = (lo + oom_at) / 2;
         if (mid >= 16) mid -= mid % 8;

@@ -18,7 +18,7 @@ bool parse_ll(std::string_view s, long long* out) {
 
 std::vector<std::string> auto_values_for(const KnobDef& def, unsigned cpu_count) {
   std::vector<std::string> values = def.auto_values;
-  if (def.name == "num_workers") {
+  if (def.name == KnobName::kNumWorkers) {
     // More workers than 2 x CPUs only adds contention; the ladder stops there.
     const long long cap = std::max(2LL, 2LL * static_cast<long long>(std::max(1u, cpu_count)));
     std::erase_if(values, [&](const std::string& v) { return std::stoll(v) > cap; });

@@ -216,16 +216,16 @@ bool Tuner::better(int candidate, int reference) {
 }
 
 bool Tuner::known_to_oom(const Config& config) const {
-  auto it = config.find("batch_size");
+  auto it = config.find(KnobName::kBatchSize);
   if (it == config.end()) return false;
-  const long long batch = config_int(config, "batch_size", 0);
+  const long long batch = config_int(config, KnobName::kBatchSize, 0);
   Config others = config;
-  others.erase("batch_size");
+  others.erase(KnobName::kBatchSize);
   for (const Trial& t : result_.trials) {
     if (!memory_failure(t)) continue;
     Config t_others = t.config;
-    const long long t_batch = config_int(t_others, "batch_size", 0);
-    t_others.erase("batch_size");
+    const long long t_batch = config_int(t_others, KnobName::kBatchSize, 0);
+    t_others.erase(KnobName::kBatchSize);
     if (t_batch > 0 && batch >= t_batch && config_key(t_others) == config_key(others)) return true;
   }
   return false;
@@ -243,8 +243,8 @@ double Tuner::timeout_for(const Config& config) const {
       const double per = b.duration_s / b.measurements;
       double scale = 1;
       if (b.per_sample) {
-        const double cb = static_cast<double>(config_int(config, "batch_size", 0));
-        const double bb = static_cast<double>(config_int(b.config, "batch_size", 0));
+        const double cb = static_cast<double>(config_int(config, KnobName::kBatchSize, 0));
+        const double bb = static_cast<double>(config_int(b.config, KnobName::kBatchSize, 0));
         if (cb > 0 && bb > 0) scale = std::max(1.0, cb / bb);
       }
       tighten(options_.slow_kill_factor * per * scale + 5.0);

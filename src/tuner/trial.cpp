@@ -72,7 +72,7 @@ Status metric_from_report(const std::optional<analysis::Report>& report, const C
   }
   if (count < 1) return BadInput("report.json measured no steps (steps.count = 0)");
   const TunerFacts facts = tuner_facts(*report);
-  long long batch = config_int(config, "batch_size", 0);
+  long long batch = config_int(config, KnobName::kBatchSize, 0);
   if (batch <= 0) batch = facts.batch_size;
   if (batch <= 0) batch = known_batch;
   m->step_ms = step_ms;

@@ -90,20 +90,22 @@ CodeChange code_change(const Config& baseline, const Config& best, const TuneTar
 
   // Python edits that make the best setting permanent in a PyTorch script.
   std::vector<PythonEdit>& py = out.python;
+  using K = KnobName;
+  // The DataLoader knobs are named as its keyword arguments.
   std::string dl_args;
-  auto dl = [&](const char* knob, const std::string& text) {
-    if (changed.count(knob)) dl_args += ", " + text;
+  auto dl = [&](const char* knob, bool boolean) {
+    const auto it = changed.find(knob);
+    if (it != changed.end()) dl_args += std::string(", ") + knob + "=" + (boolean ? py_bool(it->second) : it->second);
   };
-  dl("batch_size", "batch_size=" + (changed.count("batch_size") ? changed["batch_size"] : ""));
-  dl("num_workers", "num_workers=" + (changed.count("num_workers") ? changed["num_workers"] : ""));
-  dl("pin_memory", "pin_memory=" + (changed.count("pin_memory") ? py_bool(changed["pin_memory"]) : ""));
-  dl("prefetch_factor", "prefetch_factor=" + (changed.count("prefetch_factor") ? changed["prefetch_factor"] : ""));
-  dl("persistent_workers",
-     "persistent_workers=" + (changed.count("persistent_workers") ? py_bool(changed["persistent_workers"]) : ""));
+  dl(K::kBatchSize, false);
+  dl(K::kNumWorkers, false);
+  dl(K::kPinMemory, true);
+  dl(K::kPrefetchFactor, false);
+  dl(K::kPersistentWorkers, true);
   if (!dl_args.empty()) py.push_back({"DataLoader arguments", "DataLoader(..." + dl_args + ")"});
   const std::string dev = on_gpu ? "cuda" : "cpu";
-  if (changed.count("amp")) {
-    const std::string a = changed["amp"];
+  if (changed.count(K::kAmp)) {
+    const std::string a = changed[K::kAmp];
     if (a == "bf16") {
       py.push_back({"mixed precision (bf16 autocast around forward + loss)",
                     "with torch.autocast(\"" + dev + "\", dtype=torch.bfloat16):\n"
@@ -118,17 +120,17 @@ CodeChange code_change(const Config& baseline, const Config& best, const TuneTar
       py.push_back({"mixed precision off", "# remove the torch.autocast(...) context"});
     }
   }
-  if (changed.count("channels_last") && changed["channels_last"] == "1") {
+  if (changed.count(K::kChannelsLast) && changed[K::kChannelsLast] == "1") {
     py.push_back({"channels-last memory format",
                   "model = model.to(memory_format=torch.channels_last)\n"
                   "inputs = inputs.to(memory_format=torch.channels_last)"});
   }
-  if (changed.count("cudnn_benchmark")) {
-    py.push_back({"cuDNN autotuner", "torch.backends.cudnn.benchmark = " + py_bool(changed["cudnn_benchmark"])});
+  if (changed.count(K::kCudnnBenchmark)) {
+    py.push_back({"cuDNN autotuner", "torch.backends.cudnn.benchmark = " + py_bool(changed[K::kCudnnBenchmark])});
   }
-  if (changed.count("tf32")) {
-    py.push_back({"TF32 matmul / convolution", "torch.backends.cuda.matmul.allow_tf32 = " + py_bool(changed["tf32"]) +
-                                                   "\ntorch.backends.cudnn.allow_tf32 = " + py_bool(changed["tf32"])});
+  if (changed.count(K::kTf32)) {
+    py.push_back({"TF32 matmul / convolution", "torch.backends.cuda.matmul.allow_tf32 = " + py_bool(changed[K::kTf32]) +
+                                                   "\ntorch.backends.cudnn.allow_tf32 = " + py_bool(changed[K::kTf32])});
   }
 
   // The command line with the best values (what to run from now on).

@@ -19,6 +19,20 @@ namespace profile_train {
 // (integers as numbers, booleans as true/false, choices as strings).
 inline constexpr std::string_view kOverridesEnv = agent::protocol::kEnvOverrides;
 
+// The canonical knob names, for code that means one particular knob (the catalog, knobs.cpp, is built from them;
+// everything else looks knobs up by name).
+struct KnobName {
+  static constexpr char kNumWorkers[] = "num_workers";
+  static constexpr char kPinMemory[] = "pin_memory";
+  static constexpr char kPrefetchFactor[] = "prefetch_factor";
+  static constexpr char kPersistentWorkers[] = "persistent_workers";
+  static constexpr char kAmp[] = "amp";
+  static constexpr char kBatchSize[] = "batch_size";
+  static constexpr char kChannelsLast[] = "channels_last";
+  static constexpr char kCudnnBenchmark[] = "cudnn_benchmark";
+  static constexpr char kTf32[] = "tf32";
+};
+
 enum class KnobKind {
   kInteger,  // ordered numeric values (batch size, workers, prefetch factor)
   kBool,     // canonical values "0" / "1"
