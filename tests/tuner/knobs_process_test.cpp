@@ -241,16 +241,7 @@ TEST(ProcessRunner, AnUnreadableReportIsNoMetricWithTheReason) {
 
 TEST(Report, JsonAndHtmlWithEscapingAndTheChange) {
   pt::TuneResult r;
-  pt::Trial base;
-  base.index = 1;
-  base.config = {{"num_workers", "0"}, {"pin_memory", "0"}, {"amp", "off"}};
-  base.status = pt::RunStatus::kOk;
-  base.values = {100, 102, 98};
-  base.mean = 100;
-  base.stddev = 2;
-  base.per_sample = true;
-  base.measurements = 3;
-  base.reason = "baseline <script>alert(1)</script>";
+  pt::Trial base = pt_test::hand_made_baseline();
   pt::Trial best = base;
   best.index = 2;
   best.config = {{"num_workers", "4"}, {"pin_memory", "1"}, {"amp", "bf16"}};

@@ -26,6 +26,22 @@ inline profile_train::tuner::KnobRange range(const char* arg) {
 }
 
 // A report.json-like document as the typed report the tuner reads (a test failure when it is not one).
+// A measured baseline trial of a hand-made tune result (num_workers 0, no pinned memory, no AMP; 100 samples/s
+// over three measurements) whose reason carries markup, for the writers' escaping.
+inline profile_train::tuner::Trial hand_made_baseline() {
+  profile_train::tuner::Trial base;
+  base.index = 1;
+  base.config = {{"num_workers", "0"}, {"pin_memory", "0"}, {"amp", "off"}};
+  base.status = profile_train::tuner::RunStatus::kOk;
+  base.values = {100, 102, 98};
+  base.mean = 100;
+  base.stddev = 2;
+  base.per_sample = true;
+  base.measurements = 3;
+  base.reason = "baseline <script>alert(1)</script>";
+  return base;
+}
+
 inline profile_train::analysis::Report typed(const nlohmann::json& doc) {
   auto r = profile_train::report::report_from_json(doc);
   if (!r.ok()) {

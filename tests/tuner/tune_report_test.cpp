@@ -185,16 +185,7 @@ TEST(TuneReportGolden, WorkloadTargetAndAnInterruptedSession) {
 
 TEST(TuneReportGolden, HandMadeResultWithHostileStringsAndNoBaseline) {
   pt::TuneResult r;
-  pt::Trial base;
-  base.index = 1;
-  base.config = {{"num_workers", "0"}, {"pin_memory", "0"}, {"amp", "off"}};
-  base.status = pt::RunStatus::kOk;
-  base.values = {100, 102, 98};
-  base.mean = 100;
-  base.stddev = 2;
-  base.per_sample = true;
-  base.measurements = 3;
-  base.reason = "baseline <script>alert(1)</script>";
+  pt::Trial base = pt_test::hand_made_baseline();
   base.message = "bad \xff byte & <b>";
   base.dirs = {"/out/1", "/out/1b"};
   base.peak_memory_bytes = 123456789;
