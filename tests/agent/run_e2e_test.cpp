@@ -570,6 +570,25 @@ TEST(RunE2E, AFailedOrCrashedCommandIsNamedInReportHtmlAndOnStdout) {
   }
 }
 
+// With --quiet the closing line is all that reaches stdout: it names the command and how it ended, so a log of
+// several runs says which one each report is from.
+TEST(RunE2E, QuietRunSaysWhichCommandTheReportIsFrom) {
+  REQUIRE_TORCH();
+  const fs::path out = fresh_dir("run_quiet");
+  Proc p = start_split(run_with(out, {"--quiet", "--", kPython.string(), (kData / "train_slow_loader.py").string(),
+                                      "--workers", "0", "--steps", "12"}),
+                       out / "stdout.txt", out / "stderr.txt");
+  EXPECT_EQ(wait_exit(p), 0) << slurp(out / "stderr.txt");
+  const std::string text = slurp(out / "stdout.txt");
+  EXPECT_EQ(text.find("VERDICT"), std::string::npos) << text;  // no terminal summary
+  const size_t at = text.find("profile-train run: 1 trace in ");
+  ASSERT_NE(at, std::string::npos) << text;
+  const std::string line = text.substr(at, text.find('\n', at) - at);
+  EXPECT_NE(line.find("train_slow_loader.py --workers 0 --steps 12"), std::string::npos) << line;
+  EXPECT_NE(line.find("(the command exited with code 0)"), std::string::npos) << line;
+  EXPECT_NE(text.find("run: verdict "), std::string::npos) << text;
+}
+
 TEST(RunE2E, SigintStopsTheCommandFlushesAndReports) {
   REQUIRE_TORCH();
   const fs::path out = fresh_dir("run_sigint");
