@@ -26,11 +26,13 @@ struct DiffArgs {
   int top = 10;
 };
 
+int diff_failed(const Status& s) { return print_failure("profile-train diff", s); }
+
 int run_diff(const DiffArgs& args) {
   std::set<std::string> formats;
   for (const auto& f : args.formats) {
     if (f != "text" && f != "json" && f != "html")
-      return print_failure("profile-train diff", InvalidArgument("--format: unknown format '" + f + "' (expected text, json, html)"));
+      return diff_failed(InvalidArgument("--format: unknown format '" + f + "' (expected text, json, html)"));
     formats.insert(f);
   }
   if (formats.empty()) {
@@ -38,11 +40,11 @@ int run_diff(const DiffArgs& args) {
     if (!args.out_dir.empty()) formats.insert({"json", "html"});
   }
   if ((formats.count("json") || formats.count("html")) && args.out_dir.empty())
-    return print_failure("profile-train diff", InvalidArgument("--format json/html needs --out DIR"));
+    return diff_failed(InvalidArgument("--format json/html needs --out DIR"));
   auto a = report::load_report(args.a);
-  if (!a.ok()) return print_failure("profile-train diff", a.status());
+  if (!a.ok()) return diff_failed(a.status());
   auto b = report::load_report(args.b);
-  if (!b.ok()) return print_failure("profile-train diff", b.status());
+  if (!b.ok()) return diff_failed(b.status());
   report::DiffOptions options;
   options.top = args.top;
   const report::Diff diff = report::diff_reports(*a, *b, args.a, args.b, options);
@@ -53,9 +55,9 @@ int run_diff(const DiffArgs& args) {
   if (!args.out_dir.empty() && (formats.count("json") || formats.count("html"))) {
     std::error_code ec;
     std::filesystem::create_directories(args.out_dir, ec);
-    if (ec) return print_failure("profile-train diff", IoError(args.out_dir + ": cannot create folder (" + ec.message() + ")"));
+    if (ec) return diff_failed(IoError(args.out_dir + ": cannot create folder (" + ec.message() + ")"));
     auto locked = lock_output_folder(args.out_dir, "diff");
-    if (!locked.ok()) return print_failure("profile-train diff", locked.status());
+    if (!locked.ok()) return diff_failed(locked.status());
     lock = std::move(*locked);
     const std::filesystem::path dir(args.out_dir);
     // Labels are the paths given: not necessarily UTF-8, replaced (U+FFFD) rather than throwing.
@@ -72,7 +74,7 @@ int run_diff(const DiffArgs& args) {
       std::cout << "\nwritten to " << terminal_safe(args.out_dir) << "/"
                 << (formats.count("json") ? " diff.json" : "") << (formats.count("html") ? " diff.html" : "") << "\n";
   }
-  if (!failed.ok()) return print_failure("profile-train diff", failed);
+  if (!failed.ok()) return diff_failed(failed);
   return kExitOk;
 }
 

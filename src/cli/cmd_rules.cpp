@@ -24,6 +24,8 @@ struct RulesArgs {
   bool json = false;
 };
 
+int rules_failed(const Status& s) { return print_failure("profile-train rules", s); }
+
 StatusOr<std::shared_ptr<const rules::RuleSet>> load(const RulesArgs& a) {
   std::vector<std::filesystem::path> dirs(a.rules_dirs.begin(), a.rules_dirs.end());
   return rules::load_rules(dirs);
@@ -31,7 +33,7 @@ StatusOr<std::shared_ptr<const rules::RuleSet>> load(const RulesArgs& a) {
 
 int run_list(const RulesArgs& a) {
   auto set = load(a);
-  if (!set.ok()) return print_failure("profile-train rules", set.status());
+  if (!set.ok()) return rules_failed(set.status());
   const auto all = rules::list_rules(**set);
   if (a.json) {
     nlohmann::json out = nlohmann::json::array();
@@ -53,25 +55,25 @@ int run_list(const RulesArgs& a) {
 
 int run_show(const RulesArgs& a) {
   auto set = load(a);
-  if (!set.ok()) return print_failure("profile-train rules", set.status());
+  if (!set.ok()) return rules_failed(set.status());
   if (a.json) {
     auto j = rules::rule_json(**set, a.id);
-    if (!j.ok()) return print_failure("profile-train rules", j.status());
+    if (!j.ok()) return rules_failed(j.status());
     std::cout << j->dump(2) << "\n";
     return kExitOk;
   }
   auto text = rules::describe_rule(**set, a.id);
-  if (!text.ok()) return print_failure("profile-train rules", text.status());
+  if (!text.ok()) return rules_failed(text.status());
   std::cout << terminal_safe(*text, true);
   return kExitOk;
 }
 
 int run_check(const RulesArgs& a) {
   auto found = rules::check_rules(a.path);
-  if (!found.ok()) return print_failure("profile-train rules", found.status());
+  if (!found.ok()) return rules_failed(found.status());
   // A user folder is also checked together with the built-ins (ids that replace built-ins are reported).
   auto set = rules::load_rules({std::filesystem::path(a.path)});
-  if (!set.ok()) return print_failure("profile-train rules", set.status());
+  if (!set.ok()) return rules_failed(set.status());
   std::vector<std::string> builtin_ids;
   if (auto builtins = rules::load_rules({}); builtins.ok())
     for (const auto& r : rules::list_rules(**builtins)) builtin_ids.push_back(r.id);
@@ -85,14 +87,14 @@ int run_check(const RulesArgs& a) {
 
 int run_explain(const RulesArgs& a) {
   auto set = load(a);
-  if (!set.ok()) return print_failure("profile-train rules", set.status());
+  if (!set.ok()) return rules_failed(set.status());
   std::ifstream in(a.report);
-  if (!in) return print_failure("profile-train rules", IoError(a.report + ": cannot read the report"));
+  if (!in) return rules_failed(IoError(a.report + ": cannot read the report"));
   nlohmann::json report;
   try {
     report = nlohmann::json::parse(in);
   } catch (const std::exception& e) {
-    return print_failure("profile-train rules", BadInput(a.report + ": not a JSON report: " + e.what()));
+    return rules_failed(BadInput(a.report + ": not a JSON report: " + e.what()));
   }
   // The explanation quotes the report's values and the rule's text: both may carry escape sequences.
   std::cout << terminal_safe(rules::explain_rule(**set, a.id, report), true);

@@ -83,14 +83,13 @@ fs::path find_shim_dir() {
   return {};
 }
 
-// One line per rank on stdout: the verdict and the headline figures, and how the command ended when that was
-// not normally (stdout then says it too, not only stderr and report.json).
-std::string summary_line(const std::string& who, const analysis::Report& report, const CaptureResult& capture) {
+// One line per rank on stdout: the verdict and the headline figures (how the command ended is said once, in the
+// line above them).
+std::string summary_line(const std::string& who, const analysis::Report& report) {
   std::ostringstream s;
   s << who << ": verdict " << name_of(report.verdict.bottleneck) << ", " << report.steps.count << " steps";
   if (report.steps.mean_ms) s << ", mean step " << *report.steps.mean_ms << " ms";
   if (!report.recommendations.empty()) s << ", first fix: " << report.recommendations.front().id;
-  if (capture.failed() || capture.interrupted()) s << "; " << capture.outcome();
   return s.str();
 }
 
@@ -212,7 +211,7 @@ int run_command(const RunOptions& o) {
     const int rc = report_trace(t, opts, &report);
     if (rc != kExitOk) report_rc = std::max(report_rc, rc);
     if (report) {
-      summaries.push_back(summary_line(who, *report, cr));
+      summaries.push_back(summary_line(who, *report));
       if (ranked) rank_reports.push_back({(opts.out_dir / "report.json").string(), std::move(*report)});
     }
   }
