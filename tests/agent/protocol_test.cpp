@@ -3,12 +3,14 @@
 // C++ source spells one of them out instead of using the header.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "profile_train/agent/protocol.h"
 
@@ -18,13 +20,26 @@ namespace protocol = profile_train::agent::protocol;
 namespace {
 
 const fs::path kSource = PT_SOURCE_DIR;
-const fs::path kShim = kSource / "src" / "agent" / "python" / "profile_train_shim.py";
+const fs::path kShimDir = kSource / "src" / "agent" / "python";
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// The shim's Python sources (profile_train_shim.py, the patches and module ranges next to it, sitecustomize.py),
+// concatenated in name order.
+std::string shim_sources() {
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(kShimDir)) {
+    if (e.path().extension() == ".py") files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  std::string out;
+  for (const auto& f : files) out += slurp(f) + "\n";
+  return out;
 }
 
 std::set<std::string> matches(const std::string& text, const std::regex& re) {
@@ -41,8 +56,8 @@ std::string joined(const std::set<std::string>& s) {
 }
 
 TEST(Protocol, TheShimReadsExactlyTheEnvironmentNamesOfTheProtocol) {
-  const std::string shim = slurp(kShim);
-  ASSERT_FALSE(shim.empty()) << kShim;
+  const std::string shim = shim_sources();
+  ASSERT_FALSE(shim.empty()) << kShimDir;
   std::set<std::string> used = matches(shim, std::regex("PROFILE_TRAIN_[A-Z0-9_]+"));
   std::set<std::string> expected;
   for (const auto& e : protocol::kEnvVars)
@@ -55,8 +70,8 @@ TEST(Protocol, TheShimReadsExactlyTheEnvironmentNamesOfTheProtocol) {
 }
 
 TEST(Protocol, TheShimSendsExactlyTheControlMarksOfTheProtocol) {
-  const std::string shim = slurp(kShim);
-  ASSERT_FALSE(shim.empty()) << kShim;
+  const std::string shim = shim_sources();
+  ASSERT_FALSE(shim.empty()) << kShimDir;
   const std::set<std::string> used = matches(shim, std::regex(std::string(protocol::kControlPrefix) + "[a-z_]+"));
   std::set<std::string> expected;
   for (const auto& m : protocol::kControlMarks) {
@@ -67,7 +82,7 @@ TEST(Protocol, TheShimSendsExactlyTheControlMarksOfTheProtocol) {
 }
 
 TEST(Protocol, TheShimNamesItsStepsAndFactsFilesAsTheProtocolSays) {
-  const std::string shim = slurp(kShim);
+  const std::string shim = shim_sources();
   EXPECT_NE(shim.find("\"" + std::string(protocol::kStepRangePrefix) + "%d\""), std::string::npos);
   EXPECT_NE(shim.find("\"" + std::string(protocol::kFactsFilePrefix) + "%d" + std::string(protocol::kFactsFileExtension) +
                       "\""),

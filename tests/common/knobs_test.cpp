@@ -2,10 +2,13 @@
 // what a value needs, and the Python shim's override keys and the workload's flags read from their sources.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <set>
 #include <sstream>
+#include <vector>
 
 #include "profile_train/common/knobs.h"
 
@@ -13,10 +16,15 @@ namespace pt = profile_train;
 
 namespace {
 
+// The shim's Python sources (src/agent/python/*.py), concatenated in name order.
 std::string shim_source() {
-  std::ifstream in(PT_SHIM_PATH);
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(PT_SHIM_DIR)) {
+    if (e.path().extension() == ".py") files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
   std::ostringstream s;
-  s << in.rdbuf();
+  for (const auto& f : files) s << std::ifstream(f).rdbuf() << "\n";
   return s.str();
 }
 
@@ -94,7 +102,7 @@ TEST(Knobs, WhatAValueNeeds) {
 // other key of that form anywhere.
 TEST(Knobs, PythonShimOverrideKeysAreTheCatalogs) {
   const std::string src = shim_source();
-  ASSERT_FALSE(src.empty()) << PT_SHIM_PATH;
+  ASSERT_FALSE(src.empty()) << PT_SHIM_DIR;
   EXPECT_NE(src.find("os.environ.get(\"" + std::string(pt::kOverridesEnv) + "\""), std::string::npos);
   const size_t begin = src.find("\n_OVERRIDE_KEYS = {");
   ASSERT_NE(begin, std::string::npos) << "the shim's _OVERRIDE_KEYS table";

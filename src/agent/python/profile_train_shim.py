@@ -1,7 +1,8 @@
 """profile-train Python shim: step and phase ranges + configuration facts, with no change to the user's script.
 
 Loaded by the sitecustomize.py next to it (put on PYTHONPATH by `profile-train run`). It waits until the program
-imports torch, then patches:
+imports torch, then patches (profile_train_patches.py, next to this file; this one holds the state, the step
+model, NVTX and the facts file):
   - DataLoader iterator __next__       -> `ProfilerStep#N` (step boundaries, see step_at_fetch) and
                                           `enumerate(DataLoader)#<Iter>.__next__` (data wait); after the first
                                           optimizer step a step ends at the optimizer step (facts.training:
@@ -25,7 +26,6 @@ PROFILE_TRAIN_MODULE_RANGES (DEPTH[,backward]: per-module forward [and backward]
 cost: profile_train_module_ranges.py).
 """
 
-import atexit
 import ctypes
 import glob
 import importlib
@@ -385,10 +385,7 @@ class _Shim:
         (measured 60-260 us per module per step here) and print a UserWarning into the user's output. Failures
         are noted and leave the model as it was."""
         try:
-            here = os.path.dirname(os.path.abspath(__file__))
-            spec = importlib.util.spec_from_file_location(_MODULE_RANGES, os.path.join(here, _MODULE_RANGES + ".py"))
-            mr = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(mr)
+            mr = _load_sibling(_MODULE_RANGES)
             count, self.module_bw = mr.install(model, self.module_depth, self.module_backward, self.torch,
                                                self.nvtx, lambda: self.active and not self.is_worker,
                                                self.note_error)
@@ -410,304 +407,21 @@ class _Shim:
 
 
 S = _Shim()
+_PATCHES = "profile_train_patches"  # the patches into torch, in the file next to this one
+
+
+def _load_sibling(name):
+    """A module from the file next to this one, by path: a user's module of the same name on sys.path cannot
+    shadow it."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    spec = importlib.util.spec_from_file_location(name, os.path.join(here, name + ".py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _install(torch):
-    S.torch = torch
-    S.nvtx.bind_lazily(torch)
-    import torch.nn as nn
-    import torch.utils.data.dataloader as dl
-    import torch.utils.data._utils.worker as worker_mod
-    import torch.utils.data._utils.fetch as fetch_mod
-    opt_mod = importlib.import_module("torch.optim.optimizer")
-
-    def after_fork_in_child():
-        S.is_worker = True
-        S.step_open = False
-        S.active = True
-
-    os.register_at_fork(after_in_child=after_fork_in_child)
-
-    # ---- DataLoader: overrides + facts ------------------------------------------------------------------
-    orig_init = dl.DataLoader.__init__
-    import inspect
-    init_sig = inspect.signature(orig_init)
-
-    def dl_init(self, *args, **kwargs):
-        ov = S.overrides
-        if ov and not S.is_worker:
-            try:
-                ba = init_sig.bind(self, *args, **kwargs)
-                a = ba.arguments
-                for key, name in _OVERRIDE_KEYS.items():
-                    if name is not None and key != _OVERRIDE_BATCH_SIZE and key in ov:
-                        a[name] = ov[key]
-                if _OVERRIDE_BATCH_SIZE in ov and a.get("batch_sampler") is None and \
-                        a.get("batch_size", 1) is not None:
-                    a["batch_size"] = int(ov[_OVERRIDE_BATCH_SIZE])
-                if int(a.get("num_workers", 0) or 0) == 0:
-                    a["prefetch_factor"] = None
-                    a["persistent_workers"] = False
-                args, kwargs = ba.args[1:], ba.kwargs
-            except Exception as e:
-                S.note_error("overrides", e)
-        orig_init(self, *args, **kwargs)
-
-    dl.DataLoader.__init__ = dl_init
-
-    def loader_facts(loader):
-        try:
-            S.facts["dataloader"] = {
-                "num_workers": int(loader.num_workers),
-                "pin_memory": bool(loader.pin_memory),
-                "batch_size": loader.batch_size,
-                "prefetch_factor": loader.prefetch_factor,
-                "persistent_workers": bool(loader.persistent_workers),
-            }
-        except Exception as e:
-            S.note_error("dataloader", e)
-
-    orig_iter = dl.DataLoader.__iter__
-
-    def dl_iter(self):
-        # Start the agent before worker processes fork, so they inherit it and write their own files as
-        # children of this process.
-        if S.nvtx.backend == "unbound" and not S.is_worker:
-            S.nvtx.bind(torch)
-        it = orig_iter(self)
-        try:
-            it._pt_loader = self
-        except Exception:
-            pass
-        return it
-
-    dl.DataLoader.__iter__ = dl_iter
-
-    base_iter = dl._BaseDataLoaderIter
-    orig_next = base_iter.__next__
-
-    def it_next(self):
-        if not S.active or S.is_worker or not S.main_thread():
-            return orig_next(self)
-        if not S.loader_mode:
-            S.loader_mode = True
-            S.close_step()
-        loader = getattr(self, "_pt_loader", None)
-        if loader is not None and "dataloader" not in S.facts:
-            loader_facts(loader)
-        S.step_at_fetch()
-        if not S.active:
-            return orig_next(self)
-        S.nvtx.push("enumerate(DataLoader)#%s.__next__" % type(self).__name__)
-        try:
-            batch = orig_next(self)
-        except StopIteration:
-            S.nvtx.pop()
-            S.close_step(discard=True)
-            raise
-        except BaseException:
-            S.nvtx.pop()
-            raise
-        S.nvtx.pop()
-        return batch
-
-    base_iter.__next__ = it_next
-
-    # ---- worker processes: fetch ranges, flush before os._exit ----------------------------------------------
-    orig_worker_loop = worker_mod._worker_loop
-
-    def worker_loop(*args, **kwargs):
-        S.is_worker = True
-        try:
-            return orig_worker_loop(*args, **kwargs)
-        finally:
-            # The worker leaves through os._exit next: write everything and the final status now.
-            S.nvtx.mark(_CONTROL_FINALIZE)
-
-    worker_mod._worker_loop = worker_loop
-
-    for cls_name in ("_MapDatasetFetcher", "_IterableDatasetFetcher"):
-        cls = getattr(fetch_mod, cls_name, None)
-        if cls is None:
-            continue
-        orig_fetch = cls.fetch
-
-        def fetch(self, index, _orig=orig_fetch):
-            if not S.is_worker:
-                return _orig(self, index)
-            S.nvtx.push("## dataloader worker fetch ##")
-            try:
-                return _orig(self, index)
-            finally:
-                S.nvtx.pop()
-
-        cls.fetch = fetch
-
-    # ---- forward -----------------------------------------------------------------------------------------
-    orig_call = nn.Module.__call__
-
-    def module_call(self, *args, **kwargs):
-        if S.fwd_depth or not S.active or S.is_worker or not S.main_thread():
-            return orig_call(self, *args, **kwargs)
-        if S.model_id is None:
-            try:
-                has_params = next(self.parameters(), None) is not None
-            except Exception:
-                has_params = False
-            if not has_params:
-                return orig_call(self, *args, **kwargs)
-            S.model_id = id(self)
-            S.note_model(self)
-        if id(self) != S.model_id:
-            return orig_call(self, *args, **kwargs)
-        S.step_at_forward()
-        S.fwd_depth += 1
-        S.nvtx.push("## forward ##")
-        try:
-            amp = S.overrides.get(_OVERRIDE_AMP)
-            device_type = S.facts.get("params", {}).get("device") or "cpu"
-            device_type = device_type.split(":")[0]
-            if amp in ("bf16", "fp16", "off"):
-                dtype = torch.bfloat16 if amp == "bf16" else torch.float16
-                with torch.autocast(device_type=device_type, dtype=dtype, enabled=(amp != "off")):
-                    S.note_autocast(device_type)
-                    return orig_call(self, *args, **kwargs)
-            if "amp" not in S.facts or S.step_index <= 2:
-                S.note_autocast(device_type)
-            return orig_call(self, *args, **kwargs)
-        finally:
-            S.nvtx.pop()
-            S.fwd_depth -= 1
-            if S.module_bw is not None:
-                S.module_bw.forward_done()
-
-    nn.Module.__call__ = module_call
-
-    # ---- backward ----------------------------------------------------------------------------------------
-    def wrap_backward(fn):
-        def backward(*args, **kwargs):
-            if S.bwd_depth or not S.active or S.is_worker or not S.main_thread():
-                return fn(*args, **kwargs)
-            S.step_at_backward()
-            S.bwd_depth += 1
-            S.nvtx.push("## backward ##")
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                if S.module_bw is not None:
-                    S.module_bw.backward_returned()
-                S.nvtx.pop()
-                S.bwd_depth -= 1
-        backward.__wrapped__ = fn
-        backward.__doc__ = fn.__doc__
-        return backward
-
-    torch.Tensor.backward = wrap_backward(torch.Tensor.backward)
-    torch.autograd.backward = wrap_backward(torch.autograd.backward)
-
-    # ---- optimizer ---------------------------------------------------------------------------------------
-    def optimizer_facts(opt):
-        """Every optimizer that steps (GANs and actor-critic loops have two or more), from its parameter groups:
-        a group's own value overrides the defaults (nanoGPT decays 0.1/0.0 per group with a default of 0.01).
-        facts.optimizer is the first one; weight_decay there is the largest over its groups."""
-        try:
-            d = getattr(opt, "defaults", {}) or {}
-            groups = list(getattr(opt, "param_groups", []) or [])
-
-            def per_group(key):
-                vals = [g.get(key, d.get(key)) for g in groups] or [d.get(key)]
-                return [v if isinstance(v, (bool, int, float)) or v is None else str(v) for v in vals]
-
-            wd = [v for v in per_group("weight_decay") if isinstance(v, (int, float)) and not isinstance(v, bool)]
-            foreach, fused = per_group("foreach"), per_group("fused")
-            rec = {"class": type(opt).__name__,
-                   "foreach": foreach[0] if len(set(map(repr, foreach))) == 1 else None,
-                   "fused": fused[0] if len(set(map(repr, fused))) == 1 else None,
-                   "weight_decay": max(wd) if wd else None,
-                   "weight_decay_groups": per_group("weight_decay"),
-                   "lr_groups": per_group("lr"),
-                   "param_groups": len(groups),
-                   "params": int(sum(len(g.get("params", [])) for g in groups))}
-            if "optimizer" not in S.facts:
-                S.facts["optimizer"] = {k: rec[k] for k in ("class", "foreach", "fused", "weight_decay",
-                                                            "weight_decay_groups", "param_groups")}
-            seen = S.facts.setdefault("optimizers", [])
-            if len(seen) < 16:  # a loop that builds a new optimizer every step must not grow the facts file
-                seen.append(rec)
-            else:
-                S.facts["optimizers_not_listed"] = S.facts.get("optimizers_not_listed", 0) + 1
-        except Exception as e:
-            S.note_error("optimizer facts", e)
-
-    def pre_step(opt, args, kwargs):
-        if not S.active or S.is_worker or not S.main_thread():
-            return
-        if not getattr(opt, "_pt_facts", False):
-            opt._pt_facts = True
-            optimizer_facts(opt)
-        S.step_at_work()
-        S.nvtx.push("Optimizer.step#%s.step" % type(opt).__name__)
-        opt._pt_step_range = True
-
-    def post_step(opt, args, kwargs):
-        if not getattr(opt, "_pt_step_range", False):
-            return
-        opt._pt_step_range = False
-        S.nvtx.pop()
-        S.step_after_optimizer(opt)
-
-    opt_mod.register_optimizer_step_pre_hook(pre_step)
-    opt_mod.register_optimizer_step_post_hook(post_step)
-
-    orig_zero = opt_mod.Optimizer.zero_grad
-
-    def zero_grad(self, *args, **kwargs):
-        if not S.active or S.is_worker or not S.main_thread():
-            return orig_zero(self, *args, **kwargs)
-        S.step_at_work()
-        S.nvtx.push("Optimizer.zero_grad#%s.zero_grad" % type(self).__name__)
-        try:
-            return orig_zero(self, *args, **kwargs)
-        finally:
-            S.nvtx.pop()
-
-    opt_mod.Optimizer.zero_grad = zero_grad
-
-    # ---- GradScaler --------------------------------------------------------------------------------------
-    try:
-        scaler_cls = torch.amp.GradScaler
-        orig_scaler_init = scaler_cls.__init__
-
-        def scaler_init(self, *args, **kwargs):
-            orig_scaler_init(self, *args, **kwargs)
-            S.facts.setdefault("amp", {})["grad_scaler"] = bool(getattr(self, "_enabled", True))
-
-        scaler_cls.__init__ = scaler_init
-    except Exception as e:
-        S.note_error("grad_scaler", e)
-
-    def at_exit():
-        if S.is_worker:
-            return
-        if S.step_open:
-            # A step still open at exit was cut short (the loop broke out, or an exception): it ends with whatever
-            # ran after the loop (evaluation, checkpointing, teardown), so it is dropped rather than recorded.
-            try:
-                S.close_step(discard=True)
-            except Exception:
-                pass
-            S.step_open = False
-        S.write_facts(force=True)
-        # Final flush now: an interpreter ending on KeyboardInterrupt re-kills itself with SIGINT and never runs
-        # the C atexit handlers where the agent would flush. Only where NVTX was used: a process that never
-        # emitted a range (torchrun's launcher) must not start the agent just to say goodbye.
-        if S.nvtx.backend != "unbound":
-            try:
-                S.nvtx.mark(_CONTROL_FINALIZE)
-            except Exception:
-                pass
-
-    atexit.register(at_exit)
+    _load_sibling(_PATCHES).install(torch, sys.modules[__name__])
 
 
 class _TorchImportHook(importlib.abc.MetaPathFinder):
@@ -746,7 +460,7 @@ def _without_shim_frames(tb):
     here = os.path.abspath(__file__)
     if here.endswith((".pyc", ".pyo")):
         here = here[:-1]
-    ours = {here, os.path.join(os.path.dirname(here), _MODULE_RANGES + ".py")}
+    ours = {here} | {os.path.join(os.path.dirname(here), name + ".py") for name in (_PATCHES, _MODULE_RANGES)}
     kept = []
     while tb is not None:
         if os.path.abspath(tb.tb_frame.f_code.co_filename) not in ours:
