@@ -12,6 +12,7 @@
 
 #include "assets.h"
 #include "profile_train/common/atomic_file.h"
+#include "profile_train/common/json_path.h"
 #include "profile_train/common/terminal.h"
 #include "profile_train/report/escape.h"
 #include "profile_train/report/report_json.h"
@@ -27,8 +28,6 @@ using detail::fmt_pct;
 using analysis::Report;
 using detail::style_of;
 using nlohmann::json;
-
-json opt(std::optional<double> v) { return v ? json(*v) : json(nullptr); }
 
 DiffPair pair_of(std::optional<double> a, std::optional<double> b) {
   return {a, b, a && b ? std::optional<double>(*b - *a) : std::nullopt};
@@ -223,45 +222,45 @@ json to_json(const Diff& d) {
   out["a"] = side(d.a);
   out["b"] = side(d.b);
   const DiffStepTime& st = d.step_time;
-  out["step_time"] = {{"a_ms", opt(st.a_ms)},   {"b_ms", opt(st.b_ms)},       {"delta_ms", opt(st.delta_ms)},
-                      {"ratio", opt(st.ratio)}, {"speedup", opt(st.speedup)}};
+  out["step_time"] = {{"a_ms", or_null(st.a_ms)},   {"b_ms", or_null(st.b_ms)},       {"delta_ms", or_null(st.delta_ms)},
+                      {"ratio", or_null(st.ratio)}, {"speedup", or_null(st.speedup)}};
   out["gpu_utilization"] = {
-      {"a", opt(d.gpu_utilization.a)}, {"b", opt(d.gpu_utilization.b)}, {"delta", opt(d.gpu_utilization.delta)}};
+      {"a", or_null(d.gpu_utilization.a)}, {"b", or_null(d.gpu_utilization.b)}, {"delta", or_null(d.gpu_utilization.delta)}};
   json cats = json::array();
   for (const DiffCategory& c : d.breakdown)
     cats.push_back({{"category", name_of(c.role)},
-                    {"a_ms", opt(c.a_ms)},
-                    {"b_ms", opt(c.b_ms)},
-                    {"delta_ms", opt(c.delta_ms)},
-                    {"a_fraction", opt(c.a_fraction)},
-                    {"b_fraction", opt(c.b_fraction)}});
+                    {"a_ms", or_null(c.a_ms)},
+                    {"b_ms", or_null(c.b_ms)},
+                    {"delta_ms", or_null(c.delta_ms)},
+                    {"a_fraction", or_null(c.a_fraction)},
+                    {"b_fraction", or_null(c.b_fraction)}});
   out["breakdown"] = std::move(cats);
   const std::string va(name_of(d.a.bottleneck)), vb(name_of(d.b.bottleneck));
   out["verdict"] = {{"a", va}, {"b", vb}, {"changed", d.verdict_changed()}};
   json kernels = json::array();
   for (const DiffKernel& k : d.kernels)
     kernels.push_back({{"name", k.name},
-                       {"a_ms_per_step", opt(k.a_ms_per_step)},
-                       {"b_ms_per_step", opt(k.b_ms_per_step)},
-                       {"delta_ms_per_step", opt(k.delta_ms_per_step)},
-                       {"a_count_per_step", opt(k.a_count_per_step)},
-                       {"b_count_per_step", opt(k.b_count_per_step)},
+                       {"a_ms_per_step", or_null(k.a_ms_per_step)},
+                       {"b_ms_per_step", or_null(k.b_ms_per_step)},
+                       {"delta_ms_per_step", or_null(k.delta_ms_per_step)},
+                       {"a_count_per_step", or_null(k.a_count_per_step)},
+                       {"b_count_per_step", or_null(k.b_count_per_step)},
                        {"status", presence_name(k.presence)}});
   out["kernels"] = std::move(kernels);
   json copies = json::array();
   for (const DiffCopy& c : d.copies)
     copies.push_back({{"direction", c.direction},
-                      {"a_ms_per_step", opt(c.a_ms_per_step)},
-                      {"b_ms_per_step", opt(c.b_ms_per_step)},
-                      {"delta_ms_per_step", opt(c.delta_ms_per_step)},
-                      {"a_bytes_per_step", opt(c.a_bytes_per_step)},
-                      {"b_bytes_per_step", opt(c.b_bytes_per_step)},
-                      {"a_count_per_step", opt(c.a_count_per_step)},
-                      {"b_count_per_step", opt(c.b_count_per_step)},
-                      {"a_bandwidth_gbps", opt(c.a_bandwidth_gbps)},
-                      {"b_bandwidth_gbps", opt(c.b_bandwidth_gbps)},
-                      {"a_pageable_fraction", opt(c.a_pageable_fraction)},
-                      {"b_pageable_fraction", opt(c.b_pageable_fraction)}});
+                      {"a_ms_per_step", or_null(c.a_ms_per_step)},
+                      {"b_ms_per_step", or_null(c.b_ms_per_step)},
+                      {"delta_ms_per_step", or_null(c.delta_ms_per_step)},
+                      {"a_bytes_per_step", or_null(c.a_bytes_per_step)},
+                      {"b_bytes_per_step", or_null(c.b_bytes_per_step)},
+                      {"a_count_per_step", or_null(c.a_count_per_step)},
+                      {"b_count_per_step", or_null(c.b_count_per_step)},
+                      {"a_bandwidth_gbps", or_null(c.a_bandwidth_gbps)},
+                      {"b_bandwidth_gbps", or_null(c.b_bandwidth_gbps)},
+                      {"a_pageable_fraction", or_null(c.a_pageable_fraction)},
+                      {"b_pageable_fraction", or_null(c.b_pageable_fraction)}});
   out["copies"] = std::move(copies);
   const DiffRecommendations& r = d.recommendations;
   out["recommendations"] = {{"a", r.a}, {"b", r.b}, {"resolved", r.resolved}, {"new", r.added}};

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "profile_train/common/atomic_file.h"
+#include "profile_train/common/json_path.h"
 #include "profile_train/common/utf8.h"
 
 namespace profile_train::report {
@@ -12,11 +13,6 @@ namespace profile_train::report {
 using nlohmann::json;
 
 namespace {
-
-template <class T>
-json or_null(const std::optional<T>& v) {
-  return v ? json(*v) : json(nullptr);
-}
 
 json rank_json(const analysis::JobRank& r) {
   return {{"rank", r.rank},

@@ -1,15 +1,12 @@
 // tune.json: the one serialization of a TuneReport (tune_report_data.h).
 #include "profile_train/tuner/tune_report.h"
 
+#include "profile_train/common/json_path.h"
+
 namespace profile_train::tuner {
 namespace {
 
 using nlohmann::json;
-
-template <class T>
-json or_null(const std::optional<T>& v) {
-  return v ? json(*v) : json(nullptr);
-}
 
 json config_json(const Config& c) {
   json o = json::object();

@@ -1,5 +1,5 @@
-// Read-only lookups into nested JSON objects (report.json and friends) by a path of keys. Shared by the
-// verdict, the terminal summary and the HTML/diff writers. Never throws.
+// Read-only lookups into nested JSON objects (report.json and friends) by a path of keys, and or_null for the
+// writers of typed documents (diff.json, tune.json, job.json). Never throws.
 #pragma once
 
 #include <cmath>
@@ -11,6 +11,12 @@
 #include <nlohmann/json.hpp>
 
 namespace profile_train {
+
+// An optional value as JSON: the value, or null when it is unset.
+template <class T>
+nlohmann::json or_null(const std::optional<T>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
 
 // The value at `path`, or nullptr when a key is missing, an intermediate value is not an object, or the
 // value is null.
