@@ -152,10 +152,8 @@ int run_analyze(const AnalyzeArgs& a) {
   // Fail fast, before any work: output paths, output folder (locked for this command), rules. With several
   // traces the timeline goes into each trace's sub-folder; report_trace() checks it there.
   const std::vector<std::filesystem::path> inputs(a.traces.begin(), a.traces.end());
-  if (Status s = a.traces.size() > 1 ? Status::Ok() : check_perfetto_path(base, inputs); !s.ok()) {
-    std::cerr << "profile-train: " << terminal_safe(s.message()) << "\n";
-    return s.exit_code();
-  }
+  if (Status s = a.traces.size() > 1 ? Status::Ok() : check_perfetto_path(base, inputs); !s.ok())
+    return print_failure("profile-train", s);
   const bool writes = std::find(a.formats.begin(), a.formats.end(), "json") != a.formats.end() ||
                       std::find(a.formats.begin(), a.formats.end(), "html") != a.formats.end() || base.perfetto;
   FolderLock lock;
@@ -165,17 +163,11 @@ int run_analyze(const AnalyzeArgs& a) {
       return kExitBadInput;
     }
     auto locked = lock_output_folder(base.out_dir, "analyze");
-    if (!locked.ok()) {
-      std::cerr << "profile-train: " << terminal_safe(locked.status().message()) << "\n";
-      return locked.status().exit_code();
-    }
+    if (!locked.ok()) return print_failure("profile-train", locked.status());
     lock = std::move(*locked);
   }
   auto rules = rules::load_rules(base.rules_dirs);
-  if (!rules.ok()) {
-    std::cerr << "profile-train: " << terminal_safe(rules.status().message()) << "\n";
-    return rules.status().exit_code();
-  }
+  if (!rules.ok()) return print_failure("profile-train", rules.status());
 
   const bool multi = a.traces.size() > 1;
   std::set<std::string> used_names;

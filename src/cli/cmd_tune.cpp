@@ -50,10 +50,7 @@ void on_signal(int sig) {
 
 int run_tune(const TuneArgs& args, const std::vector<std::string>& workload_flags) {
   auto setup = make_setup(args, workload_flags, &g_interrupted);
-  if (!setup.ok()) {
-    std::cerr << "profile-train tune: " << terminal_safe(setup.status().message()) << "\n";
-    return setup.status().exit_code();
-  }
+  if (!setup.ok()) return print_failure("profile-train tune", setup.status());
   TuneSetup& s = *setup;
   std::unique_ptr<tn::RayTrialRunner> ray_runner;
   if (s.ray) {
