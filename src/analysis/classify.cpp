@@ -21,10 +21,6 @@ bool contains_any(std::string_view hay, const std::array<std::string_view, N>& n
   return false;
 }
 
-bool ends_with(std::string_view s, std::string_view p) {
-  return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
-}
-
 }  // namespace
 
 std::string_view runtime_base_name(std::string_view name) {
@@ -86,7 +82,7 @@ bool is_communication_kernel(std::string_view name) {
 }
 
 bool is_dataloader_annotation(std::string_view n) {
-  return (n.starts_with("enumerate(DataLoader)#") && ends_with(n, ".__next__")) ||
+  return (n.starts_with("enumerate(DataLoader)#") && n.ends_with(".__next__")) ||
          n.starts_with("enumerate(DataPipe)#");
 }
 

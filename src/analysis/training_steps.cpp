@@ -17,7 +17,6 @@ namespace {
 
 constexpr TimeNs kMinTime = std::numeric_limits<TimeNs>::min();
 
-
 enum Kind { kFetch, kForward, kBackward, kOptimizer, kZeroGrad, kNone };
 
 Kind kind_of(std::string_view n) {
