@@ -198,7 +198,8 @@ class Reader {
   std::unordered_map<std::string, uint32_t> inputs_index_;
   std::unordered_map<int64_t, StringId> string_ids_;  // export StringIds id -> our id
   std::optional<Stmt> string_stmt_;
-  std::map<int64_t, Group> groups_;  // process key (-1: no process id) -> its records
+  std::map<int64_t, Group> groups_;
+  std::map<std::pair<int64_t, int64_t>, int32_t> context_device_;  // (process key, context id) -> device  // process key (-1: no process id) -> its records
   std::map<int64_t, std::string> domain_names_;
   std::map<int64_t, std::string> process_names_;  // OS pid -> name
   std::map<std::pair<int64_t, int64_t>, std::string> thread_names_;
@@ -262,6 +263,8 @@ Status Reader::read_gpu(const char* table) {
     sql += "," + db_.col(t, "bytes") + "," + db_.col(t, "memKind");
   else
     sql += "," + db_.col(t, "syncType") + "," + db_.col(t, "deprecatedSyncType");
+  const int ctx_col = kernel ? 17 : memcpy ? 10 : 8;
+  sql += "," + db_.col(t, "contextId");
   auto st = db_.prepare(sql + " FROM " + quote_ident(t));
   if (!st.ok()) return st.status();
   Status s;
@@ -279,6 +282,16 @@ Status Reader::read_gpu(const char* table) {
     e.is_gpu = true;
     const int64_t dev = st->i64(2, 0);
     e.device = dev >= 0 && dev < INT32_MAX ? static_cast<int32_t>(dev) : 0;
+    // Synchronization records say deviceId 0 whatever the device in some releases (nsys 2026.2: every sync
+    // record of a process on device 1); their context names the device its kernels and copies ran on.
+    const std::pair<int64_t, int64_t> ctx{key, st->i64(ctx_col, -1)};
+    if (!st->null(ctx_col)) {
+      if (t == kSyncTable) {
+        if (auto it = context_device_.find(ctx); it != context_device_.end()) e.device = it->second;
+      } else {
+        context_device_.emplace(ctx, e.device);
+      }
+    }
     e.pid = e.device;
     const int64_t stream = st->i64(3, 0);
     e.tid = stream == 0xFFFFFFFFLL ? -1 : stream;
