@@ -422,9 +422,17 @@ Status Reader::read_nvtx() {
     e.dur_ns = mark ? 0 : duration(e.start_ns, st->i64(1), &g.c.negative);
     e.pid = st->null(3) ? 0 : pid_of(gid);
     e.tid = st->null(3) ? 0 : tid_of(gid);
-    auto n = name_at(*st, col);
-    if (!n.ok()) return n.status();
-    const std::string& text = strings_.get(*n);
+    // Inline text is parsed before interning: emit_nvtx makes every range's text unique ("op_id = N").
+    std::string_view text;
+    StringId registered = 0;
+    if (st->is_text(col)) {
+      text = st->text(col);
+    } else {
+      auto n = name_at(*st, col);
+      if (!n.ok()) return n.status();
+      registered = *n;
+      text = strings_.get(registered);
+    }
     const TorchRange tr = parse_torch_range(text);
     e.cat = Category::kUserAnnotation;
     if (tr.torch) {
@@ -440,7 +448,7 @@ Status Reader::read_nvtx() {
         e.inputs = it->second;
       }
     } else {
-      e.name = *n;
+      e.name = registered != 0 ? registered : strings_.intern(text);
     }
     ++g.c.nvtx;
     ++g.c.domains[st->i64(6, 0)];
