@@ -176,7 +176,7 @@ struct Group {
 
 class Reader {
  public:
-  Reader(Db& db, const LoadOptions& options) : db_(db), options_(options) {}
+  explicit Reader(Db& db) : db_(db) {}
   StatusOr<std::vector<Trace>> run();
 
  private:
@@ -191,7 +191,6 @@ class Reader {
   Group& group(int64_t key) { return groups_[key]; }
 
   Db& db_;
-  const LoadOptions& options_;
   Kinds kinds_;
   StringTable strings_;
   std::vector<OpInputs> op_inputs_ = {OpInputs{}};
@@ -726,7 +725,7 @@ StatusOr<std::vector<Trace>> load_export(const std::filesystem::path& path, cons
                              std::to_string(options.max_uncompressed_bytes));
   auto db = Db::open(path.string(), options.max_load_seconds);
   if (!db.ok()) return db.status();
-  Reader reader(**db, options);
+  Reader reader(**db);
   return reader.run();
 }
 
@@ -736,7 +735,7 @@ StatusOr<std::vector<Trace>> load_export_bytes(std::string_view bytes, const std
     return ResourceExhausted(name + ": " + std::to_string(bytes.size()) + " bytes, more than the limit");
   auto db = Db::open_bytes(bytes, name, options.max_load_seconds);
   if (!db.ok()) return db.status();
-  Reader reader(**db, options);
+  Reader reader(**db);
   return reader.run();
 }
 
