@@ -257,6 +257,9 @@ TEST_F(NsysExports, OlderSchemaVariantLoads) {
     INSERT INTO NVTX_EVENTS VALUES (10, NULL, 75, NULL, 4278190335, 2, 5);
     INSERT INTO NVTX_EVENTS VALUES (1500, 1600, 60, 'load', 4278190335, NULL, 5);
     INSERT INTO NVTX_EVENTS VALUES (2500, NULL, 59, 'cut', 4278190335, NULL, 0);
+    INSERT INTO NVTX_EVENTS VALUES (2200, 2300, 59, 'ncclAllReduce', 4278190335, NULL, 6);
+    INSERT INTO NVTX_EVENTS VALUES (2310, 2320, 59, 'ReduceScatter', 4278190335, NULL, 6);
+    INSERT INTO NVTX_EVENTS VALUES (11, NULL, 75, 'NCCL', 4278190335, NULL, 6);
     CREATE TABLE OSRT_API (start INTEGER, "end" INTEGER, globalTid INTEGER, nameId TEXT);
     INSERT INTO OSRT_API VALUES (1200, 1300, 4278190335, 'pthread_cond_wait');
     CREATE TABLE TARGET_INFO_GPU (id INTEGER, name TEXT, totalMemory INTEGER, smCount INTEGER, computeMajor INTEGER,
@@ -305,6 +308,9 @@ TEST_F(NsysExports, OlderSchemaVariantLoads) {
   EXPECT_EQ(names[std::string(to_string(Category::kUserAnnotation)) + ":ProfilerStep#2"], 1);  // emit_nvtx suffix cut
   EXPECT_EQ(names[std::string(to_string(Category::kCpuOp)) + ":aten::mm"], 1);
   EXPECT_EQ(names[std::string(to_string(Category::kOther)) + ":pthread_cond_wait"], 1);
+  // NCCL's ranges (its domain, declared after them here) under PyTorch's names for the collectives.
+  EXPECT_EQ(names[std::string(to_string(Category::kUserAnnotation)) + ":nccl:all_reduce"], 1);
+  EXPECT_EQ(names[std::string(to_string(Category::kUserAnnotation)) + ":nccl:reduce_scatter"], 1);
   bool domain_note = false, unended_note = false;
   for (const auto& n : t.quality.notes) {
     if (n.find("MyDomain 1") != std::string::npos) domain_note = true;

@@ -9,6 +9,7 @@
 // CUPTI_ACTIVITY_KIND_RUNTIME (by name) or a CUPTI_ACTIVITY_KIND_DRIVER table.
 // Serialized GlobalIds: bits 0-23 thread id, 24-47 process id, 48-63 host (vm).
 #include <algorithm>
+#include <cctype>
 #include <climits>
 #include <map>
 #include <optional>
@@ -160,10 +161,27 @@ bool torch_annotation(std::string_view n) {
          n.starts_with("nccl:") || n.starts_with("## ");
 }
 
+// NCCL's NVTX ranges ("ncclAllReduce", domain "NCCL") -> "nccl:all_reduce", PyTorch's name for the same call;
+// empty for other ranges.
+std::string nccl_collective(std::string_view text, bool nccl_domain) {
+  if (!text.starts_with("nccl") || text.size() < 5 || !std::isupper(static_cast<unsigned char>(text[4]))) {
+    if (!nccl_domain || text.empty() || text.starts_with("nccl:")) return {};
+  } else {
+    text.remove_prefix(4);
+  }
+  std::string out = "nccl:";
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (std::isupper(c) && i > 0 && out.back() != '_' && out.back() != ':') out += '_';
+    out += static_cast<char>(std::tolower(c));
+  }
+  return out;
+}
+
 // What the export lacked or how it was cut, per process.
 struct Counts {
   int64_t rows = 0, imported = 0, malformed = 0, negative = 0, unended = 0, osrt = 0, missing_strings = 0;
-  int64_t torch_ops = 0, torch_annotations = 0, nvtx = 0, runtime = 0, gpu = 0;
+  int64_t torch_ops = 0, torch_annotations = 0, nvtx = 0, runtime = 0, gpu = 0, nccl_ranges = 0;
   std::map<int64_t, int64_t> domains;  // NVTX domain id -> ranges
 };
 
@@ -394,16 +412,21 @@ Status Reader::read_nvtx() {
                         db_.col(t, "domainId") + " FROM " + quote_ident(t));
   if (!st.ok()) return st.status();
   Status s;
+  // Domain names first (their rows need not precede the ranges): NCCL's own ranges are told by theirs.
+  std::set<int64_t> nccl_domains;
+  while (st->step(&s)) {
+    if (!kinds_.nvtx_domains.count(st->i64(2, -1))) continue;
+    auto n = name_at(*st, st->null(4) ? 5 : 4);
+    if (!n.ok()) return n.status();
+    domain_names_[st->i64(6, 0)] = strings_.get(*n);
+    if (strings_.get(*n) == "NCCL") nccl_domains.insert(st->i64(6, 0));
+  }
+  PT_RETURN_IF_ERROR(s);
+  st->reset();
   while (st->step(&s)) {
     const int64_t type = st->i64(2, -1);
     const int64_t gid = st->i64(3, -1);
     const int col = st->null(4) ? 5 : 4;
-    if (kinds_.nvtx_domains.count(type)) {  // a domain's name: counted against its ranges in the notes
-      auto n = name_at(*st, col);
-      if (!n.ok()) return n.status();
-      domain_names_[st->i64(6, 0)] = strings_.get(*n);
-      continue;
-    }
     const bool range = kinds_.nvtx_ranges.count(type) != 0, mark = kinds_.nvtx_marks.count(type) != 0;
     if (!range && !mark) continue;  // categories, thread names and other bookkeeping rows
     Group& g = group(st->null(3) ? -1 : process_key(gid));
@@ -446,6 +469,10 @@ Status Reader::read_nvtx() {
         if (added) op_inputs_.push_back(in);
         e.inputs = it->second;
       }
+    } else if (auto op = nccl_collective(text, nccl_domains.count(st->i64(6, 0)) != 0); !op.empty()) {
+      e.name = strings_.intern(op);  // as PyTorch names the host side of a collective: breakdown and facts know it
+      ++g.c.nccl_ranges;
+      g.nccl = true;
     } else {
       e.name = registered != 0 ? registered : strings_.intern(text);
     }
@@ -644,6 +671,7 @@ StatusOr<std::vector<Trace>> Reader::run() {
       c.osrt += g.c.osrt;
       c.torch_ops += g.c.torch_ops;
       c.torch_annotations += g.c.torch_annotations;
+      c.nccl_ranges += g.c.nccl_ranges;
       c.nvtx += g.c.nvtx;
       c.runtime += g.c.runtime;
       c.gpu += g.c.gpu;
@@ -699,6 +727,8 @@ StatusOr<std::vector<Trace>> Reader::run() {
       d.pop_back();
       q.notes.push_back(d);
     }
+    if (c.nccl_ranges > 0)
+      q.notes.push_back(plural(c.nccl_ranges, "NCCL NVTX range") + " (host side of collectives, named nccl:<op>)");
     if (c.unended > 0)
       q.notes.push_back(plural(c.unended, "NVTX range") + " never ended inside the capture (left out)");
     if (c.osrt > 0) q.notes.push_back(plural(c.osrt, "OS runtime call") + " kept on the timeline only");
