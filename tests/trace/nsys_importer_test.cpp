@@ -5,6 +5,7 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -331,6 +332,15 @@ TEST_F(NsysExports, SniffedByContentNotByName) {
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), StatusCode::kBadInput);
   EXPECT_NE(bad.status().message().find("not an Nsight Systems export"), std::string::npos) << bad.status().message();
+}
+
+TEST_F(NsysExports, GzippedExportSaysToDecompress) {
+  const auto p = copy_of(kNsysDir / "healthy_1pct.sqlite", "h.sqlite");
+  ASSERT_EQ(std::system(("gzip -f '" + p.string() + "'").c_str()), 0);
+  auto t = load_trace_set(p.string() + ".gz");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().exit_code(), kExitBadInput);
+  EXPECT_NE(t.status().message().find("gunzip"), std::string::npos) << t.status().message();
 }
 
 TEST_F(NsysExports, TruncatedAndCorruptFilesAreBadInput) {

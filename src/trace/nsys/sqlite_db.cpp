@@ -38,6 +38,8 @@ uint32_t be32(const unsigned char* p) {
 // The file header (first 100 bytes) against the file size: a valid in-header page count that the file
 // cannot hold means the copy was cut short.
 Status check_header(const unsigned char* h, size_t have, uint64_t file_size, const std::string& name) {
+  if (have >= 2 && h[0] == 0x1f && h[1] == 0x8b)
+    return BadInput(name + ": a gzip-compressed SQLite file: decompress it (gunzip) and analyze the .sqlite");
   if (have < 100 || std::memcmp(h, "SQLite format 3", 16) != 0)
     return BadInput(name + ": not a SQLite database (the file is shorter than a SQLite header or starts differently)");
   uint32_t page = (uint32_t{h[16]} << 8) | h[17];
