@@ -155,7 +155,8 @@ TEST_F(NsysCli, ReportFileNeedsNsysAndIsConvertedWithIt) {
   const fs::path rep = dir_ / "run.nsys-rep";
   std::ofstream(rep) << "not really a report";
   // No nsys on PATH: one line naming the command to run.
-  const auto none = run("analyze '" + rep.string() + "' --format text", "PATH=/usr/bin:/bin");
+  fs::create_directories(dir_ / "empty");  // a PATH with no nsys, whatever the machine has installed
+  const auto none = run("analyze '" + rep.string() + "' --format text", "PATH='" + (dir_ / "empty").string() + "'");
   expect_one_line_exit_2(none, rep, "nsys export --type sqlite");
 
   // A stand-in nsys that writes the mock export where --output says, and logs how it was called.
