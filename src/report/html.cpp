@@ -240,7 +240,8 @@ void write_breakdown(Html& h, const Report& r) {
     const auto frac = r.breakdown[role];
     std::optional<double> ms = r.breakdown_ms[role];
     if (!ms && frac && mean_step) ms = *frac * *mean_step;
-    if (cpu_only && is_gpu_role(role) && frac.value_or(0.0) == 0.0) continue;  // no GPU: rows of zeros
+    // No GPU: its rows (and communication's, with no collective) would be rows of zeros.
+    if (cpu_only && (is_gpu_role(role) || role == Role::kCommunication) && frac.value_or(0.0) == 0.0) continue;
     h.raw("<tr><td><span class=\"swatch\" style=\"background:").raw(style_of(role).color).raw("\"></span>")
         .raw(style_of(role).label).raw("</td><td class=\"num\">").text(fmt_ms(ms))
         .raw("</td><td class=\"num\">").text(fmt_pct(frac)).raw("</td><td class=\"bar-col\"><span class=\"hbar\" style=\"width:")
