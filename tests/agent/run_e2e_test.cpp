@@ -321,6 +321,24 @@ TEST(RunE2E, TrainingInAWorkerThreadOrTwoHasItsStepsAndPhases) {
   }
 }
 
+// Lightning's automatic optimization runs forward and backward inside optimizer.step(closure) (issue 29, item 20):
+// the phases give them their time, not 0 ms with everything in the optimizer (old: forward 0, backward 0).
+TEST(RunE2E, ForwardAndBackwardInsideTheOptimizersClosureAreTheirPhases) {
+  REQUIRE_TORCH();
+  const fs::path out = fresh_dir("run_closure");
+  Proc p = start(run_args(out, {kPython.string(), (kData / "closure_step.py").string(), "--steps", "12"}),
+                 out / "log.txt");
+  ASSERT_EQ(wait_exit(p), 0) << slurp(out / "log.txt");
+  const auto report = report_of(out);
+  ASSERT_TRUE(report.is_object());
+  EXPECT_EQ(report["steps"]["count"], 12) << report["steps"].dump();
+  const auto& ms = report["phases"]["ms_per_step"];
+  ASSERT_TRUE(ms.is_object()) << report["phases"].dump();
+  EXPECT_GT(ms["forward"].get<double>(), 0.0) << ms.dump();
+  EXPECT_GT(ms["backward"].get<double>(), 0.0) << ms.dump();
+  EXPECT_GT(ms["optimizer"].get<double>(), 0.0) << ms.dump();
+}
+
 // The shim's facts file (issue 29, item 21): written by a thread of its own, only when the facts changed, never
 // on the training thread while it trains; the file written at exit has the final step count.
 TEST(RunE2E, TheShimWritesItsFactsOffTheTrainingThreadAndOnlyOnChange) {
