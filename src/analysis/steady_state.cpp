@@ -86,10 +86,12 @@ PhaseSplit phase_split(const PhaseIndex& x, TimeNs start, TimeNs end) {
   PhaseSplit p;
   if (end <= start) return p;
   p.total_ns = end - start;
-  // Carving order: a range nested in an earlier phase (a backward inside an optimizer's closure) is that phase's.
+  // Carving order: a range nested in a later phase is the earlier phase's. The optimizer comes last: Lightning
+  // (and LBFGS-style loops) run forward and backward inside optimizer.step(closure), and that time is forward and
+  // backward; the optimizer phase is what its range holds besides them (the update itself).
   Intervals claimed;
   TimeNs used = 0;
-  for (Phase phase : {Phase::kOptimizer, Phase::kBackward, Phase::kForward, Phase::kDataWait}) {
+  for (Phase phase : {Phase::kBackward, Phase::kForward, Phase::kDataWait, Phase::kOptimizer}) {
     const Intervals mine = subtract_intervals(clip_intervals(x[phase], start, end), claimed);
     p[phase] = total_length(mine);
     used += p[phase];

@@ -3,8 +3,14 @@
 #include "capture_session.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -125,9 +131,80 @@ std::vector<std::string> CaptureSession::environment(const std::vector<std::stri
   return env;
 }
 
-StatusOr<CaptureResult> CaptureSession::run() const {
+namespace {
+
+// The capture folder must take new files before the command starts: a file in its place, a full disk or no
+// inodes left would otherwise show up only after the whole training run, as "NVTX was never used".
+Status check_capture_dir(const fs::path& dir) {
   std::error_code ec;
-  fs::create_directories(options_.capture_dir, ec);
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir, ec))
+    return IoError("cannot use the capture folder " + dir.string() + ": " +
+                   (ec ? ec.message() : std::string("it exists and is not a folder")));
+  const fs::path probe = dir / (".probe-" + std::to_string(::getpid()));
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) {
+    const int err = errno;
+    return IoError("cannot create files in the capture folder " + dir.string() + ": " + std::strerror(err));
+  }
+  // One block's worth: a disk with inodes but no free blocks fails here.
+  const std::string block(4096, '\0');
+  const bool wrote = ::write(fd, block.data(), block.size()) == static_cast<ssize_t>(block.size()) && ::fsync(fd) == 0;
+  const int err = errno;
+  ::close(fd);
+  ::unlink(probe.c_str());
+  if (!wrote) return IoError("cannot write to the capture folder " + dir.string() + ": " + std::strerror(err));
+  return Status();
+}
+
+// The system's 1-minute load average (/proc/loadavg), unset when unreadable.
+std::optional<double> load_1m() {
+  std::ifstream in("/proc/loadavg");
+  double v = 0;
+  if (in >> v && v >= 0) return v;
+  return std::nullopt;
+}
+
+// User + system CPU seconds of the children waited for so far (ours and, as subreaper, the orphans we reaped).
+double children_cpu_s() {
+  rusage ru{};
+  if (::getrusage(RUSAGE_CHILDREN, &ru) != 0) return 0;
+  auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
+  return s(ru.ru_utime) + s(ru.ru_stime);
+}
+
+}  // namespace
+
+analysis::HostLoad judge_host_load(analysis::HostLoad load) {
+  load.cpus_used = load.wall_s > 0 ? std::optional<double>(load.cpu_time_s / load.wall_s) : std::nullopt;
+  if (load.cpus > 0 && load.load_1m_start && load.load_1m_end) {
+    const double low = std::min(*load.load_1m_start, *load.load_1m_end);
+    const double cpus = static_cast<double>(load.cpus);
+    load.oversubscribed = low > cpus && low - load.cpus_used.value_or(0.0) > 0.5 * cpus;
+  }
+  return load;
+}
+
+namespace {
+
+std::string fixed1(double v) {
+  std::ostringstream os;
+  os.setf(std::ios::fixed);
+  os.precision(1);
+  os << v;
+  return os.str();
+}
+
+}  // namespace
+
+StatusOr<CaptureResult> CaptureSession::run() const {
+  if (Status st = check_capture_dir(options_.capture_dir); !st.ok()) return st;
+  analysis::HostLoad load;
+  load.cpus = std::max<long>(0, ::sysconf(_SC_NPROCESSORS_ONLN));
+  load.load_1m_start = load_1m();
+  const double cpu0 = children_cpu_s();
+  const auto t0 = std::chrono::steady_clock::now();
+  std::error_code ec;
   for (const auto& entry : fs::directory_iterator(options_.capture_dir, ec))  // a previous run's would mix in
     if (is_capture_file(entry.path()) || is_facts_file(entry.path())) fs::remove(entry.path(), ec);
 
@@ -145,8 +222,12 @@ StatusOr<CaptureResult> CaptureSession::run() const {
   policy.end_orphans = true;
   auto done = platform::run_process(spec, policy);
   if (!done.ok()) return done.status();
+  load.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  load.cpu_time_s = std::max(0.0, children_cpu_s() - cpu0);
+  load.load_1m_end = load_1m();
 
   CaptureResult r;
+  r.host_load = judge_host_load(load);
   r.command = options_.command;
   if (done->term_signal == 0) r.exit_code = done->exit_code;
   r.signal = done->term_signal;
@@ -203,6 +284,14 @@ void merge_capture_result(const CaptureResult& r, size_t rank_files, analysis::R
   if (r.failed() || r.interrupted())
     report.data_quality.notes.push_back("run: " + r.outcome() + ": " + command_line(r.command) +
                                         "; the report covers what was captured until then");
+  run.host_load = r.host_load;
+  if (const auto& l = r.host_load; l && l->oversubscribed)
+    report.data_quality.notes.push_back(
+        "run: the machine was busy with other processes during the run: 1-minute load average " +
+        fixed1(*l->load_1m_start) + " at the start and " + fixed1(*l->load_1m_end) + " at the end on " +
+        std::to_string(l->cpus) + " CPUs, while the command kept " + fixed1(l->cpus_used.value_or(0.0)) +
+        " CPUs busy on average (CPU time " + fixed1(l->cpu_time_s) + " s over " + fixed1(l->wall_s) +
+        " s): step times are longer than on a quiet machine; measure again when it is idle");
 }
 
 }  // namespace profile_train::cli

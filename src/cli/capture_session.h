@@ -45,6 +45,8 @@ struct CaptureResult {
   // ("" when neither; the agent's own reason, per file, is kept in the trace).
   std::string gpu_capture_note;
   bool no_cupti = false;
+  // The machine's load and the command's CPU time against its wall time (report.json source.host_load).
+  std::optional<analysis::HostLoad> host_load;
 
   bool interrupted() const { return stop_signal != 0; }
   bool crashed() const;
@@ -52,6 +54,11 @@ struct CaptureResult {
   // "the command exited with code 3", "the command crashed (SIGSEGV)", "the command was stopped (SIGINT)", ...
   std::string outcome() const;
 };
+
+// `load` with cpus_used and oversubscribed filled in from its samples: oversubscribed when both load samples
+// exceed the CPUs online and, less the CPUs the command itself kept busy, still exceed half of them (other
+// processes competed for the CPU during the run).
+analysis::HostLoad judge_host_load(analysis::HostLoad load);
 
 class CaptureSession {
  public:

@@ -128,7 +128,7 @@ int validate_before_launch(const RunOptions& o, const fs::path& out, const fs::p
   if (!fs::exists(agent, ec))
     return fail(Internal("the capture agent " + agent.string() + " is missing (build the profile_train_agent target)"),
                 kExitFailure);
-  if (auto exe = platform::find_executable(o.command[0]); !exe.ok()) return fail(exe.status(), kExitBadInput);
+  if (auto exe = platform::find_program(o.command[0]); !exe.ok()) return fail(exe.status(), kExitBadInput);
   return kExitOk;
 }
 
@@ -156,7 +156,8 @@ int run_command(const RunOptions& o) {
   capture.kill_after_s = o.kill_after_s;
   auto session = CaptureSession(capture).run();
   if (!session.ok()) {
-    std::cerr << "profile-train run: " << session.status().message() << "\n";
+    // The capture folder is checked and the command started before anything runs: nothing was launched.
+    std::cerr << "profile-train run: " << terminal_safe(session.status().message()) << " (nothing was launched)\n";
     return kExitBadInput;
   }
   const CaptureResult& cr = *session;

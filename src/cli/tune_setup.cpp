@@ -263,7 +263,7 @@ Status validate_before_trials(const TuneSetup& s) {
   if (Status st = check_writable_dir(s.out); !st.ok()) return st;
   const tn::TuneTarget& target = s.runner.target;
   if (target.kind == tn::TuneTarget::Kind::kCommand && tn::placeholders_in({target.args[0]}).empty()) {
-    if (auto exe = platform::find_executable(target.args[0]); !exe.ok()) return exe.status();
+    if (auto exe = platform::find_program(target.args[0]); !exe.ok()) return exe.status();
   }
   tn::ProcessTrialRunner runner(s.runner);
   const fs::path dir = s.out / "trials" / "validate";

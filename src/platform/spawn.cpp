@@ -21,6 +21,56 @@ extern char** environ;
 
 namespace profile_train::platform {
 
+namespace {
+
+// A script's `#!` line names its interpreter; when that is missing, exec fails with ENOENT as if the script
+// itself were missing. Returns the error naming the interpreter, or OK (no #! line, or the interpreter exists).
+// `#!/usr/bin/env NAME` looks NAME up on PATH, as env will.
+Status check_interpreter(const std::string& script) {
+  char buf[256];
+  const int fd = ::open(script.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status();
+  ssize_t n;
+  do {
+    n = ::read(fd, buf, sizeof buf - 1);
+  } while (n < 0 && errno == EINTR);
+  ::close(fd);
+  if (n < 2 || buf[0] != '#' || buf[1] != '!') return Status();
+  const std::string line(buf + 2, static_cast<size_t>(n) - 2);
+  const std::string first = line.substr(0, line.find('\n'));
+  std::vector<std::string> words;
+  size_t i = 0;
+  while (i < first.size()) {
+    while (i < first.size() && (first[i] == ' ' || first[i] == '\t' || first[i] == '\r')) ++i;
+    const size_t b = i;
+    while (i < first.size() && first[i] != ' ' && first[i] != '\t' && first[i] != '\r') ++i;
+    if (i > b) words.push_back(first.substr(b, i - b));
+  }
+  if (words.empty()) return Status();
+  struct stat st {};
+  if (::stat(words[0].c_str(), &st) != 0)
+    return NotFound("cannot run " + script + ": its interpreter " + words[0] + " (from its #! line) does not exist");
+  if (words[0].size() >= 4 && words[0].compare(words[0].size() - 4, 4, "/env") == 0) {
+    for (size_t k = 1; k < words.size(); ++k) {
+      if (words[k][0] == '-' || words[k].find('=') != std::string::npos) continue;
+      if (!find_executable(words[k]).ok())
+        return NotFound("cannot run " + script + ": its interpreter " + words[k] + " (from its #! line, " +
+                        words[0] + " " + words[k] + ") is not on PATH");
+      break;
+    }
+  }
+  return Status();
+}
+
+}  // namespace
+
+StatusOr<std::string> find_program(const std::string& name) {
+  auto exe = find_executable(name);
+  if (!exe.ok()) return exe;
+  if (Status st = check_interpreter(*exe); !st.ok()) return st;
+  return exe;
+}
+
 StatusOr<std::string> find_executable(const std::string& name) {
   if (name.empty()) return InvalidArgument("empty command");
   auto check = [](const std::string& path) -> int {
@@ -70,7 +120,7 @@ std::vector<std::string> environment_with(const std::vector<std::string>& overri
 
 StatusOr<pid_t> spawn_process(const SpawnOptions& o) {
   if (o.argv.empty()) return InvalidArgument("empty command");
-  auto exe = find_executable(o.argv[0]);
+  auto exe = find_program(o.argv[0]);
   if (!exe.ok()) return exe.status();
   // Everything the child needs is prepared before fork(): only async-signal-safe calls happen after it.
   std::vector<char*> argv, envp;

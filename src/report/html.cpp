@@ -45,6 +45,28 @@ std::string tick_label(double v, double spacing) {
   return format_fixed(v, decimals) + " ms";
 }
 
+// A run that used no GPU: no GPU activity in the trace, no device, and the Python shim saw CUDA uninitialized
+// (facts.gpu.available false). Its report leaves the GPU panels out (they could only show dashes and zeros), and
+// the GPU inputs (gpu_activity, deviceProperties) are not "missing" from it. A trace without that fact (a Kineto
+// file) keeps them: there a missing GPU side may be the problem.
+bool no_gpu_used(const Report& r) {
+  if (r.source.has_gpu_activity || r.device) return false;
+  if (!r.facts.is_object() || !r.facts.contains("gpu") || !r.facts["gpu"].is_object()) return false;
+  const json& gpu = r.facts["gpu"];
+  return gpu.contains("available") && gpu["available"].is_boolean() && !gpu["available"].get<bool>();
+}
+
+// `run`'s record of the machine's load, or nullptr.
+const analysis::HostLoad* host_load_of(const Report& r) {
+  return r.source.run && r.source.run->host_load ? &*r.source.run->host_load : nullptr;
+}
+
+bool is_gpu_input(const std::string& missing) { return missing == "gpu_activity" || missing == "deviceProperties"; }
+
+bool is_gpu_role(Role role) {
+  return role == Role::kKernel || role == Role::kMemcpy || role == Role::kMemset || role == Role::kRuntime;
+}
+
 // ---- sections -------------------------------------------------------------------------------------------
 
 void write_banner(Html& h, const Report& r) {
@@ -70,7 +92,14 @@ void write_banner(Html& h, const Report& r) {
     steps_sub = fmt_count(st) + " steady-state of " + steps_sub;
   if (r.steps.stddev_ms) steps_sub += ", \xC2\xB1" + fmt_ms(r.steps.stddev_ms);
   kpi("kpi-step", "Mean step time", fmt_ms(r.steps.mean_ms), steps_sub);
-  kpi("kpi-gpu-util", "GPU utilization", fmt_pct(r.gpu.utilization), "kernel time / step");
+  const analysis::HostLoad* host_load = host_load_of(r);
+  if (!no_gpu_used(r)) {
+    kpi("kpi-gpu-util", "GPU utilization", fmt_pct(r.gpu.utilization), "kernel time / step");
+  } else if (host_load && host_load->cpus_used) {
+    kpi("kpi-cpu-use", "CPUs busy", format_fixed(*host_load->cpus_used, 1),
+        "of " + std::to_string(host_load->cpus) + " (CPU time / wall time)" +
+            (host_load->oversubscribed ? "; machine busy with other work" : ""));
+  }
   const auto total_memory = r.device ? as_number(r.device->total_memory_bytes) : std::nullopt;
   std::string dev = r.device ? r.device->name.value_or("") : "";
   if (dev.empty()) dev = string_path(r.facts, {"gpu", "name"}).value_or("");
@@ -206,10 +235,13 @@ void write_breakdown(Html& h, const Report& r) {
   // Legend + table of the mean.
   h.raw("<table class=\"data breakdown-table\"><thead><tr><th>Category</th><th class=\"num\">Mean per step</th>"
         "<th class=\"num\">Share of step</th><th class=\"bar-col\"></th></tr></thead><tbody>\n");
+  const bool cpu_only = no_gpu_used(r);
   for (Role role : kAllRoles) {
     const auto frac = r.breakdown[role];
     std::optional<double> ms = r.breakdown_ms[role];
     if (!ms && frac && mean_step) ms = *frac * *mean_step;
+    // No GPU: its rows (and communication's, with no collective) would be rows of zeros.
+    if (cpu_only && (is_gpu_role(role) || role == Role::kCommunication) && frac.value_or(0.0) == 0.0) continue;
     h.raw("<tr><td><span class=\"swatch\" style=\"background:").raw(style_of(role).color).raw("\"></span>")
         .raw(style_of(role).label).raw("</td><td class=\"num\">").text(fmt_ms(ms))
         .raw("</td><td class=\"num\">").text(fmt_pct(frac)).raw("</td><td class=\"bar-col\"><span class=\"hbar\" style=\"width:")
@@ -346,26 +378,43 @@ void write_metrics(Html& h, const Report& r) {
     const char* label;
     std::optional<double> value;
     std::string (*fmt)(std::optional<double>);
+    bool gpu;  // about the GPU or CUDA calls: left out of a run that used no GPU
   };
   const M metrics[] = {
-      {"GPU busy (kernel | copy | memset)", r.gpu.busy_fraction, fmt_pct},
-      {"GPU idle", r.gpu.idle ? std::optional<double>(r.gpu.idle->fraction) : std::nullopt, fmt_pct},
-      {"SM efficiency", r.gpu.sm_efficiency, fmt_pct},
-      {"Achieved occupancy", r.gpu.achieved_occupancy, fmt_pct},
-      {"Kernels per step", r.gpu.kernels_per_step, fmt_count},
-      {"Median kernel", r.gpu.kernel_median_us, fmt_us},
-      {"Short kernels (< 10 µs)", r.gpu.short_kernel_fraction, fmt_pct},
-      {"Tensor-core kernel time", r.gpu.tensor_core_kernel_share, fmt_pct},
-      {"FP32 tensor-core-eligible time", r.gpu.fp32_eligible_kernel_share, fmt_pct},
-      {"Launches per step", r.host.launches_per_step, fmt_count},
-      {"Mean launch call", r.host.launch_mean_us, fmt_us},
-      {"Host syncs per step", r.host.sync.count_per_step, fmt_count},
-      {"Host sync time / step", r.host.sync.time_ms_per_step, fmt_ms},
-      {"Exposed communication", r.communication.exposed_fraction, fmt_pct},
+      {"GPU busy (kernel | copy | memset)", r.gpu.busy_fraction, fmt_pct, true},
+      {"GPU idle", r.gpu.idle ? std::optional<double>(r.gpu.idle->fraction) : std::nullopt, fmt_pct, true},
+      {"SM efficiency", r.gpu.sm_efficiency, fmt_pct, true},
+      {"Achieved occupancy", r.gpu.achieved_occupancy, fmt_pct, true},
+      {"Kernels per step", r.gpu.kernels_per_step, fmt_count, true},
+      {"Median kernel", r.gpu.kernel_median_us, fmt_us, true},
+      {"Short kernels (< 10 µs)", r.gpu.short_kernel_fraction, fmt_pct, true},
+      {"Tensor-core kernel time", r.gpu.tensor_core_kernel_share, fmt_pct, true},
+      {"FP32 tensor-core-eligible time", r.gpu.fp32_eligible_kernel_share, fmt_pct, true},
+      {"Launches per step", r.host.launches_per_step, fmt_count, true},
+      {"Mean launch call", r.host.launch_mean_us, fmt_us, true},
+      {"Host syncs per step", r.host.sync.count_per_step, fmt_count, true},
+      {"Host sync time / step", r.host.sync.time_ms_per_step, fmt_ms, true},
+      {"Exposed communication", r.communication.exposed_fraction, fmt_pct, false},
   };
+  const bool cpu_only = no_gpu_used(r);
+  const analysis::HostLoad* host_load = host_load_of(r);
+  if (cpu_only && !host_load && !r.communication.exposed_fraction) return;  // nothing to show
   h.raw("<section id=\"metrics\"><h2>Key metrics</h2><dl class=\"metrics\">\n");
+  if (cpu_only && host_load) {
+    // What a run on the CPU has instead: how busy the machine was, and the command's share of it.
+    const auto dd = [&](const char* label, const std::string& value, bool warn) {
+      h.raw("<div").raw(warn ? " class=\"warn\"" : "").raw("><dt>").raw(label).raw("</dt><dd>").text(value).raw("</dd></div>\n");
+    };
+    dd("CPUs online", std::to_string(host_load->cpus), false);
+    dd("CPUs busy with the command", host_load->cpus_used ? format_fixed(*host_load->cpus_used, 2) : "\xE2\x80\x94", false);
+    dd("Load average (1 min), start \xE2\x86\x92 end",
+       (host_load->load_1m_start ? format_fixed(*host_load->load_1m_start, 2) : "\xE2\x80\x94") + " \xE2\x86\x92 " +
+           (host_load->load_1m_end ? format_fixed(*host_load->load_1m_end, 2) : "\xE2\x80\x94"),
+       host_load->oversubscribed);
+  }
   for (const auto& m : metrics) {
     const auto& v = m.value;
+    if (cpu_only && (m.gpu || !v)) continue;
     h.raw("<div").raw(v ? "" : " class=\"na\"").raw("><dt>").raw(m.label).raw("</dt><dd>").text(m.fmt(v)).raw("</dd></div>\n");
   }
   h.raw("</dl></section>\n");
@@ -420,7 +469,9 @@ void write_facts_and_quality(Html& h, const Report& r) {
   }
   h.raw("</section>\n<section id=\"data-quality\"><h2>Data quality</h2>\n");
   h.raw("<dl class=\"metrics dq\">\n");
+  const bool cpu_only = no_gpu_used(r);
   for (const QualityItem& item : quality_items(r.data_quality)) {
+    if (cpu_only && std::string_view(item.key) == "missing_device_properties") continue;  // no GPU to describe
     const bool warn = item.problem && (item.count ? *item.count > 0 : item.flag.value_or(false));
     h.raw("<div").raw(warn ? " class=\"warn\"" : "").raw("><dt>").text(item.key).raw("</dt><dd>")
         .text(item.count ? fmt_count(static_cast<double>(*item.count)) : *item.flag ? "true" : "false")
@@ -428,7 +479,8 @@ void write_facts_and_quality(Html& h, const Report& r) {
   }
   h.raw("</dl>\n");
   std::vector<std::string> notes = r.data_quality.notes;
-  for (const auto& e : r.source.missing) notes.push_back("Missing from the input: " + e);
+  for (const auto& e : r.source.missing)
+    if (!cpu_only || !is_gpu_input(e)) notes.push_back("Missing from the input: " + e);
   if (const auto& g = r.source.gpu_capture_status; g && !g->empty()) notes.push_back("GPU capture: " + *g);
   if (notes.empty()) {
     h.raw("<p class=\"hint\">No data-quality notes.</p>\n");
@@ -464,9 +516,13 @@ std::string render_html(const Report& report, const trace::Trace* trace) {
       .raw(detail::asset_head_js()).raw("</script>\n<style>").raw(detail::asset_report_css()).raw("</style>\n</head>\n");
   h.raw("<body data-render=\"pending\">\n");
   write_banner(h, report);
-  h.raw("<nav class=\"toc\"><a href=\"#plan\">Plan</a><a href=\"#breakdown\">Breakdown</a><a href=\"#steps\">Steps</a><a href=\"#timeline-section\">Timeline</a>"
-        "<a href=\"#kernels\">Kernels</a><a href=\"#operators\">Operators</a><a href=\"#copies\">Copies</a><a href=\"#memory\">Memory</a>"
-        "<a href=\"#recommendations\">Recommendations</a><a href=\"#data-quality\">Data quality</a></nav>\n<main>\n");
+  // A run that used no GPU has no kernels, copies or GPU memory panels (no_gpu_used).
+  const bool gpu_panels = !no_gpu_used(report);
+  h.raw("<nav class=\"toc\"><a href=\"#plan\">Plan</a><a href=\"#breakdown\">Breakdown</a><a href=\"#steps\">Steps</a><a href=\"#timeline-section\">Timeline</a>");
+  if (gpu_panels) h.raw("<a href=\"#kernels\">Kernels</a>");
+  h.raw("<a href=\"#operators\">Operators</a>");
+  if (gpu_panels) h.raw("<a href=\"#copies\">Copies</a><a href=\"#memory\">Memory</a>");
+  h.raw("<a href=\"#recommendations\">Recommendations</a><a href=\"#data-quality\">Data quality</a></nav>\n<main>\n");
   detail::write_plan(h, report);
   write_breakdown(h, report);
   detail::write_steps(h, report);
@@ -474,12 +530,16 @@ std::string render_html(const Report& report, const trace::Trace* trace) {
   detail::write_recommendations(h, report);
   json timeline;
   write_timeline(h, report, trace, &timeline);
-  h.raw("<div class=\"two-col\">\n");
-  write_metrics(h, report);
-  write_memory(h, report);
-  h.raw("</div>\n");
-  write_copies(h, report);
-  write_kernels(h, report);
+  if (gpu_panels) {
+    h.raw("<div class=\"two-col\">\n");
+    write_metrics(h, report);
+    write_memory(h, report);
+    h.raw("</div>\n");
+    write_copies(h, report);
+    write_kernels(h, report);
+  } else {
+    write_metrics(h, report);
+  }
   detail::write_operators(h, report);
   write_facts_and_quality(h, report);
   h.raw("</main>\n");

@@ -31,6 +31,16 @@ PT_REPORT_FIELDS(Distributed) {
   v("backend", s.backend);
 }
 
+PT_REPORT_FIELDS(HostLoad) {
+  v("cpus", s.cpus);
+  v("load_1m_start", s.load_1m_start);
+  v("load_1m_end", s.load_1m_end);
+  v("wall_s", s.wall_s);
+  v("cpu_time_s", s.cpu_time_s);
+  v("cpus_used", s.cpus_used);
+  v("oversubscribed", s.oversubscribed);
+}
+
 PT_REPORT_FIELDS(RunInfo) {
   v("command", s.command);
   v("exit_code", s.exit_code);
@@ -39,6 +49,7 @@ PT_REPORT_FIELDS(RunInfo) {
   v("capture_files", s.capture_files);
   v("leftover_processes", s.leftover_processes);
   v.absent_if_unset("crash", s.crash);
+  v.absent_if_unset("host_load", s.host_load);
 }
 
 PT_REPORT_FIELDS(Source) {

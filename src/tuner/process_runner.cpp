@@ -60,6 +60,21 @@ std::string last_line(const std::string& text) {
 
 }  // namespace
 
+std::string failed_command_message(int run_exit_code, const std::string& log, int* exit_code) {
+  // `run` exits 4 whenever its command failed: the command's own exit code (or signal) and its last line of
+  // output (the Python exception) are what says why, not run's code and its closing summary.
+  const detail::CommandEnd end = detail::command_end_from_run_log(log);
+  if (!end.found) return "exit code " + std::to_string(run_exit_code) + ": " + last_line(log);
+  std::string how;
+  if (end.code) {
+    if (exit_code != nullptr) *exit_code = *end.code;
+    how = "exit code " + std::to_string(*end.code);
+  } else {
+    how = "killed by " + (end.signal.empty() ? std::string("a signal") : end.signal);
+  }
+  return end.last_line.empty() ? how + " (no output)" : how + ": " + end.last_line;
+}
+
 std::set<std::string> placeholders_in(const std::vector<std::string>& argv) {
   std::set<std::string> out;
   for (const auto& a : argv) for_each_placeholder(a, [&](const KnobDef& d, size_t, size_t) { out.insert(d.name); });
@@ -282,7 +297,7 @@ Measurement ProcessTrialRunner::run(const Config& config, const RunContext& ctx)
   }
   if (child.exit_code != 0) {
     m.status = RunStatus::kCrashed;
-    m.message = "exit code " + std::to_string(child.exit_code) + ": " + last_line(tail);
+    m.message = failed_command_message(child.exit_code, tail, &m.exit_code);
     return m;
   }
   if (known_batch_ <= 0) known_batch_ = batch_from_facts(m.report);

@@ -118,7 +118,9 @@ struct RayTrialRunner::Slot {
   double submitted_at = -1;
   double running_at = -1;
   double failing_since = -1;     // status requests failing since then
-  double stop_sent_at = -1;
+  double stop_sent_at = -1;      // the first stop request
+  double stop_resent_at = -1;    // the latest one
+  int stop_requests = 0;
   int stop_why = kNotStopped;
   std::string last_error;
   RayJobInfo info;
@@ -224,6 +226,12 @@ void RayTrialRunner::request_stop(Slot& s, int why) {
   if (s.stop_why == kNotStopped) s.stop_why = why;
   if (s.stop_sent_at >= 0) return;
   s.stop_sent_at = now_s();
+  send_stop(s);
+}
+
+void RayTrialRunner::send_stop(Slot& s) {
+  s.stop_resent_at = now_s();
+  ++s.stop_requests;
   if (Status st = client_->stop(s.p.submission_id); !st.ok()) s.last_error = st.message();
 }
 
@@ -251,7 +259,16 @@ void RayTrialRunner::poll(Slot& s) {
     return;
   }
   if (s.stop_sent_at >= 0) {
-    if (now - s.stop_sent_at > options_.stop_wait_s) finish(s);  // Ray did not confirm: reported as such
+    // A stop request can be lost (a dashboard restart, a busy job supervisor): sent again every quarter of the
+    // wait, and once more at its end. Unconfirmed, the job stays in live_ (stop_all tries again at exit) and
+    // the trial says that it may still hold its GPU.
+    const double resend_every = std::max(options_.poll_interval_s, options_.stop_wait_s / 4);
+    if (now - s.stop_sent_at > options_.stop_wait_s) {
+      send_stop(s);
+      finish(s);
+    } else if (now - s.stop_resent_at >= resend_every) {
+      send_stop(s);
+    }
     return;
   }
   if (options_.process.interrupted != nullptr && options_.process.interrupted->load()) {
@@ -299,13 +316,21 @@ void RayTrialRunner::finish(Slot& s) {
     m.status = st;
     m.message = std::move(msg);
   };
+  // After a stop request: "stopped" only when Ray confirmed it with a terminal state.
+  const std::string stopped =
+      s.info.terminal()
+          ? "Ray job " + id + " stopped"
+          : "Ray job " + id + " did not confirm the stop within " + seconds(options_.stop_wait_s) + " (" +
+                std::to_string(s.stop_requests) + " stop request" + (s.stop_requests == 1 ? "" : "s") + "; state " +
+                (s.info.state.empty() ? std::string("UNKNOWN") : s.info.state) +
+                "): it may still be running and hold its GPU (check with `ray job status " + id + "`, end it with `ray job stop " + id + "`)";
   switch (s.stop_why) {
     case kStopTimeout:
-      set(RunStatus::kTimedOut, "killed after " + std::to_string(static_cast<long long>(s.ctx.timeout_s)) + " s (" +
-                                    (s.ctx.timeout_reason.empty() ? "timeout" : s.ctx.timeout_reason) + "); Ray job " + id + " stopped");
+      set(RunStatus::kTimedOut, std::string(s.info.terminal() ? "killed" : "timed out") + " after " + std::to_string(static_cast<long long>(s.ctx.timeout_s)) + " s (" +
+                                    (s.ctx.timeout_reason.empty() ? "timeout" : s.ctx.timeout_reason) + "); " + stopped);
       return;
     case kStopInterrupt:
-      set(RunStatus::kInterrupted, "interrupted (Ctrl-C); Ray job " + id + " stopped");
+      set(RunStatus::kInterrupted, "interrupted (Ctrl-C); " + stopped);
       return;
     case kStopPending:
       set(RunStatus::kCrashed, "no free resources on the Ray cluster: job " + id + " was still PENDING after " +
@@ -346,7 +371,7 @@ void RayTrialRunner::finish(Slot& s) {
     return;
   }
   if (out.exit_code != 0) {
-    set(RunStatus::kCrashed, "exit code " + std::to_string(out.exit_code) + ": " + last_log_line(out.log));
+    set(RunStatus::kCrashed, failed_command_message(out.exit_code, out.log, &m.exit_code));
     return;
   }
   if (known_batch_ <= 0) known_batch_ = batch_from_facts(m.report);
@@ -409,7 +434,12 @@ void RayTrialRunner::stop_all() {
   if (live_.empty()) return;
   for (const std::string& id : live_) (void)client_->stop(id);
   const double t0 = now_s();
+  double sent_at = t0;
   while (!live_.empty() && now_s() - t0 < options_.stop_wait_s) {
+    if (now_s() - sent_at >= std::max(options_.poll_interval_s, options_.stop_wait_s / 4)) {
+      for (const std::string& id : live_) (void)client_->stop(id);  // a stop request can be lost: again
+      sent_at = now_s();
+    }
     for (auto it = live_.begin(); it != live_.end();) {
       auto info = client_->status(*it);
       if (info.ok() && info->terminal()) it = live_.erase(it);

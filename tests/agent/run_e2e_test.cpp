@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -271,6 +272,122 @@ TEST(RunE2E, StepOpenAtExitIsDroppedNotStretchedOverTheTeardown) {
   EXPECT_LT(report["steps"]["max_ms"].get<double>(), 500) << report["steps"].dump();
 }
 
+// A program that closed fds 1 and 2 (issue 29, item 5): the capture file must not take either, so the program's
+// writes there fail as they do without profile-train (the script exits 0 only then), and no step is lost to
+// text written into the capture.
+TEST(RunE2E, AProgramThatClosedStdoutAndStderrKeepsItsBehaviourAndItsSteps) {
+  REQUIRE_TORCH();
+  const fs::path out = fresh_dir("run_closed_stdio");
+  Proc p = start(run_args(out, {kPython.string(), (kData / "closed_stdio.py").string()}), out / "log.txt");
+  const int rc = wait_exit(p);
+  const std::string log = slurp(out / "log.txt");
+  EXPECT_EQ(rc, 0) << log;
+  EXPECT_EQ(log.find("step 0 loss"), std::string::npos) << log;
+  auto t = native::load_captures(capture_files(out / "capture"));
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(count_prefixes(*t)["## forward ##"], 12) << log;
+  const auto report = report_of(out);
+  ASSERT_TRUE(report.is_object()) << log;
+  EXPECT_EQ(report["source"]["exit_code"], 0) << report["source"].dump();
+  EXPECT_EQ(report["steps"]["count"], 12) << report["steps"].dump();
+}
+
+// A training loop run from a thread other than the main one (Ray Train's train_loop_per_worker), and from two
+// threads at once (issue 29, item 11): steps and phases follow the thread that trains, not the main thread.
+TEST(RunE2E, TrainingInAWorkerThreadOrTwoHasItsStepsAndPhases) {
+  REQUIRE_TORCH();
+  for (const char* threads : {"1", "2"}) {
+    SCOPED_TRACE(std::string("--threads ") + threads);
+    const fs::path out = fresh_dir(std::string("run_threads") + threads);
+    Proc p = start(run_args(out, {kPython.string(), (kData / "train_in_threads.py").string(), "--threads", threads,
+                                  "--steps", "12"}),
+                   out / "log.txt");
+    const int rc = wait_exit(p);
+    const std::string log = slurp(out / "log.txt");
+    EXPECT_EQ(rc, 0) << log;
+    const auto report = report_of(out);
+    ASSERT_TRUE(report.is_object()) << log;
+    EXPECT_NE(report["source"]["step_detection"], "whole_trace") << report["source"].dump();
+    EXPECT_EQ(report["steps"]["count"], 12) << report["steps"].dump();
+    ASSERT_TRUE(report["phases"].is_object()) << log;
+    for (const char* phase : {"forward", "backward", "optimizer", "data_wait"})
+      EXPECT_GT(report["phases"]["ms_per_step"][phase].get<double>(), 0.0) << phase << " " << report["phases"].dump();
+    auto t = native::load_captures(capture_files(out / "capture"));
+    ASSERT_TRUE(t.ok()) << t.status().message();
+    std::set<int64_t> forward_threads;
+    for (const auto& e : t->events)
+      if (e.cat == Category::kUserAnnotation && t->name(e) == "## forward ##") forward_threads.insert(e.tid);
+    EXPECT_EQ(forward_threads.size(), std::string(threads) == "1" ? 1u : 2u);
+  }
+}
+
+// Lightning's automatic optimization runs forward and backward inside optimizer.step(closure) (issue 29, item 20):
+// the phases give them their time, not 0 ms with everything in the optimizer (old: forward 0, backward 0).
+TEST(RunE2E, ForwardAndBackwardInsideTheOptimizersClosureAreTheirPhases) {
+  REQUIRE_TORCH();
+  const fs::path out = fresh_dir("run_closure");
+  Proc p = start(run_args(out, {kPython.string(), (kData / "closure_step.py").string(), "--steps", "12"}),
+                 out / "log.txt");
+  ASSERT_EQ(wait_exit(p), 0) << slurp(out / "log.txt");
+  const auto report = report_of(out);
+  ASSERT_TRUE(report.is_object());
+  EXPECT_EQ(report["steps"]["count"], 12) << report["steps"].dump();
+  const auto& ms = report["phases"]["ms_per_step"];
+  ASSERT_TRUE(ms.is_object()) << report["phases"].dump();
+  EXPECT_GT(ms["forward"].get<double>(), 0.0) << ms.dump();
+  EXPECT_GT(ms["backward"].get<double>(), 0.0) << ms.dump();
+  EXPECT_GT(ms["optimizer"].get<double>(), 0.0) << ms.dump();
+}
+
+// The shim's facts file (issue 29, item 21): written by a thread of its own, only when the facts changed, never
+// on the training thread while it trains; the file written at exit has the final step count.
+TEST(RunE2E, TheShimWritesItsFactsOffTheTrainingThreadAndOnlyOnChange) {
+  REQUIRE_TORCH();
+  const fs::path out = fresh_dir("shim_facts_writes");
+  const fs::path shim = fs::path(PT_SOURCE_DIR) / "src" / "agent" / "python";
+  Proc p = start({"/usr/bin/env", "PYTHONPATH=" + shim.string(), "PROFILE_TRAIN_OUT=" + out.string(),
+                  kPython.string(), (kData / "facts_writes.py").string(), "--seconds", "4"},
+                 out / "log.txt");
+  const int rc = wait_exit(p);
+  const std::string log = slurp(out / "log.txt");
+  ASSERT_EQ(rc, 0) << log;
+  const size_t brace = log.rfind("{\"");
+  ASSERT_NE(brace, std::string::npos) << log;
+  const auto r = nlohmann::json::parse(log.substr(brace), nullptr, false);
+  ASSERT_TRUE(r.is_object()) << log;
+  EXPECT_EQ(r["on_training_thread"], 0) << r.dump();
+  EXPECT_GE(r["writes_during_training"].get<int>(), 1) << r.dump();
+  EXPECT_LE(r["writes_during_training"].get<int>(), 3) << "one write a second, not on change: " << r.dump();
+  EXPECT_EQ(r["steps_seen_at_exit"], r["steps"]) << r.dump();
+}
+
+// report.html of a run that used no GPU (issue 29, item 22): no GPU panels, the GPU inputs not listed as missing,
+// the command readable in the banner, and the machine's load against the command's CPU time in report.json.
+TEST(RunE2E, ACpuOnlyRunsReportHasNoGpuPanelsAndRecordsTheLoad) {
+  REQUIRE_TORCH();
+  const fs::path out = fresh_dir("run_cpu_html");
+  Proc p = start(run_args(out, {kPython.string(), (kData / "train_in_threads.py").string(), "--threads", "1",
+                                "--steps", "8"}),
+                 out / "log.txt");
+  ASSERT_EQ(wait_exit(p), 0) << slurp(out / "log.txt");
+  const auto report = report_of(out);
+  ASSERT_TRUE(report.is_object());
+  const auto& load = report["source"]["host_load"];
+  ASSERT_TRUE(load.is_object()) << report["source"].dump();
+  EXPECT_GT(load["cpus"].get<int>(), 0);
+  EXPECT_GT(load["wall_s"].get<double>(), 0.0);
+  EXPECT_GT(load["cpu_time_s"].get<double>(), 0.0);
+  EXPECT_TRUE(load["load_1m_end"].is_number());
+  const std::string html = slurp(out / "report.html");
+  for (const char* gone : {"id=\"kernels\"", "id=\"copies\"", "id=\"memory\"", "href=\"#kernels\"",
+                           "kpi-gpu-util", "Missing from the input: gpu_activity",
+                           "Missing from the input: deviceProperties", "GPU busy"})
+    EXPECT_EQ(html.find(gone), std::string::npos) << gone;
+  EXPECT_NE(html.find("id=\"run-command\""), std::string::npos);
+  EXPECT_NE(html.find(".banner .run-command code"), std::string::npos) << "the banner's command style";
+  EXPECT_NE(html.find("CPUs busy"), std::string::npos);
+}
+
 // PROFILE_TRAIN_MODULE_RANGES=1: a forward range per child of the model ("nn.Module: 0" ... "nn.Module: 4" for the
 // Sequential's five children) inside the forward phase; no module deeper than the depth asked for.
 TEST(RunE2E, ModuleRangesOnRequestNameTheModulesInTheReport) {
@@ -506,6 +623,38 @@ TEST(RunE2E, CommandNotFoundIsExit2) {
   Proc p = start(run_args(out, {"definitely-not-a-command-xyz"}), out / "log.txt");
   EXPECT_EQ(wait_exit(p, 30), 2);
   EXPECT_NE(slurp(out / "log.txt").find("command not found: definitely-not-a-command-xyz"), std::string::npos);
+}
+
+// A script whose #! interpreter is missing is not "command not found": the script exists (issue 29, item 16).
+TEST(RunE2E, AMissingInterpreterIsNamedAndExit2) {
+  const fs::path out = fresh_dir("run_interp");
+  const fs::path script = out / "train.py";
+  std::ofstream(script) << "#!/opt/no-such-python/bin/python3\nprint('hi')\n";
+  fs::permissions(script, fs::perms::owner_all);
+  Proc p = start(run_args(out / "o", {script.string()}), out / "log.txt");
+  EXPECT_EQ(wait_exit(p, 30), 2);
+  const std::string log = slurp(out / "log.txt");
+  EXPECT_NE(log.find("interpreter /opt/no-such-python/bin/python3"), std::string::npos) << log;
+  EXPECT_EQ(log.find("command not found"), std::string::npos) << log;
+  EXPECT_NE(log.find("nothing was launched"), std::string::npos) << log;
+}
+
+// OUT/capture cannot take the capture files (here a file in its place; also a full disk or no inodes): checked
+// before the command is launched, exit 2, nothing launched (issue 29, item 15).
+TEST(RunE2E, AnUnusableCaptureFolderFailsBeforeLaunching) {
+  const fs::path dir = fresh_dir("run_capture_file");
+  const fs::path out = dir / "out";
+  fs::create_directories(out);
+  std::ofstream(out / "capture") << "not a folder";
+  const fs::path marker = dir / "launched";
+  Proc p = start(run_args(out, {"/usr/bin/touch", marker.string()}), dir / "log.txt");
+  EXPECT_EQ(wait_exit(p, 30), 2);
+  const std::string log = slurp(dir / "log.txt");
+  EXPECT_FALSE(fs::exists(marker)) << "the command was launched\n" << log;
+  EXPECT_NE(log.find("capture folder"), std::string::npos) << log;
+  EXPECT_NE(log.find("nothing was launched"), std::string::npos) << log;
+  EXPECT_EQ(log.find("NVTX was never used"), std::string::npos) << log;
+  EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 1) << log;
 }
 
 TEST(RunE2E, UnwritableOutputFailsBeforeLaunching) {

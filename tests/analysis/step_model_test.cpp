@@ -319,6 +319,27 @@ TEST(Phases, SplitSumsToTheStepAndFollowsTheRanges) {
   }
 }
 
+// Lightning runs forward and backward inside optimizer.step(closure) (issue 29, item 20): the nested ranges are
+// forward and backward; the optimizer phase is what its range holds besides them.
+TEST(Phases, ForwardAndBackwardInsideTheOptimizersClosureAreForwardAndBackward) {
+  TraceBuilder b;
+  b.format("native").fact("capture", "shim", true);
+  for (int i = 0; i < 6; ++i) {
+    const double t = 1000 + i * 1500;
+    b.annotation(kFetch, t, 100);
+    b.annotation("Optimizer.step#AdamW.step", t + 105, 1000);
+    b.annotation("## forward ##", t + 115, 300);
+    b.annotation("## backward ##", t + 420, 600);
+  }
+  const auto r = report(b.build());
+  EXPECT_EQ(r["steps"]["count"], 6) << r["steps"].dump();
+  const auto& p = r["phases"]["ms_per_step"];
+  EXPECT_NEAR(p["forward"].get<double>(), 0.300, 1e-6) << p.dump();
+  EXPECT_NEAR(p["backward"].get<double>(), 0.600, 1e-6) << p.dump();
+  EXPECT_NEAR(p["optimizer"].get<double>(), 0.100, 1e-6) << p.dump();  // 1000 - 300 - 600
+  EXPECT_NEAR(p["data_wait"].get<double>(), 0.100, 1e-6) << p.dump();
+}
+
 TEST(Phases, KinetoBackwardFromAutogradOperatorsAndNoPhasesWithoutRanges) {
   TraceBuilder b;
   for (int i = 0; i < 3; ++i) {

@@ -178,6 +178,43 @@ TEST(MergeCaptureResult, AStopNamesTheSignalThatStoppedUs) {
   EXPECT_NE(note.find("exited with code 1"), std::string::npos) << note;
 }
 
+// The machine's load against the command's CPU time (issue 29, item 22): a run on a machine that other processes
+// kept oversubscribed says so in data quality; a quiet one, or a command that itself keeps every CPU busy, not.
+TEST(MergeCaptureResult, AnOversubscribedMachineIsNamedInDataQuality) {
+  using profile_train::analysis::HostLoad;
+  HostLoad busy;
+  busy.cpus = 2;
+  busy.load_1m_start = 11.8;
+  busy.load_1m_end = 12.4;
+  busy.wall_s = 8.8;
+  busy.cpu_time_s = 9.7;
+  CaptureResult r;
+  r.command = {"python", "train.py"};
+  r.exit_code = 0;
+  r.host_load = profile_train::cli::judge_host_load(busy);
+  const nlohmann::json report = merged(r, 1);
+  const auto& load = report["source"]["host_load"];
+  EXPECT_EQ(load["oversubscribed"], true) << load.dump();
+  EXPECT_NEAR(load["cpus_used"].get<double>(), 9.7 / 8.8, 1e-9);
+  ASSERT_EQ(report["data_quality"]["notes"].size(), 1u);
+  const std::string note = report["data_quality"]["notes"][0];
+  EXPECT_NE(note.find("busy with other processes"), std::string::npos) << note;
+  EXPECT_NE(note.find("11.8 at the start and 12.4 at the end on 2 CPUs"), std::string::npos) << note;
+
+  HostLoad quiet = busy;
+  quiet.load_1m_start = 1.1;
+  quiet.load_1m_end = 1.3;
+  EXPECT_FALSE(profile_train::cli::judge_host_load(quiet).oversubscribed);
+  HostLoad own = busy;  // 16 CPUs, the command itself keeps them busy: load 16.5 is its own
+  own.cpus = 16;
+  own.load_1m_start = 16.2;
+  own.load_1m_end = 16.5;
+  own.cpu_time_s = 15.6 * own.wall_s;
+  EXPECT_FALSE(profile_train::cli::judge_host_load(own).oversubscribed);
+  r.host_load = profile_train::cli::judge_host_load(quiet);
+  EXPECT_TRUE(merged(r, 1)["data_quality"]["notes"].empty());
+}
+
 // What `analyze` writes has no run keys: they come only with a merged capture result.
 TEST(MergeCaptureResult, WithoutItTheSourceHasNoRunKeys) {
   const nlohmann::json src = profile_train::report::to_json(profile_train::analysis::Report{})["source"];

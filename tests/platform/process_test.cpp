@@ -222,6 +222,34 @@ TEST_F(Process, LaunchFailuresAreAStatusAndStartNothing) {
   EXPECT_FALSE(fs::exists(dir_ / "ran"));
 }
 
+// A script whose #! interpreter is missing: exec fails with ENOENT as if the script were missing; the error names
+// the interpreter (issue 29, item 16), also for `#!/usr/bin/env NAME` with NAME not on PATH.
+TEST_F(Process, AScriptWhoseInterpreterIsMissingNamesTheInterpreter) {
+  const fs::path script = dir_ / "train.sh";
+  std::ofstream(script) << "#!/nonexistent/python9 -u\nprint('hi')\n";
+  fs::permissions(script, fs::perms::owner_all);
+  pp::ProcessSpec spec = sh("");
+  spec.argv = {script.string()};
+  auto r = pp::run_process(spec, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), profile_train::StatusCode::kNotFound);
+  EXPECT_NE(r.status().message().find("interpreter /nonexistent/python9"), std::string::npos) << r.status().message();
+  EXPECT_EQ(r.status().message().find("command not found"), std::string::npos) << r.status().message();
+  const fs::path via_env = dir_ / "train_env.sh";
+  std::ofstream(via_env) << "#!/usr/bin/env pt-no-such-interpreter-xyz\n";
+  fs::permissions(via_env, fs::perms::owner_all);
+  auto e = pp::find_program(via_env.string());
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("interpreter pt-no-such-interpreter-xyz"), std::string::npos)
+      << e.status().message();
+  // A script whose interpreter exists, and a binary, are found as before.
+  const fs::path fine = dir_ / "fine.sh";
+  std::ofstream(fine) << "#!/bin/sh\nexit 0\n";
+  fs::permissions(fine, fs::perms::owner_all);
+  EXPECT_TRUE(pp::find_program(fine.string()).ok());
+  EXPECT_TRUE(pp::find_program("sh").ok());
+}
+
 // Last: it makes the test process a subreaper for good.
 TEST_F(Process, ProcessesThatLeftTheGroupAreCountedAndStopped) {
   pp::StopPolicy policy;

@@ -271,6 +271,48 @@ TEST(Html, DeviceCardSaysCpuWhenTheRunHadNoGpuAndUnknownWhenTheTraceIsSilent) {
   EXPECT_EQ(silent.find("CPU (no GPU activity)"), std::string::npos);
 }
 
+// A run that used no GPU (issue 29, item 22): no GPU panels of dashes and zeros, the GPU inputs not listed as
+// missing, the command in the banner styled for the dark banner, and the machine's load in the metrics. A
+// Kineto trace without GPU activity and without the shim's facts keeps its panels and its missing inputs.
+TEST(Html, ARunWithoutAGpuHasNoGpuPanelsAndNoMissingGpuInputs) {
+  json j = fixture("report_input_pipeline.json");
+  j["source"]["has_gpu_activity"] = false;
+  j["source"]["missing"] = json::array({"gpu_activity", "deviceProperties"});
+  j["device"] = nullptr;
+  j["gpu"]["top_kernels"] = json::array();
+  j["facts"]["gpu"] = {{"available", false}};
+  analysis::Report r = typed_report(j);
+  analysis::RunInfo& run = r.source.run.emplace();
+  run.command = {"python", "train.py"};
+  run.exit_code = 0;
+  analysis::HostLoad load;
+  load.cpus = 2;
+  load.load_1m_start = 11.8;
+  load.load_1m_end = 12.4;
+  load.wall_s = 8.8;
+  load.cpu_time_s = 9.7;
+  load.cpus_used = 9.7 / 8.8;
+  load.oversubscribed = true;
+  run.host_load = load;
+  const std::string cpu = render_html(r, nullptr);
+  for (const char* gone : {"id=\"kernels\"", "id=\"copies\"", "id=\"memory\"", "href=\"#kernels\"", "href=\"#memory\"",
+                           "kpi-gpu-util", "GPU busy", "SM efficiency", "Missing from the input: gpu_activity",
+                           "Missing from the input: deviceProperties", "<dt>missing_device_properties</dt>"})
+    EXPECT_EQ(cpu.find(gone), std::string::npos) << gone;
+  for (const char* kept : {"id=\"run-command\"", "kpi-cpu-use", "CPUs busy with the command", "11.80 \xE2\x86\x92 12.40",
+                           "id=\"breakdown\"", "id=\"data-quality\""})
+    EXPECT_NE(cpu.find(kept), std::string::npos) << kept;
+  EXPECT_NE(cpu.find(".banner .run-command code"), std::string::npos) << "no light style for the banner's command";
+  // The breakdown table has no GPU rows of zeros.
+  EXPECT_EQ(cpu.find("<td>Kernel</td>"), std::string::npos);
+
+  json kineto = j;
+  kineto["facts"].erase("gpu");
+  const std::string silent = render_html(typed_report(kineto), nullptr);
+  EXPECT_NE(silent.find("id=\"kernels\""), std::string::npos);
+  EXPECT_NE(silent.find("Missing from the input: gpu_activity"), std::string::npos);
+}
+
 // `run`'s command and how it ended are in the banner, a clean exit too (not only a failure's note); a report
 // of `analyze` has none. The command is escaped like every program-supplied string.
 TEST(Html, ARunNamesItsCommandAndHowItEnded) {
@@ -290,7 +332,8 @@ TEST(Html, ARunNamesItsCommandAndHowItEnded) {
   run.signal = "SIGSEGV";
   run.crash = "the command crashed (SIGSEGV); the report covers the capture up to the crash";
   EXPECT_NE(render_html(r, nullptr).find("crashed (SIGSEGV)"), std::string::npos);
-  EXPECT_EQ(render_html(analysis::Report{}, nullptr).find("run-command"), std::string::npos);
+  // (The element, not the stylesheet's rule for it.)
+  EXPECT_EQ(render_html(analysis::Report{}, nullptr).find("id=\"run-command\""), std::string::npos);
 }
 
 TEST(Html, WriteHtmlWritesTheFileAndReportsIoErrors) {

@@ -22,7 +22,9 @@
 
 namespace fake_ray {
 
-enum class Mode { kRun, kFailToStart, kPendingForever, kStoppedOutside, kNodeLost };
+// kIgnoresStop: the job runs for ever and every stop request is answered but never applied (a job supervisor
+// that does not confirm the stop).
+enum class Mode { kRun, kFailToStart, kPendingForever, kStoppedOutside, kNodeLost, kIgnoresStop };
 
 class FakeJobsServer {
  public:
@@ -150,7 +152,7 @@ class FakeJobsServer {
       Job& job = it->second;
       job.stop_requested = true;
       // Like Ray: a PENDING job's stop waits until the job could start (never, here).
-      if (job.state == "RUNNING") job.kill->store(true);
+      if (job.state == "RUNNING" && mode_ != Mode::kIgnoresStop) job.kill->store(true);
       res.set_content(R"({"stopped":true})", "application/json");
     });
   }
@@ -195,7 +197,7 @@ class FakeJobsServer {
       std::ofstream(job.log) << "epoch 1 step 3\n";
       job.state = "FAILED";
       job.message = "Job supervisor actor died: the actor's node 10.0.0.7 was terminated unexpectedly";
-    } else if (job.state == "RUNNING" && mode_ != Mode::kRun && job.stop_requested) {
+    } else if (job.state == "RUNNING" && mode_ != Mode::kRun && mode_ != Mode::kIgnoresStop && job.stop_requested) {
       job.state = "STOPPED";
     }
   }

@@ -239,6 +239,37 @@ TEST(ProcessRunner, AnUnreadableReportIsNoMetricWithTheReason) {
   fs::remove_all(out);
 }
 
+// A failing trial through the real `profile-train run` (issue 29, item 19): the command's own exit code and its
+// last error line (the Python exception), not run's exit 4 and its closing summary.
+TEST(ProcessRunner, AFailedTrialShowsTheCommandsExitCodeAndItsLastErrorLine) {
+  const fs::path exe = fs::path(PT_BINARY_DIR) / "profile-train";
+  if (!fs::exists(exe)) GTEST_SKIP() << "profile-train binary not built at " << exe;
+  const fs::path out = temp_dir("runner_failed");
+  pt::ProcessRunnerOptions o;
+  o.self_exe = exe;
+  o.out_dir = out;
+  o.target.kind = pt::TuneTarget::Kind::kCommand;
+  o.target.args = {"/bin/sh", "-c",
+                   "echo 'Traceback (most recent call last):' >&2; echo '  File \"train.py\", line 9' >&2; "
+                   "echo 'ValueError: boom in forward' >&2; exit 3",
+                   "{batch_size}"};
+  pt::ProcessTrialRunner runner(o);
+  pt::RunContext ctx;
+  ctx.trial_index = 1;
+  ctx.timeout_s = 60;
+  const pt::Measurement m = runner.run({{"batch_size", "32"}}, ctx);
+  EXPECT_EQ(m.status, pt::RunStatus::kCrashed) << m.message;
+  EXPECT_EQ(m.message, "exit code 3: ValueError: boom in forward") << pt::read_tail(fs::path(m.dir) / "trial.log", 4096);
+  EXPECT_EQ(m.exit_code, 3);
+  // Without run's line (an older run, or run itself failed): its exit code and the log's last line, as before.
+  int code = 4;
+  EXPECT_EQ(pt::failed_command_message(4, "some output\nrun: verdict unknown\n", &code), "exit code 4: run: verdict unknown");
+  EXPECT_EQ(code, 4);
+  EXPECT_EQ(pt::failed_command_message(4, "x\nprofile-train run: the command was killed by SIGSEGV (crash); analyzing\n", &code),
+            "killed by SIGSEGV: x");
+  fs::remove_all(out);
+}
+
 TEST(Report, JsonAndHtmlWithEscapingAndTheChange) {
   pt::TuneResult r;
   pt::Trial base = pt_test::hand_made_baseline();

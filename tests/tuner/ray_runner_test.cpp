@@ -253,6 +253,29 @@ TEST(RayRunner, NoFreeResourcesIsABoundedWaitWithAClearMessage) {
   EXPECT_EQ((*runner)->abandoned().size(), 1u);
 }
 
+// A timed-out job whose stop Ray never confirms (issue 29, item 12): not reported "stopped" while its state is
+// still RUNNING; the message says it may still hold its GPU, and the stop is sent again while waiting.
+TEST(RayRunner, AnUnconfirmedStopIsNotReportedAsStoppedAndIsRetried) {
+  if (!pt::kRaySupported) GTEST_SKIP() << "built without cpp-httplib";
+  const fs::path out = temp_dir("nostop");
+  fake_ray::FakeJobsServer server(out / "server");
+  server.set_mode(fake_ray::Mode::kIgnoresStop);
+  pt::RayRunnerOptions o = options_for(out);
+  o.stop_wait_s = 0.8;
+  auto runner = pt::RayTrialRunner::create(o, server.address());
+  ASSERT_TRUE(runner.ok());
+  auto batch = items({"32"});
+  batch[0].second.timeout_s = 0.3;
+  const auto m = (*runner)->run_batch(batch).front();
+  EXPECT_EQ(m.status, pt::RunStatus::kTimedOut) << m.message;
+  EXPECT_EQ(m.message.find("stopped"), std::string::npos) << m.message;
+  EXPECT_NE(m.message.find("may still be running and hold its GPU"), std::string::npos) << m.message;
+  EXPECT_NE(m.message.find("state RUNNING"), std::string::npos) << m.message;
+  ASSERT_EQ((*runner)->placements().size(), 1u);
+  EXPECT_EQ((*runner)->placements()[0].final_state, "RUNNING");
+  EXPECT_GE(server.stops(), 3) << "the stop request is sent again while unconfirmed";
+}
+
 TEST(RayRunner, InterruptStopsEveryJobInFlight) {
   if (!pt::kRaySupported) GTEST_SKIP() << "built without cpp-httplib";
   const fs::path out = temp_dir("sigint");

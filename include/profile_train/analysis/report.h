@@ -47,6 +47,19 @@ struct Distributed {
   std::optional<std::string> backend;
 };
 
+// How busy the machine was while `run`'s command ran (source.host_load): the system's 1-minute load average when
+// the command started and when it ended, the CPUs online, and the command's CPU time (user + system, with the
+// descendants it waited for) against its wall time. A load well above the CPUs that the command's own CPU use
+// does not explain means other processes competed for the CPU: step times are then longer than on a quiet
+// machine (a data-quality note says so).
+struct HostLoad {
+  int64_t cpus = 0;
+  std::optional<double> load_1m_start, load_1m_end;
+  double wall_s = 0, cpu_time_s = 0;
+  std::optional<double> cpus_used;  // cpu_time_s / wall_s: the CPUs the command kept busy on average
+  bool oversubscribed = false;
+};
+
 // The keys only `run` adds to `source` (all of them, or none).
 struct RunInfo {
   std::vector<std::string> command;
@@ -56,6 +69,7 @@ struct RunInfo {
   int64_t capture_files = 0;
   int64_t leftover_processes = 0;
   std::optional<std::string> crash;    // absent when unset (set when the command crashed)
+  std::optional<HostLoad> host_load;   // absent when unset (reports from before schema 1.2)
 };
 
 struct Source {

@@ -24,13 +24,16 @@ namespace profile_train::platform {
 // (the default path when PATH is unset). NotFound ("command not found: NAME") when there is none;
 // InvalidArgument when it exists but cannot be executed.
 StatusOr<std::string> find_executable(const std::string& name);
+// find_executable, and for a script whose `#!` interpreter is missing (or, for `#!/usr/bin/env NAME`, NAME is not
+// on PATH) NotFound naming that interpreter: exec would fail with ENOENT as if the script itself were missing.
+StatusOr<std::string> find_program(const std::string& name);
 
 // This process's environment ("KEY=VALUE") with every entry of `overrides` replacing the one of the same key,
 // or added after the others.
 std::vector<std::string> environment_with(const std::vector<std::string>& overrides);
 
 struct SpawnOptions {
-  std::vector<std::string> argv;  // argv[0] is looked up with find_executable
+  std::vector<std::string> argv;  // argv[0] is looked up with find_program
   std::vector<std::string> env;   // the whole environment, "KEY=VALUE"
   int stdin_fd = -1;              // -1: inherited
   int stdout_fd = -1;
@@ -61,7 +64,7 @@ int kill_descendants(pid_t except = 0);
 
 // What to start (run_process).
 struct ProcessSpec {
-  std::vector<std::string> argv;         // argv[0] is looked up with find_executable
+  std::vector<std::string> argv;         // argv[0] is looked up with find_program
   std::vector<std::string> env;          // the whole environment, "KEY=VALUE" (see environment_with)
   std::filesystem::path log_file;        // non-empty: stdout and stderr go to this file (created, truncated)
   bool stdin_from_null = false;          // else stdin is inherited

@@ -84,6 +84,12 @@ ChildResult run_child(const std::vector<std::string>& argv, const std::vector<st
                       const std::filesystem::path& log_file, double timeout_s,
                       const std::atomic<bool>* interrupted, double grace_s);
 
+// A failed trial's message from the output of `profile-train run` (its log): "exit code N: LAST LINE" with the
+// wrapped command's own exit code (or "killed by SIGX") and its last line of output before run's own lines
+// (e.g. the Python exception), and *exit_code set to N; `run_exit_code` and the log's last line when run did
+// not say how its command ended.
+std::string failed_command_message(int run_exit_code, const std::string& log, int* exit_code);
+
 // The last `max_bytes` of a file ("" when unreadable).
 std::string read_tail(const std::filesystem::path& file, size_t max_bytes);
 

@@ -97,6 +97,7 @@ class RayTrialRunner : public TrialRunner {
   void poll(Slot& slot);
   void finish(Slot& slot);
   void request_stop(Slot& slot, int why);
+  void send_stop(Slot& slot);  // POST .../stop (the first request, and the retries while unconfirmed)
 
   RayRunnerOptions options_;
   std::unique_ptr<RayClient> client_;

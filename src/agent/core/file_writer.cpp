@@ -74,6 +74,17 @@ int64_t unix_ns() {
   return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
 }
 
+int above_stdio(int fd) {
+  if (fd < 0 || fd > STDERR_FILENO) return fd;
+  // The lowest free descriptor is one the program closed: move above them and leave that slot closed, as the
+  // program left it.
+  const int high = ::fcntl(fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+  const int err = errno;
+  ::close(fd);
+  errno = err;
+  return high;
+}
+
 int64_t env_int(const char* name, int64_t fallback) {
   const char* v = std::getenv(name);
   if (!v || !*v) return fallback;
@@ -138,6 +149,8 @@ bool open_file_locked() {
                 static_cast<int>(protocol::kCaptureFileExtension.size()), protocol::kCaptureFileExtension.data());
   G.path = G.cfg.out_dir + name;
   G.fd = ::open(G.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // A program that closed its stdout or stderr would otherwise print into the capture file.
+  G.fd = above_stdio(G.fd);
   if (G.fd < 0) {
     G.open_error = G.path + ": " + std::strerror(errno);
     G.file_failed = true;

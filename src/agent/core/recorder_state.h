@@ -215,6 +215,10 @@ void flush_locked(bool final_status);  // writes everything committed so far
 uint64_t total_records();
 std::string dump(const nlohmann::json& j);  // never throws ("{}" on failure, counted)
 int64_t env_int(const char* name, int64_t fallback);  // fallback when unset or not an integer
+// `fd` moved above stdin, stdout and stderr (close-on-exec), the original closed: a descriptor the agent opens
+// in a program that closed one of those must not take its place, or the program's reads and writes there would
+// reach the agent's file or pipe. Returns `fd` itself when it is already above them; -1 (errno set) on failure.
+int above_stdio(int fd);
 int64_t unix_ns();                                     // CLOCK_REALTIME
 
 // ---- writer_thread.cpp ------------------------------------------------------------------------------------------

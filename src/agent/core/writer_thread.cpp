@@ -41,6 +41,15 @@ bool start_writer() {
   G.stop_writer.store(false);
   if (G.wake_pipe[0] < 0) {
     if (::pipe2(G.wake_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return false;
+    // Both ends above fds 0-2 (above_stdio): with stdout/stderr closed, the program would write into our pipe.
+    G.wake_pipe[0] = above_stdio(G.wake_pipe[0]);
+    G.wake_pipe[1] = above_stdio(G.wake_pipe[1]);
+    if (G.wake_pipe[0] < 0 || G.wake_pipe[1] < 0) {
+      if (G.wake_pipe[0] >= 0) ::close(G.wake_pipe[0]);
+      if (G.wake_pipe[1] >= 0) ::close(G.wake_pipe[1]);
+      G.wake_pipe[0] = G.wake_pipe[1] = -1;
+      return false;
+    }
   }
   // Block every signal in the writer so that process-directed signals reach application threads.
   sigset_t all, old;

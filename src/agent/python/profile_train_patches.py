@@ -8,8 +8,9 @@ it loads this file next to it and calls install() once torch is imported).
   - Tensor.backward / autograd.backward: the backward range
   - optimizer step hooks and Optimizer.zero_grad: their ranges, optimizer facts, steps bounded by optimizer steps
   - GradScaler.__init__: AMP facts; at exit: the open step dropped, the facts file, the agent's final flush
-Every wrapper calls through to torch's own function when the shim is inactive, in a worker or off the main
-thread; a failure in a fact is noted in the facts file, never raised into the user's program.
+Every wrapper calls through to torch's own function when the shim is inactive, in a worker or on the shim's own
+thread; each other thread that trains has its own steps (the shim's per-thread state). A failure in a fact is
+noted in the facts file, never raised into the user's program.
 """
 
 import atexit
@@ -36,6 +37,7 @@ def install(torch, shim):
         S.is_worker = True
         S.step_open = False
         S.active = True
+        S.writer = None  # the parent's facts writer thread does not exist here
 
     os.register_at_fork(after_in_child=after_fork_in_child)
 
@@ -97,7 +99,7 @@ def install(torch, shim):
     orig_next = base_iter.__next__
 
     def it_next(self):
-        if not S.active or S.is_worker or not S.main_thread():
+        if not S.active or S.is_worker or not S.training_thread():
             return orig_next(self)
         if not S.loader_mode:
             S.loader_mode = True
@@ -157,17 +159,10 @@ def install(torch, shim):
     orig_call = nn.Module.__call__
 
     def module_call(self, *args, **kwargs):
-        if S.fwd_depth or not S.active or S.is_worker or not S.main_thread():
+        if S.fwd_depth or not S.active or S.is_worker or not S.training_thread():
             return orig_call(self, *args, **kwargs)
-        if S.model_id is None:
-            try:
-                has_params = next(self.parameters(), None) is not None
-            except Exception:
-                has_params = False
-            if not has_params:
-                return orig_call(self, *args, **kwargs)
-            S.model_id = id(self)
-            S.note_model(self)
+        if S.model_id is None and not S.take_model(self):
+            return orig_call(self, *args, **kwargs)
         if id(self) != S.model_id:
             return orig_call(self, *args, **kwargs)
         S.step_at_forward()
@@ -196,7 +191,7 @@ def install(torch, shim):
     # ---- backward ----------------------------------------------------------------------------------------
     def wrap_backward(fn):
         def backward(*args, **kwargs):
-            if S.bwd_depth or not S.active or S.is_worker or not S.main_thread():
+            if S.bwd_depth or not S.active or S.is_worker or not S.training_thread():
                 return fn(*args, **kwargs)
             S.step_at_backward()
             S.bwd_depth += 1
@@ -250,7 +245,7 @@ def install(torch, shim):
             S.note_error("optimizer facts", e)
 
     def pre_step(opt, args, kwargs):
-        if not S.active or S.is_worker or not S.main_thread():
+        if not S.active or S.is_worker or not S.training_thread():
             return
         if not getattr(opt, "_pt_facts", False):
             opt._pt_facts = True
@@ -272,7 +267,7 @@ def install(torch, shim):
     orig_zero = opt_mod.Optimizer.zero_grad
 
     def zero_grad(self, *args, **kwargs):
-        if not S.active or S.is_worker or not S.main_thread():
+        if not S.active or S.is_worker or not S.training_thread():
             return orig_zero(self, *args, **kwargs)
         S.step_at_work()
         S.nvtx.push("Optimizer.zero_grad#%s.zero_grad" % type(self).__name__)

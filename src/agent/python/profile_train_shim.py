@@ -7,7 +7,7 @@ model, NVTX and the facts file):
                                           `enumerate(DataLoader)#<Iter>.__next__` (data wait); after the first
                                           optimizer step a step ends at the optimizer step (facts.training:
                                           backward passes per optimizer step)
-  - nn.Module.__call__ of the top-level model (first module with parameters called on the main thread)
+  - nn.Module.__call__ of the top-level model (first module with parameters a thread calls)
                                        -> `## forward ##` (and torch.autocast when an amp override asks for it)
   - Tensor.backward / autograd.backward -> `## backward ##`
   - optimizer step (global hooks)       -> `Optimizer.step#<Class>.step`; without a DataLoader a step ends here
@@ -15,9 +15,12 @@ model, NVTX and the facts file):
   - DataLoader.__init__                 -> overrides from PROFILE_TRAIN_OVERRIDES, DataLoader facts
   - DataLoader worker fetches           -> `## dataloader worker fetch ##` in worker processes, and a flush mark
                                           before a worker leaves through os._exit
+Every thread that trains has its own steps (the step model's state is per thread, _Loop): Ray Train runs
+train_loop_per_worker in a thread, some launchers run the loop in one, a few programs train in two threads.
 Ranges go through NVTX (torch.cuda.nvtx, else ctypes on libnvtx3interop), which the profile-train agent
-records. Facts are written as JSON to $PROFILE_TRAIN_OUT/facts-<pid>.json at step boundaries (at most once a
-second) and at exit. Everything is best effort: a failure here disables the shim, never the user's program.
+records. Facts are written as JSON to $PROFILE_TRAIN_OUT/facts-<pid>.json by a thread of the shim's own, woken
+at most once a second from a step boundary and writing only when they changed, and at exit. Everything is best
+effort: a failure here disables the shim, never the user's program.
 
 Environment: PROFILE_TRAIN_OUT, PROFILE_TRAIN_WARMUP_STEPS, PROFILE_TRAIN_STEPS, PROFILE_TRAIN_STOP_AFTER_STEPS
 (1: raise SystemExit(0) at the step boundary after the window), PROFILE_TRAIN_OVERRIDES (JSON:
@@ -36,6 +39,7 @@ import os
 import sys
 import threading
 import time
+import weakref
 
 # Environment names and control marks: include/profile_train/agent/protocol.h (the one definition; its test,
 # tests/agent/protocol_test.cpp, checks that this file uses exactly those it marks for the shim).
@@ -156,6 +160,47 @@ class _Nvtx:
         self.push = self.pop = self.mark = lambda *a: None
 
 
+class _Loop:
+    """The step model's state of one thread (see _Shim.loop): each thread that trains has its own steps."""
+
+    def __init__(self):
+        self.step_open = False
+        self.step_index = 0
+        self.loader_mode = False     # steps are delimited by DataLoader iterations
+        self.work_in_step = False    # the open step ran a forward or backward (a fetch before that is a prefetch)
+        self.backward_in_step = False
+        self.opt_bounded = False     # loader mode after the first optimizer step: a step ends at the optimizer step
+        self.opt_done = False        # the open step's optimizer step ran (loader mode: it ends at the next fetch)
+        self.backwards_since_opt = 0
+        self.optimizer_ids = set()
+        self.fwd_depth = 0
+        self.bwd_depth = 0
+        self.model_id = None         # this thread's top-level model
+        self.not_models = set()      # ids of modules of another thread's model (checkpoint recomputation)
+
+
+# The _Shim attributes that are the calling thread's (_Loop's); the rest is the process's.
+_PER_THREAD = tuple(_Loop().__dict__)
+
+
+def _per_thread(name):
+    return property(lambda self: getattr(self.loop(), name), lambda self, v: setattr(self.loop(), name, v))
+
+
+def _open_above_stdio(path):
+    """os.open for writing, moved above fds 0-2: a program that closed its stdout or stderr must not have its
+    prints land in our file while it is open."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o644)
+    if fd <= 2:
+        import fcntl
+        try:
+            high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+        finally:
+            os.close(fd)
+        fd = high
+    return fd
+
+
 class _Shim:
     def __init__(self):
         self.nvtx = _Nvtx()
@@ -178,33 +223,73 @@ class _Shim:
         self.pid = os.getpid()
         self.is_worker = False
         self.active = True          # False once warmup + steps were emitted (bounded capture)
-        self.step_open = False
-        self.step_index = 0
-        self.loader_mode = False     # steps are delimited by DataLoader iterations
-        self.work_in_step = False    # the open step ran a forward or backward (a fetch before that is a prefetch)
-        self.backward_in_step = False
-        self.opt_bounded = False     # loader mode after the first optimizer step: a step ends at the optimizer step
-        self.opt_done = False        # the open step's optimizer step ran (loader mode: it ends at the next fetch)
-        self.backwards_since_opt = 0
-        self.optimizer_ids = set()
-        self.fwd_depth = 0
-        self.bwd_depth = 0
-        self.model_id = None
-        self.model_ref = None
+        self.tls = threading.local()
+        self.loops = []              # every thread's _Loop (steps_seen)
+        self.models = []             # weak references to the threads' top-level models
         self.autocast_ctx = None
         self.facts = {"capture": {"shim": True, "warmup_steps": self.warmup, "steps": self.steps}}
         if self.overrides:
             self.facts["overrides"] = dict(self.overrides)
-        self.facts_written_at = 0.0
+        self.facts_requested_at = 0.0
+        self.facts_key = None        # the facts last written, less steps_seen (write on change)
+        self.facts_text = None
+        self.cuda_device = None      # the training thread's current device (CUDA's is per thread)
+        self.writer = None           # the facts writer thread
+        self.writer_wake = threading.Event()
+        self.write_lock = threading.Lock()
         self.torch = None
         self.lock = threading.Lock()
         self.errors = []
         for word in unknown:
             self.note_error("module_ranges", ValueError("unknown option %r (known: backward)" % word))
 
+    # ---- threads ------------------------------------------------------------------------------------------
+    def loop(self):
+        """The calling thread's step-model state (created on its first call)."""
+        lp = getattr(self.tls, "loop", None)
+        if lp is None:
+            lp = self.tls.loop = _Loop()
+            with self.lock:
+                self.loops.append(lp)
+        return lp
+
+    def training_thread(self):
+        """Whether the calling thread may train: any thread but the shim's own facts writer."""
+        return self.writer is None or threading.current_thread() is not self.writer
+
+    def steps_seen(self):
+        return max([lp.step_index for lp in list(self.loops)] or [0])
+
+    def take_model(self, module):
+        """Whether `module`, called with no forward open on this thread, is this thread's top-level model: the
+        first module with parameters the thread calls, unless it belongs to another thread's model (activation
+        checkpointing recomputes submodules on autograd's threads). The first model is noted in the facts."""
+        lp = self.loop()
+        if id(module) in lp.not_models:
+            return False
+        try:
+            if next(module.parameters(), None) is None:
+                return False
+        except Exception:
+            return False
+        with self.lock:
+            others = [r() for r in self.models]
+        for m in others:
+            if m is not None and m is not module and any(sub is module for sub in m.modules()):
+                lp.not_models.add(id(module))
+                return False
+        lp.model_id = id(module)
+        with self.lock:
+            first = not self.models
+            try:
+                self.models.append(weakref.ref(module))
+            except TypeError:
+                self.models.append(lambda m=module: m)
+        if first:
+            self.note_model(module)
+        return True
+
     # ---- ranges -------------------------------------------------------------------------------------------
-    def main_thread(self):
-        return threading.get_ident() == threading.main_thread().ident
 
     def open_step(self):
         if self.step_open:
@@ -214,7 +299,8 @@ class _Shim:
             if self.active:
                 self.active = False
                 self.nvtx.mark(_CONTROL_STOP)
-                self.write_facts(force=True)
+                self.note_device()
+                self.wake_writer()
             if self.stop_after and not self.is_worker and os.getpid() == self.pid:
                 self.stop_after = False
                 sys.stderr.write("profile-train: %d step(s) recorded (--stop-after-steps); ending the program\n"
@@ -290,7 +376,42 @@ class _Shim:
 
     # ---- facts --------------------------------------------------------------------------------------------
     def maybe_write_facts(self):
-        if time.monotonic() - self.facts_written_at >= 1.0:
+        """At a step boundary, on the training thread: wakes the writer thread at most once a second (a clock
+        read most of the time; collecting and writing the facts cost 1-30 ms and happen on the writer)."""
+        now = time.monotonic()
+        if now - self.facts_requested_at >= 1.0:
+            self.facts_requested_at = now
+            self.note_device()
+            self.wake_writer()
+
+    def note_device(self):
+        torch = self.torch
+        try:
+            if torch is not None and torch.cuda.is_initialized():
+                self.cuda_device = torch.cuda.current_device()
+        except Exception:
+            pass
+
+    def wake_writer(self):
+        if not self.out or self.is_worker or os.getpid() != self.pid:
+            return
+        if self.writer is None:
+            try:
+                self.writer = threading.Thread(target=self.writer_loop, name="profile-train-facts", daemon=True)
+                self.writer.start()
+            except Exception as e:  # no thread: write here, as before
+                self.writer = None
+                self.note_error("facts writer", e)
+                self.write_facts()
+                return
+        self.writer_wake.set()
+
+    def writer_loop(self):
+        while True:
+            self.writer_wake.wait()
+            self.writer_wake.clear()
+            if os.getpid() != self.pid:
+                return
             self.write_facts()
 
     def collect_runtime_facts(self):
@@ -305,7 +426,8 @@ class _Shim:
             gpu["available"] = bool(initialized and torch.cuda.is_available())
             if initialized:
                 gpu["count"] = torch.cuda.device_count()
-                dev = torch.cuda.current_device()
+                # The training thread's device (noted there): CUDA's current device is per thread.
+                dev = self.cuda_device if self.cuda_device is not None else torch.cuda.current_device()
                 props = torch.cuda.get_device_properties(dev)
                 gpu["name"] = props.name
                 gpu["memory_total_bytes"] = int(props.total_memory)
@@ -323,7 +445,7 @@ class _Shim:
                     f["distributed"]["rank"] = int(os.environ["RANK"])
             f["versions"] = {"torch": torch.__version__, "python": sys.version.split()[0]}
             f["cpu"] = cpu_facts(torch)
-            f["capture"]["steps_seen"] = self.step_index
+            f["capture"]["steps_seen"] = self.steps_seen()
             if self.module_bw is not None and "module_ranges" in f["capture"]:
                 f["capture"]["module_ranges"].update(self.module_bw.facts())
             f["capture"]["nvtx_backend"] = self.nvtx.backend
@@ -331,20 +453,45 @@ class _Shim:
             self.note_error("facts", e)
 
     def write_facts(self, force=False):
+        """Collects the facts and writes them when they changed; steps_seen alone is no change, except when
+        `force` (at exit). Runs on the writer thread, and at exit on the thread that exits."""
         if not self.out or self.is_worker or os.getpid() != self.pid:
             return
-        if self.step_index == 0 and self.model_id is None and "dataloader" not in self.facts:
+        if self.steps_seen() == 0 and not self.models and "dataloader" not in self.facts:
             return  # this process did not train (e.g. a launcher): no facts file
-        self.facts_written_at = time.monotonic()
-        try:
-            self.collect_runtime_facts()
-            path = os.path.join(self.out, "facts-%d.json" % self.pid)
-            tmp = path + ".tmp"
-            with open(tmp, "w") as fh:
-                json.dump(self.facts, fh, default=str)
-            os.replace(tmp, path)
-        except Exception as e:
-            self.note_error("write_facts", e)
+        with self.write_lock:
+            try:
+                self.collect_runtime_facts()
+                key, text = self.facts_json()
+                if text is None or text == self.facts_text or (key == self.facts_key and not force):
+                    return
+                path = os.path.join(self.out, "facts-%d.json" % self.pid)
+                tmp = path + ".tmp"
+                fd = _open_above_stdio(tmp)
+                try:
+                    data = text.encode("utf-8", "replace")
+                    while data:
+                        data = data[os.write(fd, data):]
+                finally:
+                    os.close(fd)
+                os.replace(tmp, path)
+                self.facts_key, self.facts_text = key, text
+            except Exception as e:
+                self.note_error("write_facts", e)
+
+    def facts_json(self):
+        """(the facts less steps_seen, the facts) as JSON. The training thread may add a fact meanwhile (a dict
+        changing size under json.dumps): tried again, a few times."""
+        for _ in range(5):
+            try:
+                cap = self.facts.get("capture", {})
+                seen = cap.get("steps_seen")
+                text = json.dumps(self.facts, default=str)
+                key = text.replace('"steps_seen": %s' % json.dumps(seen), "", 1) if seen is not None else text
+                return key, text
+            except RuntimeError:
+                time.sleep(0.001)
+        return None, None
 
     def note_error(self, where, e):
         if len(self.errors) < 10:
@@ -405,6 +552,9 @@ class _Shim:
         except Exception as e:
             self.note_error("autocast", e)
 
+
+for _name in _PER_THREAD:
+    setattr(_Shim, _name, _per_thread(_name))
 
 S = _Shim()
 _PATCHES = "profile_train_patches"  # the patches into torch, in the file next to this one
