@@ -328,6 +328,10 @@ class LogExtractor {
 
   std::string result() {
     std::string out = std::move(head_);
+    if (tail_.size() > tail_cap_) {
+      dropped_ += tail_.size() - tail_cap_;
+      tail_.erase(0, tail_.size() - tail_cap_);
+    }
     if (dropped_ > 0) {
       // The tail starts at a line boundary: no half line, no half UTF-8 character.
       size_t nl = tail_.find('\n');
