@@ -85,8 +85,6 @@ Status check_writable_dir(const fs::path& dir) {
 Status check_perfetto_path(const OutputOptions& options, const std::vector<fs::path>& inputs) {
   if (!options.perfetto) return Status::Ok();
   const fs::path& pf = *options.perfetto;
-  // A FIFO, a device or a symlink (to /dev/full, to /proc/self/fd/1) would be replaced by the atomic rename.
-  if (Status s = check_replaceable(pf); !s.ok()) return InvalidArgument("--perfetto " + s.message());
   for (const auto& in : inputs)
     if (same_file(pf, in))
       return InvalidArgument("--perfetto " + pf.string() + ": is the input trace " + in.string() +
@@ -95,6 +93,8 @@ Status check_perfetto_path(const OutputOptions& options, const std::vector<fs::p
     if (same_file(pf, options.out_dir / name))
       return InvalidArgument("--perfetto " + pf.string() + ": is the report " + (options.out_dir / name).string() +
                              " (it would be overwritten); choose another file");
+  // A FIFO, a device or a symlink (to /dev/full, to /proc/self/fd/1) would be replaced by the atomic rename.
+  if (Status s = check_replaceable(pf); !s.ok()) return InvalidArgument("--perfetto " + s.message());
   return Status::Ok();
 }
 

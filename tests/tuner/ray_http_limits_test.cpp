@@ -205,3 +205,27 @@ TEST(RayHttpLimits, AnOrdinaryAnswerStillWorks) {
   ASSERT_TRUE(log.ok()) << log.status().message();
   EXPECT_EQ(*log, "hello\nworld \xF0\x9F\x98\x80\n");
 }
+
+TEST(RayHttpLimits, AChunkedAnswerSplitAnywhereIsReadWhole) {
+  // As aiohttp (the dashboard) streams: chunked, here in chunks of 7 bytes sent one by one, so that chunk
+  // sizes, CRLFs and escapes (\u00e9) are split across reads.
+  const std::string body = "{\"job_id\": null, \"submission_id\": \"raysubmit_1\", \"status\": \"RUNNING\", "
+                           "\"message\": \"caf\\u00e9\", \"driver_exit_code\": null}";
+  HostileServer server([&](int fd) {
+    if (!send_all(fd, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")) return;
+    for (size_t i = 0; i < body.size(); i += 7) {
+      const std::string part = body.substr(i, 7);
+      char size[16];
+      std::snprintf(size, sizeof size, "%zX\r\n", part.size());
+      if (!send_all(fd, size + part + "\r\n")) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    send_all(fd, "0\r\n\r\n");
+  });
+  auto client = pt::RayClient::connect(server.address(), 10);
+  ASSERT_TRUE(client.ok());
+  auto info = (*client)->status("raysubmit_1");
+  ASSERT_TRUE(info.ok()) << info.status().message();
+  EXPECT_EQ(info->state, "RUNNING");
+  EXPECT_EQ(info->message, "caf\xC3\xA9");
+}
