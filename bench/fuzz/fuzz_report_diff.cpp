@@ -17,7 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::ostringstream out;
     report::write_diff_text(d, out);
     (void)report::render_diff_html(d);
-    (void)d.dump();
+    (void)report::to_json(d).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
   }
   return 0;
 }

@@ -140,7 +140,9 @@ def main():
                     open(os.path.join(out_dir, "expr_%s_%s" % (k, name)), "wb").write(b"\1" + e.encode())
     elif target == "report_diff":
         binary = os.environ.get("PROFILE_TRAIN", "")
-        traces = sorted(glob.glob(os.path.join(root, "..", "shared", "traces", "**", "*.json.gz"), recursive=True))
+        # PT_TRACES_DIR: the shared traces when this checkout is not beside them (a worktree elsewhere).
+        traces_dir = os.environ.get("PT_TRACES_DIR", os.path.join(root, "..", "shared", "traces"))
+        traces = sorted(glob.glob(os.path.join(traces_dir, "**", "*.json.gz"), recursive=True))
         traces = [t for t in traces if "_derived" not in t and os.path.getsize(t) < 40_000][:4]
         n = 0
         if binary and os.access(binary, os.X_OK):

@@ -14,6 +14,7 @@ Host host_section(const Ctx& c, const RoleRanges& roles) {
   int64_t launches = 0, syncs = 0, outliers = 0, allocs = 0;
   TimeNs launch_t = 0, sync_t = 0, alloc_t = 0;
   std::vector<double> delays;
+  std::unordered_map<int64_t, TimeNs> first_gpu_start;  // by correlation id
   Intervals sync_iv, alloc_iv;
   for (size_t i : idx.runtimes) {
     const Event& e = t.events[i];
@@ -30,9 +31,15 @@ Host host_section(const Ctx& c, const RoleRanges& roles) {
       launch_t += e.dur_ns;
       auto g = idx.gpu_by_correlation.find(e.correlation);
       if (e.correlation >= 0 && g != idx.gpu_by_correlation.end()) {
-        TimeNs first = t.events[g->second.front()].start_ns;
-        for (size_t gi : g->second) first = std::min(first, t.events[gi].start_ns);
-        delays.push_back((first - e.start_ns) / 1e3);
+        // The first GPU start of a correlation id is computed once: a hostile or merged trace can give one
+        // id to many launches and many kernels, and a scan per launch was quadratic (80k: 87 s).
+        auto [cached, fresh] = first_gpu_start.try_emplace(e.correlation, 0);
+        if (fresh) {
+          TimeNs first = t.events[g->second.front()].start_ns;
+          for (size_t gi : g->second) first = std::min(first, t.events[gi].start_ns);
+          cached->second = first;
+        }
+        delays.push_back((cached->second - e.start_ns) / 1e3);
       }
     } else if (is_sync_call(n)) {
       ++syncs;

@@ -112,7 +112,14 @@ void adjust_to_device(const trace::Trace& t, const TraceIndex& idx, StepInfo& in
   const TimeNs kMax = std::numeric_limits<TimeNs>::max();
   const TimeNs kMin = std::numeric_limits<TimeNs>::min();
   std::vector<std::pair<TimeNs, TimeNs>> device(steps.size(), {kMax, kMin});
-  std::unordered_set<size_t> matched;
+  // Per correlation id, the span and count of its GPU activities, computed once: a hostile or merged trace
+  // can give one id to many launches and many kernels, and a scan per launch was quadratic (80k: 87 s).
+  struct Span {
+    TimeNs first, last;
+    int64_t count;
+  };
+  std::unordered_map<int64_t, Span> spans;
+  std::unordered_set<int64_t> matched;  // correlation ids whose GPU activities a step claimed
   bool any = false;
   for (size_t s = 0; s < steps.size(); ++s) {
     auto it = std::lower_bound(idx.runtimes.begin(), idx.runtimes.end(), steps[s].host_start,
@@ -122,14 +129,21 @@ void adjust_to_device(const trace::Trace& t, const TraceIndex& idx, StepInfo& in
       if (rt.end_ns() > steps[s].host_end || rt.correlation < 0) continue;
       auto g = idx.gpu_by_correlation.find(rt.correlation);
       if (g == idx.gpu_by_correlation.end()) continue;
-      for (size_t gi : g->second) {
-        const Event& ge = t.events[gi];
-        device[s].first = std::min(device[s].first, ge.start_ns);
-        device[s].second = std::max(device[s].second, ge.end_ns());
-        matched.insert(gi);
-        steps[s].device_activities++;
-        any = true;
+      auto [span, fresh] = spans.try_emplace(rt.correlation, Span{kMax, kMin, 0});
+      if (fresh) {
+        for (size_t gi : g->second) {
+          const Event& ge = t.events[gi];
+          span->second.first = std::min(span->second.first, ge.start_ns);
+          span->second.last = std::max(span->second.last, ge.end_ns());
+          ++span->second.count;
+        }
       }
+      if (span->second.count == 0) continue;
+      device[s].first = std::min(device[s].first, span->second.first);
+      device[s].second = std::max(device[s].second, span->second.last);
+      matched.insert(rt.correlation);
+      steps[s].device_activities += span->second.count;
+      any = true;
     }
   }
   if (!any) return;
@@ -140,7 +154,8 @@ void adjust_to_device(const trace::Trace& t, const TraceIndex& idx, StepInfo& in
     auto consider = [&](const std::vector<size_t>& list) {
       for (size_t gi : list) {
         const Event& ge = t.events[gi];
-        if (!matched.count(gi) && ge.end_ns() < device[0].first) prev_end = std::max(prev_end, ge.end_ns());
+        if ((ge.correlation < 0 || !matched.count(ge.correlation)) && ge.end_ns() < device[0].first)
+          prev_end = std::max(prev_end, ge.end_ns());
       }
     };
     consider(idx.kernels);

@@ -44,6 +44,7 @@ struct AnalyzeArgs {
   // Bounds per input file against decompression bombs (see README "Limits").
   std::string max_input_size = "16G";  // bytes after decompression; K/M/G/T suffixes are powers of 1024
   double max_load_seconds = 300;       // 0 = no limit
+  double max_analysis_seconds = 300;   // the analysis of one loaded trace; 0 = no limit
   int jobs = 0;                        // traces loaded at once; 0 = auto (cores, memory)
 };
 
@@ -133,7 +134,7 @@ int run_analyze(const AnalyzeArgs& a) {
   }
   uint64_t max_input_bytes = 0;
   if (!parse_size(a.max_input_size, &max_input_bytes)) {
-    std::cerr << "profile-train: --max-input-size: '" << a.max_input_size
+    std::cerr << "profile-train: --max-input-size: '" << terminal_safe(a.max_input_size)
               << "' is not a size (bytes, or a number with K, M, G or T)\n";
     return kExitBadInput;
   }
@@ -141,11 +142,16 @@ int run_analyze(const AnalyzeArgs& a) {
     std::cerr << "profile-train: --max-load-seconds: must be >= 0 (0 = no limit)\n";
     return kExitBadInput;
   }
+  if (!(a.max_analysis_seconds >= 0)) {
+    std::cerr << "profile-train: --max-analysis-seconds: must be >= 0 (0 = no limit)\n";
+    return kExitBadInput;
+  }
   OutputOptions base;
   base.out_dir = a.out;
   base.formats = a.formats;
   base.quiet = a.quiet;
   base.all_steps = a.all_steps;
+  base.max_analysis_seconds = a.max_analysis_seconds;
   for (const auto& d : a.rules_dirs) base.rules_dirs.emplace_back(d);
   if (!a.perfetto.empty()) base.perfetto = std::filesystem::path(a.perfetto);
 
@@ -168,6 +174,10 @@ int run_analyze(const AnalyzeArgs& a) {
   }
   auto rules = rules::load_rules(base.rules_dirs);
   if (!rules.ok()) return print_failure("profile-train", rules.status());
+  // An unknown rule id is bad usage (exit 2, as `rules show`), found before any trace is loaded.
+  if (!a.explain.empty())
+    if (auto known = rules::rule_json(**rules, a.explain); !known.ok())
+      return print_failure("profile-train: --explain", known.status());
 
   bool multi = a.traces.size() > 1;
   std::set<std::string> used_names;
@@ -314,8 +324,11 @@ Runner add_analyze(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--max-load-seconds", args->max_load_seconds, "Give up loading one trace after this long (0 = no limit)")
       ->capture_default_str();
+  sub->add_option("--max-analysis-seconds", args->max_analysis_seconds,
+                  "Give up the analysis of one loaded trace after this long (0 = no limit)")
+      ->capture_default_str();
   sub->add_option("--jobs,-j", args->jobs, "Traces loaded at once (default: the cores, at most 8, within memory)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative());
   sub->add_flag("--quiet,-q", args->quiet, "No terminal summary");
   return [args] { return run_analyze(*args); };
 }

@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "pipeline.h"
+#include "profile_train/common/json_bounded.h"
 #include "profile_train/common/status.h"
 #include "profile_train/common/terminal.h"
 #include "profile_train/rules/engine.h"
@@ -88,11 +89,12 @@ int run_check(const RulesArgs& a) {
 int run_explain(const RulesArgs& a) {
   auto set = load(a);
   if (!set.ok()) return rules_failed(set.status());
+  if (auto known = rules::rule_json(**set, a.id); !known.ok()) return rules_failed(known.status());  // exit 2
   std::ifstream in(a.report);
   if (!in) return rules_failed(IoError(a.report + ": cannot read the report"));
   nlohmann::json report;
   try {
-    report = nlohmann::json::parse(in);
+    report = parse_json_bounded(in);  // nesting limit: a hostile report must not cost GBs
   } catch (const std::exception& e) {
     return rules_failed(BadInput(a.report + ": not a JSON report: " + e.what()));
   }

@@ -59,7 +59,8 @@ Status check_writable(const fs::path& dir) {
   fs::create_directories(dir, ec);
   if (ec) return IoError("cannot create output directory " + dir.string() + ": " + ec.message());
   const fs::path probe = dir / ".profile-train-write-probe";
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  (void)::unlink(probe.c_str());  // never opened through a planted symlink (see check_writable_dir)
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) return IoError("output directory " + dir.string() + " is not writable: " + std::strerror(errno));
   ::close(fd);
   fs::remove(probe, ec);
@@ -133,6 +134,11 @@ int validate_before_launch(const RunOptions& o, const fs::path& out, const fs::p
 }
 
 int run_command(const RunOptions& o) {
+  // fs::absolute("") throws; an empty --out is bad usage, as for `analyze`.
+  if (o.out_dir.empty()) {
+    std::cerr << "profile-train run: --out: empty folder name (nothing was launched)\n";
+    return kExitBadInput;
+  }
   const fs::path out = fs::absolute(o.out_dir);
   const fs::path agent = exe_dir() / "libprofile_train_agent.so";
   if (int rc = validate_before_launch(o, out, agent); rc != kExitOk || o.validate_only) return rc;
@@ -237,8 +243,8 @@ Runner add_run(CLI::App& app, std::vector<std::string> command) {
   auto opts = std::make_shared<RunOptions>();
   auto* sub = app.add_subcommand("run", "Run a training command with the capture agent, then analyze and report");
   sub->add_option("--out", opts->out_dir, "Output directory (report.json, report.html, capture/)");
-  sub->add_option("--warmup-steps", opts->warmup_steps, "Steps to run before recording")->check(CLI::NonNegativeNumber);
-  sub->add_option("--steps", opts->steps, "Steps to record after the warmup (0: all)")->check(CLI::NonNegativeNumber);
+  sub->add_option("--warmup-steps", opts->warmup_steps, "Steps to run before recording")->check(non_negative());
+  sub->add_option("--steps", opts->steps, "Steps to record after the warmup (0: all)")->check(non_negative());
   sub->add_flag("--no-python", opts->no_python, "Do not inject the Python shim (NVTX/CUDA capture only)");
   sub->add_flag("--stop-after-steps", opts->stop_after_steps,
                 "End a Python program cleanly (SystemExit(0) at the next step boundary) once --warmup-steps + "
@@ -264,7 +270,7 @@ Runner add_run(CLI::App& app, std::vector<std::string> command) {
   return [opts, after_dashes] {
     if (!after_dashes->empty()) {
       if (!opts->command.empty()) {
-        std::cerr << "profile-train run: unexpected argument '" << opts->command[0]
+        std::cerr << "profile-train run: unexpected argument '" << terminal_safe(opts->command[0])
                   << "' before --: the command goes after --\n";
         return static_cast<int>(kExitBadInput);
       }

@@ -288,7 +288,7 @@ Runner add_tune(CLI::App& app, std::vector<std::string> command) {
     if (!args->workload.empty()) {
       auto tail = workload_tail();
       if (!tail.ok()) {
-        std::cerr << "profile-train tune: " << tail.status().message() << "\n";
+        std::cerr << "profile-train tune: " << terminal_safe(tail.status().message()) << "\n";
         return kExitFailure;
       }
       // Every token CLI11 did not consume must be in the tail, and nothing else: a tune option written after
@@ -304,7 +304,7 @@ Runner add_tune(CLI::App& app, std::vector<std::string> command) {
       }
       workload_flags = *tail;
     } else if (!after_dashes->empty() && !args->command.empty()) {
-      std::cerr << "profile-train tune: unexpected argument '" << args->command[0]
+      std::cerr << "profile-train tune: unexpected argument '" << terminal_safe(args->command[0])
                 << "' before --: the command goes after --\n";
       return kExitBadInput;
     } else if (!sub->remaining().empty()) {

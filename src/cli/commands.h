@@ -12,6 +12,19 @@ namespace profile_train::cli {
 
 using Runner = std::function<int()>;
 
+// A count or a number of seconds that must be >= 0. Unlike CLI::NonNegativeNumber, whose message spells out
+// the range up to the largest double (300 digits), the message is short; the value is echoed by CLI11 and
+// made inert by main().
+inline CLI::Validator non_negative() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        double v = 0;
+        if (!CLI::detail::lexical_cast(value, v) || !(v >= 0)) return "must be a number >= 0, not '" + value + "'";
+        return std::string();
+      },
+      "NUMBER >= 0", "NonNegative");
+}
+
 Runner add_analyze(CLI::App& app);  // cmd_analyze.cpp
 Runner add_rules(CLI::App& app);    // cmd_rules.cpp
 Runner add_diff(CLI::App& app);     // cmd_diff.cpp

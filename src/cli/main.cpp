@@ -1,4 +1,6 @@
 // profile-train: profile first, find what limits the training step, recommend the cheapest fix.
+#include <signal.h>
+
 #include <cstring>
 #include <exception>
 #include <iostream>
@@ -8,10 +10,19 @@
 
 #include "commands.h"
 #include "profile_train/common/status.h"
+#include "profile_train/common/terminal.h"
 #include "profile_train/common/version.h"
 
 int main(int argc, char** argv) {
   using namespace profile_train;
+  // Over a file-size limit (`ulimit -f`) a write must fail with EFBIG ("File too large", exit 2, the previous
+  // file intact), not kill us with SIGXFSZ halfway through and leave the temporary file behind. With stdout
+  // closed early (`| head`), printing must stop, not kill us with SIGPIPE before the files are written: the
+  // failed writes to std::cout only set its badbit. The commands we launch get both back at SIG_DFL (spawn.cpp).
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  ::sigaction(SIGXFSZ, &ignore, nullptr);
+  ::sigaction(SIGPIPE, &ignore, nullptr);
   // `run` and `tune` wrap a command: everything after their first `--` is that command's, whatever it looks
   // like, so it is split off before CLI11 sees it (otherwise a multi-value option right before `--`, such as
   // `--rules D`, would go on taking the command's own flags).
@@ -48,8 +59,12 @@ int main(int argc, char** argv) {
   try {
     app.parse(parsed_argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? kExitOk : kExitBadInput;
+    // --help and --version print as CLI11 does; every usage error is one line, its echoed values made inert
+    // (CLI11's own texts, such as "Could not convert: --kill-after = VALUE", quote the value raw).
+    if (e.get_exit_code() == 0) return app.exit(e) == 0 ? kExitOk : kExitBadInput;
+    std::cout.flush();
+    std::cerr << "profile-train: " << terminal_safe(e.what()) << " (--help for usage)\n";
+    return kExitBadInput;
   }
   for (auto& [sub, runner] : commands) {
     if (sub->parsed()) {

@@ -5,12 +5,17 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <future>
 #include <iostream>
+#include <sstream>
 #include <system_error>
 #include <vector>
 
 #include "profile_train/analysis/analyze.h"
+#include "profile_train/common/atomic_file.h"
 #include "profile_train/common/status.h"
 #include "profile_train/common/terminal.h"
 #include "profile_train/report/report_json.h"
@@ -64,7 +69,10 @@ Status check_writable_dir(const fs::path& dir) {
   if (ec) return IoError(dir.string() + ": cannot create output folder: " + ec.message());
   if (!fs::is_directory(dir, ec)) return IoError(dir.string() + ": not a folder");
   const fs::path probe = dir / ".profile-train-write-test";
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // Whatever is there is removed, never opened: a symlink planted under this name would otherwise have its
+  // target truncated (O_EXCL | O_NOFOLLOW create a new file or fail).
+  (void)::unlink(probe.c_str());
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) return IoError(dir.string() + ": output folder is not writable: " + std::strerror(errno));
   const bool wrote = ::write(fd, "x", 1) == 1;
   const int err = wrote ? 0 : errno;
@@ -85,6 +93,8 @@ Status check_perfetto_path(const OutputOptions& options, const std::vector<fs::p
     if (same_file(pf, options.out_dir / name))
       return InvalidArgument("--perfetto " + pf.string() + ": is the report " + (options.out_dir / name).string() +
                              " (it would be overwritten); choose another file");
+  // A FIFO, a device or a symlink (to /dev/full, to /proc/self/fd/1) would be replaced by the atomic rename.
+  if (Status s = check_replaceable(pf); !s.ok()) return InvalidArgument("--perfetto " + s.message());
   return Status::Ok();
 }
 
@@ -96,7 +106,27 @@ int print_failure(std::string_view who, const Status& status) {
 int report_trace(const trace::Trace& trace, const OutputOptions& options, std::optional<analysis::Report>* report_out) {
   analysis::AnalysisOptions analysis_options;
   analysis_options.all_steps = options.all_steps;
-  analysis::Report report = analysis::build_typed_report(trace, analysis_options);
+  analysis::Report report;
+  const double limit_s = options.max_analysis_seconds;
+  if (limit_s > 0 && limit_s < 1e9) {  // beyond 1e9 s (31 years) the deadline would overflow: no limit
+    // The analysis runs on a worker; the bound is checked from here. Past it the process ends at once
+    // (_Exit: the worker cannot be interrupted, and no output file is open at this point, only the folder lock,
+    // which the kernel releases).
+    auto job = std::async(std::launch::async, [&] { return analysis::build_typed_report(trace, analysis_options); });
+    if (job.wait_for(std::chrono::duration<double>(limit_s)) == std::future_status::timeout) {
+      const std::string name = trace.meta.source_files.empty() ? std::string("the trace") : trace.meta.source_files[0];
+      std::ostringstream line;
+      line << name << ": analysis still running after " << limit_s
+           << " s (--max-analysis-seconds; 0 = no limit); no report written";
+      std::cout.flush();
+      print_error(ResourceExhausted(line.str()));
+      std::cerr.flush();
+      std::_Exit(kExitBadInput);
+    }
+    report = job.get();
+  } else {
+    report = analysis::build_typed_report(trace, analysis_options);
+  }
 
   auto rules = rules::load_rules(options.rules_dirs);
   if (!rules.ok()) {

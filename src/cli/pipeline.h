@@ -24,6 +24,9 @@ struct OutputOptions {
   std::vector<std::filesystem::path> rules_dirs;                // --rules DIR (added / overriding rules)
   bool all_steps = false;                                       // --all-steps: every step in steps.per_step
   bool quiet = false;
+  // `analyze --max-analysis-seconds`: past this, the analysis of one trace is given up with one error line and
+  // exit 2 (the process ends: a running analysis cannot be interrupted). 0 = no limit.
+  double max_analysis_seconds = 0;
   // Called on the finished report (after the rules) before any file is written or the summary printed: what
   // only the caller knows goes in here (`run`: the command and how it ended, merge_capture_result).
   std::function<void(analysis::Report&)> complete_report;

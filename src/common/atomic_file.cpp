@@ -1,6 +1,7 @@
 #include "profile_train/common/atomic_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -12,12 +13,31 @@ namespace {
 
 std::string reason(int err) { return std::strerror(err); }
 
+const char* file_type(mode_t mode) {
+  if (S_ISLNK(mode)) return "a symbolic link";
+  if (S_ISDIR(mode)) return "a folder";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
 }  // namespace
+
+Status check_replaceable(const std::filesystem::path& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return Status::Ok();  // a new path (or one we cannot see: create() says)
+  if (S_ISREG(st.st_mode)) return Status::Ok();
+  return InvalidArgument(path.string() + ": is " + file_type(st.st_mode) +
+                         "; profile-train writes only regular files or new paths (it would be replaced)");
+}
 
 AtomicFile::AtomicFile(std::filesystem::path path, std::filesystem::path tmp, int fd)
     : path_(std::move(path)), tmp_(std::move(tmp)), fd_(fd) {}
 
 StatusOr<AtomicFile> AtomicFile::create(const std::filesystem::path& path) {
+  if (Status s = check_replaceable(path); !s.ok()) return s;
   static std::atomic<unsigned> counter{0};
   const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
   const std::string base = "." + path.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-";
@@ -82,6 +102,11 @@ Status AtomicFile::commit() {
   fd_ = -1;
   if (rc != 0) {
     const Status s = IoError(path_.string() + ": cannot write: " + reason(errno));
+    discard();
+    return s;
+  }
+  // Checked again at the end: the path may have become a FIFO, a device or a symlink meanwhile.
+  if (Status s = check_replaceable(path_); !s.ok()) {
     discard();
     return s;
   }

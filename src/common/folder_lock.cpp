@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -29,8 +30,22 @@ FolderLock::~FolderLock() {
 
 StatusOr<FolderLock> lock_output_folder(const std::filesystem::path& dir, std::string_view command) {
   const std::filesystem::path file = dir / kLockFileName;
-  const int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return IoError(dir.string() + ": cannot create the lock file " + kLockFileName + ": " + std::strerror(errno));
+  // O_NOFOLLOW: a lock file planted as a symlink would otherwise have its target truncated and overwritten
+  // with our pid (a victim file, or a device as root); O_NONBLOCK: a FIFO planted there must not block the
+  // open. Whatever is not a regular file is refused.
+  const int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ELOOP)
+      return InvalidArgument(file.string() + ": the lock file is a symbolic link; remove it (profile-train never "
+                             "follows it)");
+    return IoError(dir.string() + ": cannot create the lock file " + kLockFileName + ": " + std::strerror(err));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return InvalidArgument(file.string() + ": the lock file is not a regular file; remove it");
+  }
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
     std::string holder;

@@ -117,7 +117,7 @@ StatusOr<ProcessResult> run_process(const ProcessSpec& spec, const StopPolicy& p
   spawn.argv = spec.argv;
   spawn.env = spec.env;
   spawn.parent_death_signal = spec.parent_death_signal;
-  Fd log(spec.log_file.empty() ? -1 : ::open(spec.log_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  Fd log(spec.log_file.empty() ? -1 : ::open(spec.log_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644));
   if (!spec.log_file.empty() && log.get() < 0)
     return IoError("cannot create " + spec.log_file.string() + ": " + std::strerror(errno));
   Fd null_in(spec.stdin_from_null ? ::open("/dev/null", O_RDONLY | O_CLOEXEC) : -1);

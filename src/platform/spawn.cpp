@@ -152,6 +152,9 @@ StatusOr<pid_t> spawn_process(const SpawnOptions& o) {
     sa.sa_handler = SIG_DFL;
     ::sigaction(SIGINT, &sa, nullptr);
     ::sigaction(SIGTERM, &sa, nullptr);
+    // profile-train ignores these two (main.cpp); an ignored disposition survives exec, the command's must not.
+    ::sigaction(SIGPIPE, &sa, nullptr);
+    ::sigaction(SIGXFSZ, &sa, nullptr);
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);

@@ -12,6 +12,7 @@
 
 #include "assets.h"
 #include "profile_train/common/atomic_file.h"
+#include "profile_train/common/json_bounded.h"
 #include "profile_train/common/json_path.h"
 #include "profile_train/common/terminal.h"
 #include "profile_train/report/escape.h"
@@ -69,7 +70,9 @@ StatusOr<Report> load_report(const std::filesystem::path& input) {
   if (!in) return IoError(file.string() + ": cannot open");
   json j;
   try {
-    j = json::parse(in);
+    j = parse_json_bounded(in);
+  } catch (const JsonTooDeep& e) {
+    return ResourceExhausted(file.string() + ": not a report (" + e.what() + ")");
   } catch (const json::exception& e) {
     return BadInput(file.string() + ": not valid JSON (" + e.what() + ")");
   }

@@ -5,9 +5,13 @@ namespace profile_train::tuner {
 
 const bool kRaySupported = false;
 
-StatusOr<std::unique_ptr<RayClient>> RayClient::connect(const std::string&, double) {
+StatusOr<std::unique_ptr<RayClient>> RayClient::connect(const std::string&, const RayHttpLimits&) {
   return Unsupported("this build has no Ray support (cpp-httplib was not found at configure time: install "
                      "libcpp-httplib-dev and reconfigure)");
+}
+
+StatusOr<std::unique_ptr<RayClient>> RayClient::connect(const std::string& address, double) {
+  return connect(address, RayHttpLimits{});
 }
 
 }  // namespace profile_train::tuner

@@ -24,7 +24,10 @@ namespace pt_outputs_test {
 
 namespace fs = std::filesystem;
 
-inline const fs::path kBinary = fs::path(PT_BINARY_DIR) / "profile-train";
+// PT_TEST_PROFILE_TRAIN runs the tests against another build (e.g. main's, to see a regression test fail).
+inline const fs::path kBinary = std::getenv("PT_TEST_PROFILE_TRAIN") != nullptr
+                                    ? fs::path(std::getenv("PT_TEST_PROFILE_TRAIN"))
+                                    : fs::path(PT_BINARY_DIR) / "profile-train";
 
 struct Result {
   int rc = -1;  // exit code, or 128 + signal

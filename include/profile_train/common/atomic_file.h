@@ -12,9 +12,15 @@
 
 namespace profile_train {
 
+// OK when `path` does not exist or is a regular file (not through a symlink). Anything else (a FIFO, a
+// device node, a symlink, a folder, a socket) would be replaced by the rename: the writers refuse it with
+// InvalidArgument (exit 2) naming the path and what it is, rather than destroy it.
+Status check_replaceable(const std::filesystem::path& path);
+
 class AtomicFile {
  public:
-  // Creates the temporary file ".NAME.tmp-PID-N" beside `path`. IoError names `path` and the reason.
+  // Creates the temporary file ".NAME.tmp-PID-N" beside `path`. IoError names `path` and the reason;
+  // InvalidArgument when `path` exists and is not a regular file (check_replaceable).
   static StatusOr<AtomicFile> create(const std::filesystem::path& path);
 
   AtomicFile(AtomicFile&& other) noexcept;

@@ -44,10 +44,25 @@ struct RayJobInfo {
   bool terminal() const { return state == "STOPPED" || state == "SUCCEEDED" || state == "FAILED"; }
 };
 
+// What one answer of the dashboard may cost (a hostile or broken server must not take the driver's memory or
+// hang it): the status line and headers, a JSON body, the job log kept (its head and its tail; the middle of
+// a longer log is left out and says so), and the time.
+struct RayHttpLimits {
+  size_t max_header_bytes = 64 << 10;      // status line + headers (+ chunked trailers)
+  size_t max_json_bytes = 16 << 20;        // any JSON answer except the job list and the log
+  size_t max_list_bytes = 64 << 20;        // GET /api/jobs/ (every job the cluster remembers)
+  size_t log_head_bytes = 1 << 20;         // the log kept: its first bytes ...
+  size_t log_tail_bytes = 32 << 20;        // ... and its last (the entry point's markers and report.json)
+  double io_timeout_s = 10;                // silence on the connection (connect, each read, each write)
+  double request_deadline_s = 60;          // one whole request, however the server trickles its bytes
+};
+
 class RayClient {
  public:
-  // `address` as given to normalize_ray_address; `timeout_s` bounds each HTTP request.
+  // `address` as given to normalize_ray_address; `timeout_s` bounds each connect/read/write, the limits bound
+  // each whole request (RayHttpLimits::request_deadline_s) and what it may hold in memory.
   static StatusOr<std::unique_ptr<RayClient>> connect(const std::string& address, double timeout_s = 10);
+  static StatusOr<std::unique_ptr<RayClient>> connect(const std::string& address, const RayHttpLimits& limits);
   virtual ~RayClient() = default;
 
   const std::string& address() const { return address_; }
@@ -56,7 +71,9 @@ class RayClient {
   virtual StatusOr<std::string> check_version() = 0;
   virtual StatusOr<std::string> submit(const RayJobSpec& spec) = 0;  // POST /api/jobs/ -> submission id
   virtual StatusOr<RayJobInfo> status(const std::string& id) = 0;   // GET /api/jobs/{id}
-  virtual StatusOr<std::string> logs(const std::string& id) = 0;    // GET /api/jobs/{id}/logs
+  // GET /api/jobs/{id}/logs, streamed: at most log_head_bytes + log_tail_bytes of it are kept (a line in the
+  // middle says how much was left out).
+  virtual StatusOr<std::string> logs(const std::string& id) = 0;
   virtual Status stop(const std::string& id) = 0;                   // POST /api/jobs/{id}/stop
   virtual StatusOr<std::vector<RayJobInfo>> list() = 0;             // GET /api/jobs/
   // The total resources of each live node ({"CPU": 2, "GPU": 8, ...}), from GET /api/cluster_status

@@ -144,6 +144,12 @@ StatusOr<size_t> GuardSource::read_inner(char* buf, size_t n) {
 
 void GuardSource::set_time_limit(double seconds) {
   time_limit_s_ = seconds;
+  // steady_clock counts int64 nanoseconds (292 years): a limit of about 9.2e9 s or more (or inf) would
+  // overflow the cast into a deadline in the past. Anything beyond 1e9 s (31 years) is no limit at all.
+  if (!(seconds < 1e9)) {
+    deadline_ = std::chrono::steady_clock::time_point::max();
+    return;
+  }
   deadline_ = std::chrono::steady_clock::now() +
               std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
 }
