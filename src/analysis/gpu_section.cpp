@@ -115,7 +115,7 @@ Gpu gpu_section(const Ctx& c, std::set<std::string>& missing) {
     const uint64_t key = (uint64_t{k.name} << 32) | op_id;
     auto cls_it = cls_cache.find(key);
     if (cls_it == cls_cache.end()) cls_it = cls_cache.emplace(key, classify_kernel(n, t.strings.get(op_id))).first;
-    const uint8_t cls = cls_it->second;
+    const uint8_t cls = k.collective ? uint8_t{kComm} : cls_it->second;
     if (cls & kComm) continue;  // the shares below are of compute-kernel time
     kt += k.dur_ns;
     if (cls & kTc) tc += k.dur_ns;

@@ -296,6 +296,7 @@ PT_REPORT_FIELDS(Operators) {
   v("conv", s.conv);
   v("idle", s.idle);
   v("h2d", s.h2d);
+  v.absent_if_unset("cpu_matmul_conv_fraction", s.cpu_matmul_conv_fraction);
 }
 
 PT_REPORT_FIELDS(RunnerUp) {

@@ -251,6 +251,9 @@ struct Operators {
   std::vector<ModuleShare> modules;
   std::optional<Fp32Lead> fp32;
   std::optional<OperatorLead> conv, idle, h2d;
+  // Without GPU activity: the share of the step in the self time of matrix-multiply / convolution operators
+  // (is_cpu_matmul_conv_op); unset (the key absent) with GPU activity or without CPU operators.
+  std::optional<double> cpu_matmul_conv_fraction;
 };
 
 struct RunnerUp {
