@@ -128,6 +128,7 @@ PT_REPORT_FIELDS(GpuIdle) {
   v("host_wait", s.host_wait);
   v("kernel_wait", s.kernel_wait);
   v("other", s.other);
+  v("unqueued_fraction", s.unqueued_fraction);
 }
 
 PT_REPORT_FIELDS(CopyDirection) {

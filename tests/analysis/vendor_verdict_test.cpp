@@ -177,6 +177,33 @@ TEST(VendorVerdict, MaterialExposedCommunicationIsStillCommunication) {
   EXPECT_EQ(read(b.build()).bottleneck, "communication");
 }
 
+// The tracelens timesformer step on H100 and on MI300X: the host spends the first ~60% of the step in Python
+// before it launches anything, then the kernels run. HTA's classes only see the small gaps between kernels:
+// with the launches queued ahead (H100) they are kernel waits, launched just in time (MI300X) host waits. Both
+// GPUs waited on the host: the GPU had nothing queued (gpu.idle.unqueued_fraction), so both are cpu_overhead.
+trace::Trace leading_host_idle(const VendorNames& v, bool queued_ahead) {
+  TraceBuilder b;
+  b.device(0, v.device, 132, int64_t{80} << 30);
+  b.raw().devices.back().vendor = v.vendor;
+  b.annotation("ProfilerStep#1", 0, 100);
+  const double starts[] = {62, 71, 81, 91}, durs[] = {8, 9, 9, 8};
+  for (int k = 0; k < 4; ++k) {
+    const double launch = queued_ahead ? 60.0 + 0.4 * k : starts[k] - 0.6;
+    b.runtime(v.launch, launch, 0.3, k + 1).kernel(v.gemm, starts[k], durs[k], k + 1);
+  }
+  return b.build();
+}
+
+TEST(VendorVerdict, IdleWithNothingQueuedIsTheHostsOnEitherVendor) {
+  for (const bool ahead : {true, false})
+    for (const auto& names : {kH100, mi300x("ncclDevKernel_Generic_4")}) {
+      const auto r = build_report(leading_host_idle(names, ahead));
+      EXPECT_EQ(r["verdict"]["bottleneck"], "cpu_overhead") << names.device << " queued ahead " << ahead << "\n"
+                                                             << r["verdict"].dump(1) << r["gpu"]["idle"].dump();
+      EXPECT_NEAR(r["gpu"]["idle"]["unqueued_fraction"].get<double>(), ahead ? 0.63 : 0.66, 0.005);
+    }
+}
+
 TEST(VendorVerdict, CollectiveKernelNamesAcrossLibraries) {
   for (const char* n : {"ncclKernel_AllReduce_RING_LL_Sum_float", "ncclDevKernel_AllGather_RING_LL(ncclDevComm*)",
                         "ncclDevKernel_Generic_4(ncclDevKernelArgsStorage<4096ul>)", "rcclKernel_Broadcast",

@@ -124,6 +124,10 @@ struct Phases {
 struct GpuIdle {
   double fraction = 0;
   std::optional<double> host_wait, kernel_wait, other;  // shares of the idle time
+  // Share of the step the GPU idles with no work queued: the idle time outside HTA's kernel-wait and other gaps
+  // (host-wait gaps, and the idle before the first / after the last GPU activity of a step, which HTA's
+  // between-kernel classes do not see). The verdict's host-bound test reads it (1.2).
+  std::optional<double> unqueued_fraction;
 };
 
 struct CopyDirection {
