@@ -5,7 +5,7 @@
 // part of the window no earlier role claimed, and what is left is "other". Role membership follows tb_plugin:
 //   kernel         GPU kernels that are not collectives
 //   memcpy/memset  GPU copies / memsets
-//   communication  NCCL/RCCL kernels; with no GPU activity, CPU collectives ("gloo:*", "nccl:*" annotations)
+//   communication  collective kernels (is_communication_kernel, or Kineto's "Collective name" arg); with no GPU activity, CPU collectives ("gloo:*", "nccl:*" annotations)
 //   runtime        CUDA/HIP runtime and driver API calls on any CPU thread
 //   data_loading   "enumerate(DataLoader)#...__next__" / "enumerate(DataPipe)#..." host ranges
 //   cpu            every other cpu_op / user_annotation host range except ProfilerStep# (python_function
@@ -39,7 +39,7 @@ RoleRanges build_role_ranges(const trace::Trace& t, const TraceIndex& idx) {
       case Category::kKernel: {
         auto it = comm_by_name.find(e.name);
         if (it == comm_by_name.end()) it = comm_by_name.emplace(e.name, is_communication_kernel(t.name(e))).first;
-        raw[it->second ? Role::kCommunication : Role::kKernel].push_back(iv);
+        raw[(it->second || e.collective) ? Role::kCommunication : Role::kKernel].push_back(iv);
         break;
       }
       case Category::kMemcpy: raw[Role::kMemcpy].push_back(iv); break;

@@ -75,10 +75,22 @@ bool is_memcpy_call(std::string_view n) {
   return n.starts_with("cudaMemcpy") || n.starts_with("cuMemcpy") || n.starts_with("hipMemcpy");
 }
 
+// Collective kernels across vendors and library generations (reports/REPORT_FORMAT.md "Kernel classes"):
+//   NCCL <= 2.18 "ncclKernel_AllReduce_RING_LL_Sum_float", NCCL >= 2.19 "ncclDevKernel_AllGather_RING_LL(...)",
+//   RCCL (ROCm keeps NCCL's names: "ncclDevKernel_Generic_4(ncclDevKernelArgsStorage<4096ul>)", older
+//   "rcclKernel..."), MSCCL/MSCCL++ ("mscclKernel_...", "mscclpp::..."), PyTorch symmetric memory
+//   ("multimem_all_reduce_kernel", "one_shot_all_reduce_kernel", "two_shot_all_reduce_kernel"), vLLM's
+//   custom all-reduce ("vllm::cross_device_reduce_1stage<...>"), ROCm quick all-reduce
+//   ("quickreduce::allreduce_prototype_twoshot<...>") and TensorRT-LLM/FlashInfer fused all-reduce
+//   ("allreduce_fusion_kernel_oneshot_lamport<...>"). Kineto's "Collective name" kernel argument marks the
+//   rest (trace::Event::collective), whatever the name.
 bool is_communication_kernel(std::string_view name) {
   const std::string n = ascii_lower(name);
-  return n.starts_with("ncclkernel") || n.starts_with("nccldevkernel") || n.starts_with("rcclkernel") ||
-         contains(n, "nccl") || contains(n, "rccl") || contains(n, "multimem_all_reduce");
+  static constexpr std::array<std::string_view, 11> kComm = {
+      "nccl",        "rccl",          "msccl",           "multimem_all_reduce", "multimem_all_gather",
+      "multimem_reduce_scatter",      "one_shot_all_reduce", "two_shot_all_reduce", "cross_device_reduce",
+      "quickreduce", "allreduce_fusion_kernel"};
+  return contains_any(n, kComm);
 }
 
 bool is_dataloader_annotation(std::string_view n) {
@@ -135,6 +147,23 @@ bool is_tc_eligible_op(std::string_view op) {
   static constexpr std::array<std::string_view, 9> kOps = {"conv", "addmm", "bmm", "matmul", "linear", "aten::mm",
                                                            "mmbackward", "gemm", "einsum"};
   return contains_any(n, kOps);
+}
+
+bool is_cpu_matmul_conv_op(std::string_view op) {
+  // Exact names, not substrings: "aten::upsample_bilinear2d" is no linear layer, "aten::_convert_indices..." no
+  // convolution. Self time only, so the wrappers (aten::linear -> aten::addmm) do not count their callee twice.
+  static constexpr std::array<std::string_view, 30> kOps = {
+      "aten::mm", "aten::addmm", "aten::_addmm_activation", "aten::bmm", "aten::baddbmm", "aten::addbmm",
+      "aten::matmul", "aten::linear", "aten::mv", "aten::addmv", "aten::dot", "aten::vdot", "aten::einsum",
+      "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::convolution", "aten::_convolution",
+      "aten::convolution_backward", "aten::mkldnn_convolution", "aten::_slow_conv2d_forward",
+      "aten::_slow_conv2d_backward", "aten::slow_conv3d_forward", "aten::conv_transpose1d",
+      "aten::conv_transpose2d", "aten::conv_transpose3d", "aten::mkldnn_linear", "aten::_nnpack_spatial_convolution",
+      "aten::_scaled_dot_product_flash_attention_for_cpu",
+      "aten::_scaled_dot_product_flash_attention_for_cpu_backward"};
+  for (auto k : kOps)
+    if (op == k) return true;
+  return false;
 }
 
 bool is_fp64_kernel(std::string_view name) {

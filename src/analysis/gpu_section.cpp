@@ -115,7 +115,7 @@ Gpu gpu_section(const Ctx& c, std::set<std::string>& missing) {
     const uint64_t key = (uint64_t{k.name} << 32) | op_id;
     auto cls_it = cls_cache.find(key);
     if (cls_it == cls_cache.end()) cls_it = cls_cache.emplace(key, classify_kernel(n, t.strings.get(op_id))).first;
-    const uint8_t cls = cls_it->second;
+    const uint8_t cls = k.collective ? uint8_t{kComm} : cls_it->second;
     if (cls & kComm) continue;  // the shares below are of compute-kernel time
     kt += k.dur_ns;
     if (cls & kTc) tc += k.dur_ns;
@@ -197,6 +197,9 @@ Gpu gpu_section(const Ctx& c, std::set<std::string>& missing) {
   const double isum = static_cast<double>(idle.total());
   g.idle = GpuIdle{r6(1.0 - busy_in / total), frac_or_null(double(idle.host_wait), isum),
                    frac_or_null(double(idle.kernel_wait), isum), frac_or_null(double(idle.other), isum)};
+  // Per-stream gaps may overlap another stream's work: subtracting them can only undercount the unqueued idle.
+  g.idle->unqueued_fraction =
+      r6(std::clamp((total - busy_in - double(idle.kernel_wait) - double(idle.other)) / total, 0.0, 1.0));
 
   // Copies by direction.
   struct Dir { int64_t n = 0, bytes = 0, pageable = 0, pinned = 0; TimeNs time = 0; TimeNs time_with_bytes = 0; bool unknown_bytes = false; };

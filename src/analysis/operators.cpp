@@ -166,7 +166,7 @@ OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex&
           }
           it = classes.emplace(key, c).first;
         }
-        cls = it->second;
+        cls = g.collective ? uint8_t{0} : it->second;
       }
       const bool fp32 = cls & kFp32;
       const bool conv = cls & kConv;

@@ -124,6 +124,15 @@ Operators operators_section(const Ctx& c) {
   TimeNs h2d_total = 0;
   for (const auto& r : a.operators) h2d_total += r.h2d_ns;
   o.h2d = lead([](const OperatorRow& r) { return r.h2d_ns; }, double(h2d_total));
+  if (!c.idx.has_gpu_activity && a.has_operators) {
+    // On a CPU the operators' self time is the compute itself (with a GPU it is launch overhead).
+    TimeNs mmconv = 0, host = 0;
+    for (const auto& r : a.operators) {
+      host += r.host_self_ns;
+      if (is_cpu_matmul_conv_op(r.name)) mmconv += r.host_self_ns;
+    }
+    if (host > 0) o.cpu_matmul_conv_fraction = r6(std::min(1.0, double(mmconv) / total));
+  }
   return o;
 }
 

@@ -19,8 +19,11 @@
 //       cpu_overhead    = breakdown.runtime + breakdown.cpu           (threshold 0.30: some host time is normal)
 //     The highest score at or above its threshold wins. Otherwise, if the GPU is busy (kernel + memcpy +
 //     memset + communication >= 0.5) -> gpu_compute, or gpu_memory when peak memory >= 90% of the device.
-//     Otherwise the highest stall score >= 0.05 wins; else cpu_overhead when host_wait dominates GPU idle
-//     time; else unknown.
+//     Otherwise the highest stall score >= kMaterialShare (0.10 of the step) wins; else cpu_overhead when
+//     the GPU idles >= 0.5 of the step and host_wait dominates its idle gaps or, in a step that ran GPU work,
+//     at least half the idle time has no GPU work queued (gpu.idle.unqueued_fraction); else unknown. A smaller stall never names the verdict: 7% of exposed
+//     communication on a half-idle GPU does not make the step communication-bound (issue 23: an MI300X
+//     serving trace read "communication, 7.3%" where the same configuration on H100 read gpu_compute).
 //  Close calls: when the runner-up's score is within kCloseMargin (10 points of the step) of the winner's,
 //  verdict.runner_up names it, verdict.close is true and the summary says "close call: A x% vs B y%". Without
 //  GPU activity, a data wait of at least 0.30 within the margin of CPU compute is input_pipeline (the wait is
@@ -60,6 +63,10 @@ struct Candidate {
 
 // Two causes closer than this (share of the step) are a close call: named both, decided by the rules above.
 constexpr double kCloseMargin = 0.10;
+// The least share of the step a stall needs to become the verdict when none reaches its own threshold (the
+// fallback for a GPU busy under half the step). 10% follows the established tools' line for exposed
+// communication (PRODUCT.md "Thresholds"); below it the stall is within what a step's other costs hide.
+constexpr double kMaterialShare = 0.10;
 
 std::string label(Bottleneck cls) {
   switch (cls) {
@@ -258,14 +265,20 @@ Verdict decide_verdict(const Report& r) {
                   "GPU compute: kernels keep the GPU busy " + pct(busy) + " of the step; no stall dominates.");
   }
   const auto top = std::max_element(c.begin(), c.end(), [](auto& a, auto& b) { return a.score < b.score; });
-  if (top->score >= 0.05) {
+  if (top->score >= kMaterialShare) {
     stall_evidence(*top);
     return finish(top->cls, 0.4 + top->score, summary_for(top->cls, top->score));
   }
   const double hw = r.gpu.idle ? r.gpu.idle->host_wait.value_or(0.0) : 0.0;
-  if (idle_f >= 0.5 && hw >= 0.5) {
-    ev.push_back("GPU idle " + pct(idle_f) + " of the step, " + pct(hw) + " of it waiting for the host to launch");
-    return finish(B::kCpuOverhead, 0.45, summary_for(B::kCpuOverhead, idle_f * hw));
+  // The GPU idle with nothing queued waits on the host whatever the host does (Python outside operators, I/O):
+  // judged on gpu.idle.unqueued_fraction too, as HTA's between-kernel classes miss a step's leading idle.
+  const double unqueued = r.gpu.idle ? r.gpu.idle->unqueued_fraction.value_or(0.0) : 0.0;
+  // Only for a step that did run GPU work (late): a step with none (a JIT compile, a trimmed capture) stays unknown.
+  if (idle_f >= 0.5 && (hw >= 0.5 || (busy > 0.005 && unqueued >= 0.5 * idle_f))) {
+    ev.push_back("GPU idle " + pct(idle_f) + " of the step, " +
+                 (hw >= 0.5 ? pct(hw) + " of it waiting for the host to launch"
+                            : pct(unqueued) + " of the step with no GPU work queued (the host had not launched it)"));
+    return finish(B::kCpuOverhead, 0.45, summary_for(B::kCpuOverhead, std::max(idle_f * hw, unqueued)));
   }
   v.summary = "Cannot tell: the GPU is busy only " + pct(busy) + " of the step and no stall explains the rest.";
   ev.push_back(context_ev);

@@ -139,6 +139,7 @@ PT_REPORT_FIELDS(GpuIdle) {
   v("host_wait", s.host_wait);
   v("kernel_wait", s.kernel_wait);
   v("other", s.other);
+  v("unqueued_fraction", s.unqueued_fraction);
 }
 
 PT_REPORT_FIELDS(CopyDirection) {
@@ -307,6 +308,7 @@ PT_REPORT_FIELDS(Operators) {
   v("conv", s.conv);
   v("idle", s.idle);
   v("h2d", s.h2d);
+  v.absent_if_unset("cpu_matmul_conv_fraction", s.cpu_matmul_conv_fraction);
 }
 
 PT_REPORT_FIELDS(RunnerUp) {

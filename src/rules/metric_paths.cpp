@@ -57,6 +57,9 @@ constexpr Leaf kFactLeaves[] = {
     {"facts.cpu.bf16_native", T::kBool},
     {"facts.cpu.amx_bf16", T::kBool},
     {"facts.cpu.avx512_bf16", T::kBool},
+    {"facts.cpu.omp_num_threads", T::kNumber},  // OMP_NUM_THREADS as the environment set it
+    {"facts.cpu.launcher", T::kString},         // "torchrun" when torchelastic started the process
+    {"facts.cpu.local_ranks", T::kNumber},      // processes of the job on this host
     {"facts.workload.name", T::kString},
     {"facts.workload.planted", T::kList},
     {"facts.inferred", T::kList},

@@ -2,6 +2,7 @@
 
 #include <sched.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -35,6 +36,15 @@ void read_cpu_flags(CpuInfo& info) {
     info.avx512_bf16 = avx512;
     return;
   }
+}
+
+std::optional<int64_t> omp_num_threads_env() {
+  const char* v = std::getenv("OMP_NUM_THREADS");
+  if (v == nullptr || *v == '\0') return std::nullopt;
+  char* end = nullptr;
+  const long long n = std::strtoll(v, &end, 10);
+  if (*end != '\0' || n <= 0) return std::nullopt;
+  return static_cast<int64_t>(n);
 }
 
 }  // namespace profile_train::workload

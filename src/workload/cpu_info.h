@@ -16,6 +16,8 @@ struct CpuInfo {
   std::string capability;         // at::get_cpu_capability(): "AVX2", "AVX512", ...; empty when unknown
   std::optional<bool> amx_bf16;   // /proc/cpuinfo flags; nullopt when the flags cannot be read
   std::optional<bool> avx512_bf16;
+  std::optional<int64_t> omp_num_threads;  // OMP_NUM_THREADS as the environment set it; nullopt when unset
+  int64_t local_ranks = 1;                  // processes of the job on this host (the workload is one process)
 };
 
 // Cores this process may run on (sched_getaffinity), at least 1.
@@ -23,5 +25,8 @@ int64_t affinity_cores();
 
 // The flags line of /proc/cpuinfo parsed into amx_bf16 / avx512_bf16 (the torch fields are left as they are).
 void read_cpu_flags(CpuInfo& info);
+
+// OMP_NUM_THREADS when it is a positive integer.
+std::optional<int64_t> omp_num_threads_env();
 
 }  // namespace profile_train::workload

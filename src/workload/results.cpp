@@ -53,7 +53,10 @@ nlohmann::json cpu_json(const CpuInfo& c) {
           {"capability", c.capability.empty() ? json(nullptr) : json(c.capability)},
           {"amx_bf16", opt(c.amx_bf16)},
           {"avx512_bf16", opt(c.avx512_bf16)},
-          {"bf16_native", bf16}};
+          {"bf16_native", bf16},
+          {"omp_num_threads", c.omp_num_threads ? json(*c.omp_num_threads) : json(nullptr)},
+          {"launcher", nullptr},
+          {"local_ranks", c.local_ranks}};
 }
 
 nlohmann::json facts_json(const WorkloadOptions& o, const TrainResult& r) {

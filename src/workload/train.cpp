@@ -102,6 +102,7 @@ StatusOr<TrainResult> train_impl(const WorkloadOptions& o, const ModelConfig& mc
   r.cpu.interop_threads = static_cast<int64_t>(at::get_num_interop_threads());
   r.cpu.capability = at::get_cpu_capability();
   read_cpu_flags(r.cpu);
+  r.cpu.omp_num_threads = omp_num_threads_env();
   r.tf32_matmul = ctx.allowTF32CuBLAS();
   r.tf32_cudnn = ctx.allowTF32CuDNN();
   r.cudnn_benchmark = ctx.benchmarkCuDNN();

@@ -544,6 +544,51 @@ TEST(RunE2E, OwnLauncherWithoutAStragglerIsNotCalledBalancedWhenCommunicationIsU
   EXPECT_FALSE(job["communication_measured"].get<bool>());
 }
 
+// Issue 23 item 7: two torch threads and two DataLoader workers on two cores oversubscribe the CPU; the fix for
+// that leads (ahead of bf16 autocast), and `cpu-threads` (more threads) is not among the recommendations.
+TEST(RunE2E, OversubscribedCpuGetsTheOversubscriptionFixFirst) {
+  REQUIRE_TORCH();
+  const fs::path out = fresh_dir("run_oversubscribed");
+  Proc p = start(run_args(out, {kPython.string(), (kData / "train_oversubscribed.py").string(), "--steps", "6",
+                                "--cores", "2", "--threads", "2", "--workers", "2"}),
+                 out / "log.txt");
+  const int rc = wait_exit(p);
+  const std::string log = slurp(out / "log.txt");
+  ASSERT_EQ(rc, 0) << log;
+  const auto r = report_of(out);
+  ASSERT_FALSE(r.is_null()) << log;
+  const auto& cpu = r["facts"]["cpu"];
+  EXPECT_EQ(cpu["torch_threads"], 2) << cpu.dump();
+  EXPECT_LE(cpu["cores"].get<int>(), 2) << cpu.dump();
+  EXPECT_EQ(cpu["local_ranks"], 1) << cpu.dump();
+  EXPECT_EQ(r["facts"]["dataloader"]["num_workers"], 2);
+  const auto& recs = r["recommendations"];
+  ASSERT_FALSE(recs.empty()) << log;
+  EXPECT_EQ(recs[0]["id"], "cpu-oversubscription") << recs.dump(1);
+  for (const auto& rec : recs) EXPECT_NE(rec["id"], "cpu-threads") << recs.dump(1);
+  EXPECT_NE(log.find("first fix: cpu-oversubscription"), std::string::npos) << log;
+}
+
+// Issue 23 item 7: Lightning's own launcher, two ranks of one thread each on two cores: the ranks already fill
+// the cores (facts.cpu.local_ranks from the loopback rendezvous), so no rank is told to raise its thread count.
+TEST(RunE2E, TwoRanksFillingTheCoresAreNotToldToAddThreads) {
+  REQUIRE_TORCH();
+  const fs::path out = fresh_dir("run_own_launcher_threads");
+  Proc p = start(run_args(out, {kPython.string(), (kData / "train_own_launcher.py").string(), "--steps", "6",
+                                "--cores", "2"}),
+                 out / "log.txt");
+  const int rc = wait_exit(p);
+  const std::string log = slurp(out / "log.txt");
+  ASSERT_EQ(rc, 0) << log;
+  for (const char* rank : {"rank0", "rank1"}) {
+    const auto r = report_of(out / rank);
+    ASSERT_FALSE(r.is_null()) << rank << "\n" << log;
+    EXPECT_EQ(r["facts"]["cpu"]["local_ranks"], 2) << r["facts"]["cpu"].dump();
+    EXPECT_EQ(r["facts"]["cpu"]["torch_threads"], 1) << r["facts"]["cpu"].dump();
+    for (const auto& rec : r["recommendations"]) EXPECT_NE(rec["id"], "cpu-threads") << rank << " " << rec.dump();
+  }
+}
+
 // Issue 17 item 10: every optimizer is recorded (dcgan's two), with per-group values (nanoGPT's 0.1/0.0 groups
 // under an optimizer default of 0.01 must not be reported as 0.01).
 TEST(RunE2E, EveryOptimizerAndItsParameterGroupsAreFacts) {

@@ -65,6 +65,21 @@ TEST(DataloaderWorkersCores, TwoCoresAndASmallLoaderShareIsNotRecommended) {
   EXPECT_EQ(workers_rec(r), nullptr) << explain_rule(*testing::builtin_catalog(), "dataloader-workers", r);
 }
 
+// Issue 23 item 7: DDP ranks on one host share its cores. Two ranks of one thread on two cores leave no core for
+// a worker (each rank has one core: the bound is 0), where one process of one thread on the same two cores has
+// an idle core for its loading.
+TEST(DataloaderWorkersCores, RanksOnTheHostShareTheCores) {
+  json two_ranks = cpu_only(2, 1, 0, 0.30);
+  two_ranks["facts"]["cpu"]["local_ranks"] = 2;
+  EXPECT_EQ(workers_rec(two_ranks), nullptr)
+      << explain_rule(*testing::builtin_catalog(), "dataloader-workers", two_ranks);
+  json one_rank = cpu_only(2, 1, 0, 0.30);
+  one_rank["facts"]["cpu"]["local_ranks"] = 1;
+  const json* rec = workers_rec(one_rank);
+  ASSERT_NE(rec, nullptr);
+  EXPECT_NEAR(rec->at("estimated_speedup_max").get<double>(), 1.0 / 0.7, 1e-3);
+}
+
 TEST(DataloaderWorkersCores, OnTheCpuTheBoundCountsTheCoresComputeKeeps) {
   // 2 cores, 2 torch threads, 30% loading: the workers' loading (30 core-ms of a 100 ms step) must share the
   // two cores with 70 ms x 2 cores of compute: the step cannot go below (30 + 140) / 2 = 85 ms -> at most

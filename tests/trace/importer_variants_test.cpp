@@ -537,5 +537,22 @@ TEST(KinetoVariants, InvalidUtf8IsReplaced) {
   EXPECT_EQ((t.meta.thread_names.at({1, 1})), "t\xEF\xBF\xBD");
 }
 
+// PyTorch >= 2.1 puts the c10d collective's metadata on its kernels ("Collective name", "In msg nelems", ...):
+// the kernel is a collective whatever its name (issue 23 item 6); a kernel without the arg is not marked.
+TEST(KinetoVariants, CollectiveNameArgMarksTheKernelACollective) {
+  Trace t = load_ok(kineto_doc(
+      "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"custom_comm\",\"pid\":0,\"tid\":7,\"ts\":1,\"dur\":5,"
+      "\"args\":{\"device\":0,\"stream\":7,\"correlation\":3,\"Collective name\":\"allreduce\","
+      "\"In msg nelems\":1024,\"dtype\":\"BFloat16\"}},"
+      "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm\",\"pid\":0,\"tid\":7,\"ts\":7,\"dur\":5,"
+      "\"args\":{\"device\":0,\"stream\":7,\"correlation\":4}}"));
+  const Event* c = find_event(t, "custom_comm");
+  const Event* g = find_event(t, "gemm");
+  ASSERT_NE(c, nullptr);
+  ASSERT_NE(g, nullptr);
+  EXPECT_TRUE(c->collective);
+  EXPECT_FALSE(g->collective);
+}
+
 }  // namespace
 }  // namespace profile_train::trace

@@ -52,6 +52,9 @@ bool is_fp32_tc_eligible_kernel(std::string_view kernel_name);
 bool is_fp64_kernel(std::string_view kernel_name);
 bool is_tf32_kernel(std::string_view kernel_name);  // a tensor-core kernel on TF32 inputs (subset of the above)
 bool is_tc_eligible_op(std::string_view op_name);  // operators whose math tensor cores run (conv, mm, linear, ...)
+// ATen matrix-multiply, convolution and CPU flash-attention operators by exact name (aten::mm, aten::addmm,
+// aten::convolution_backward, ...): the CPU operators whose time bf16 on AMX / AVX512-BF16 speeds up.
+bool is_cpu_matmul_conv_op(std::string_view op_name);
 bool is_conv_kernel(std::string_view kernel_name);
 std::string kernel_category(std::string_view kernel_name);  // "communication", "conv", "gemm", ...
 

@@ -138,6 +138,10 @@ struct Phases {
 struct GpuIdle {
   double fraction = 0;
   std::optional<double> host_wait, kernel_wait, other;  // shares of the idle time
+  // Share of the step the GPU idles with no work queued: the idle time outside HTA's kernel-wait and other gaps
+  // (host-wait gaps, and the idle before the first / after the last GPU activity of a step, which HTA's
+  // between-kernel classes do not see). The verdict's host-bound test reads it (1.2).
+  std::optional<double> unqueued_fraction;
 };
 
 struct CopyDirection {
@@ -265,6 +269,9 @@ struct Operators {
   std::vector<ModuleShare> modules;
   std::optional<Fp32Lead> fp32;
   std::optional<OperatorLead> conv, idle, h2d;
+  // Without GPU activity: the share of the step in the self time of matrix-multiply / convolution operators
+  // (is_cpu_matmul_conv_op); unset (the key absent) with GPU activity or without CPU operators.
+  std::optional<double> cpu_matmul_conv_fraction;
 };
 
 struct RunnerUp {

@@ -98,6 +98,7 @@ struct Event {
   MemoryKind dst_mem = MemoryKind::kUnknown; // memcpy / memset
   SyncKind sync_kind = SyncKind::kUnknown;   // kSync only
   bool is_gpu = false;       // true for kernel/memcpy/memset/sync/gpu-annotation (pid = device, tid = stream)
+  bool collective = false;   // kernels: the source marked it a collective (Kineto's "Collective name" arg)
   int32_t device = -1;       // GPU events: device index (== pid); -1 otherwise
   // Kernel launch configuration; 0 / -1 when unknown.
   uint64_t grid_blocks = 0;        // gridX*gridY*gridZ

@@ -83,7 +83,7 @@ def _env_int(name, default=0):
 
 
 
-def cpu_facts(torch):
+def cpu_facts(torch, world_size=None):
     """The host side a CPU rule needs: the cores this process may run on (affinity, not the machine's
     count), torch's intra-/inter-op thread pools, the ATen CPU kernel level and whether the CPU computes
     bf16 natively (AMX or AVX512-BF16; otherwise bf16 autocast is emulated and slower than fp32)."""
@@ -110,7 +110,32 @@ def cpu_facts(torch):
     out["amx_bf16"] = "amx_bf16" in flags if flags else None
     out["avx512_bf16"] = "avx512_bf16" in flags if flags else None
     out["bf16_native"] = (out["amx_bf16"] or out["avx512_bf16"]) if flags else None
+    # Who else wants these cores (rule cpu-oversubscription, cpu-threads): OMP_NUM_THREADS as the environment
+    # set it (torchrun sets 1 when several processes share a node), the launcher, and the ranks on this host.
+    omp = os.environ.get("OMP_NUM_THREADS", "").strip()
+    out["omp_num_threads"] = int(omp) if omp.isdigit() else None
+    out["launcher"] = "torchrun" if "TORCHELASTIC_RUN_ID" in os.environ else None
+    out["local_ranks"] = _local_ranks(world_size)
     return out
+
+
+def _local_ranks(world_size):
+    """Processes of this job on this host: LOCAL_WORLD_SIZE (torchrun, Lightning with torchrun); otherwise the
+    whole world (facts.distributed.world_size, kept after the group is destroyed) when its rendezvous is on the
+    loopback address (one host: mp.spawn, Lightning's own launcher); 1 without torch.distributed; None when it
+    cannot be told."""
+    lws = os.environ.get("LOCAL_WORLD_SIZE", "").strip()
+    if lws.isdigit() and int(lws) > 0:
+        return int(lws)
+    try:
+        world = int(world_size or 1)
+    except (TypeError, ValueError):
+        return None
+    if world <= 1:
+        return 1
+    if os.environ.get("MASTER_ADDR", "") in ("127.0.0.1", "localhost", "::1"):
+        return world
+    return None
 
 class _Nvtx:
     """push/pop/mark through torch.cuda.nvtx when it works, else ctypes on libnvtx3interop; else no-ops."""
@@ -444,7 +469,7 @@ class _Shim:
                 if os.environ.get("RANK", "").isdigit():
                     f["distributed"]["rank"] = int(os.environ["RANK"])
             f["versions"] = {"torch": torch.__version__, "python": sys.version.split()[0]}
-            f["cpu"] = cpu_facts(torch)
+            f["cpu"] = cpu_facts(torch, f.get("distributed", {}).get("world_size"))
             f["capture"]["steps_seen"] = self.steps_seen()
             if self.module_bw is not None and "module_ranges" in f["capture"]:
                 f["capture"]["module_ranges"].update(self.module_bw.facts())

@@ -270,7 +270,10 @@ void KinetoParser::parse_args(int hd) {
         break;
       case 15:
         if (k == "Total Allocated") arg_int(&raw_.total_allocated, vd);
-        else r_.skip_value(vd);
+        else if (k == "Collective name") {
+          raw_.collective = true;
+          r_.skip_value(vd);
+        } else r_.skip_value(vd);
         break;
       case 20:
         if (k == "registers per thread") arg_int(&raw_.regs, vd);

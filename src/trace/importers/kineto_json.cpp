@@ -117,6 +117,7 @@ void KinetoParser::import_complete(const RawEvent& e, Cls cls) {
       if (e.shmem >= 0 && e.shmem <= INT32_MAX) ev.shared_mem_bytes = static_cast<int32_t>(e.shmem);
       if (e.blocks_per_sm >= 0) ev.blocks_per_sm = static_cast<float>(e.blocks_per_sm);
       if (e.occupancy >= 0) ev.occupancy_pct = static_cast<float>(e.occupancy);
+      ev.collective = e.collective;
     } else if (cls == Cls::kMemcpy || cls == Cls::kMemset) {
       ev.bytes = e.bytes;
       parse_copy_name(e.name, &ev.copy_kind, &ev.src_mem, &ev.dst_mem);

@@ -88,6 +88,7 @@ struct RawEvent {
   bool has_mem_bytes = false;
   std::string_view meta_name;
   bool has_meta_name = false;
+  bool collective = false;  // "Collective name" present (PyTorch >= 2.1 puts it on NCCL/RCCL kernels too)
   // "Input Dims" / "Input type", rendered and interned.
   bool has_input_dims = false, has_input_types = false;
   StringId input_dims = 0, input_types = 0;

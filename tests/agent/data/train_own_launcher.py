@@ -40,7 +40,10 @@ def main():
     p.add_argument("--slow-rank", type=int, default=-1, help="this rank's samples take --sample-ms each")
     p.add_argument("--sample-ms", type=float, default=3.0)
     p.add_argument("--every-rank-ms", type=float, default=0.0, help="every rank's samples take this long")
+    p.add_argument("--cores", type=int, default=0, help="pin the job to this many of its cores (0: as started)")
     args = p.parse_args()
+    if args.cores > 0:  # before the other ranks start: they inherit the mask
+        os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[: args.cores])
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     children = []
     if local_rank == 0:
