@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -10,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "profile_train/analysis/efficiency.h"
 #include "profile_train/analysis/report.h"
 #include "profile_train/common/status.h"
 #include "profile_train/report/report_json.h"
@@ -24,6 +26,7 @@ struct OutputOptions {
   std::vector<std::filesystem::path> rules_dirs;                // --rules DIR (added / overriding rules)
   bool all_steps = false;                                       // --all-steps: every step in steps.per_step
   bool quiet = false;
+  std::shared_ptr<const std::vector<analysis::GpuSpec>> gpu_specs;  // --gpu-spec FILE (null: built-in table only)
   // Called on the finished report (after the rules) before any file is written or the summary printed: what
   // only the caller knows goes in here (`run`: the command and how it ended, merge_capture_result).
   std::function<void(analysis::Report&)> complete_report;

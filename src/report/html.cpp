@@ -481,6 +481,7 @@ std::string render_html(const Report& report, const trace::Trace* trace) {
   write_copies(h, report);
   write_kernels(h, report);
   detail::write_operators(h, report);
+  detail::write_efficiency(h, report);
   write_facts_and_quality(h, report);
   h.raw("</main>\n");
   write_footer(h, report);

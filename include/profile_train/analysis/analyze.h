@@ -2,6 +2,8 @@
 // this facade that assembles the report. Owner: analysis component.
 #pragma once
 
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 #include "profile_train/analysis/report.h"
@@ -9,7 +11,7 @@
 
 namespace profile_train::analysis {
 
-inline constexpr const char* kReportSchemaVersion = "1.1";
+inline constexpr const char* kReportSchemaVersion = "1.2";
 
 // steps.per_step keeps the first, the last and the slowest kPerStepKept steps each (at most 3x that many
 // entries) unless all_steps: the report stays bounded for any number of steps (a million steps would give
@@ -19,8 +21,12 @@ inline constexpr size_t kStepHistogramBins = 32;
 // gpu.top_kernels lists the kTopKernels kernels with the most time in the steps.
 inline constexpr size_t kTopKernels = 15;
 
+struct GpuSpec;  // analysis/efficiency.h
+
 struct AnalysisOptions {
   bool all_steps = false;  // every step in steps.per_step (`--all-steps`)
+  // `--gpu-spec FILE`: peak-table entries matched before the built-in ones (not owned; may be null).
+  const std::vector<GpuSpec>* gpu_specs = nullptr;
 };
 
 // Builds the report for one trace: every section but `recommendations` (empty) and `plan` (unset), which the
