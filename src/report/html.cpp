@@ -465,7 +465,7 @@ std::string render_html(const Report& report, const trace::Trace* trace) {
   h.raw("<body data-render=\"pending\">\n");
   write_banner(h, report);
   h.raw("<nav class=\"toc\"><a href=\"#plan\">Plan</a><a href=\"#breakdown\">Breakdown</a><a href=\"#steps\">Steps</a><a href=\"#timeline-section\">Timeline</a>"
-        "<a href=\"#kernels\">Kernels</a><a href=\"#operators\">Operators</a><a href=\"#copies\">Copies</a><a href=\"#memory\">Memory</a>"
+        "<a href=\"#kernels\">Kernels</a><a href=\"#operators\">Operators</a><a href=\"#efficiency\">Efficiency</a><a href=\"#copies\">Copies</a><a href=\"#memory\">Memory</a>"
         "<a href=\"#recommendations\">Recommendations</a><a href=\"#data-quality\">Data quality</a></nav>\n<main>\n");
   detail::write_plan(h, report);
   write_breakdown(h, report);
