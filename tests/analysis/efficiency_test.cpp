@@ -187,3 +187,54 @@ TEST(GpuSpecs, MatchesOnWordBoundariesLongestFirstAndUserEntriesWin) {
 }
 
 }  // namespace
+
+namespace {
+
+// One bf16 GEMM group on an H100 SXM5 taking `ns` of GPU time (all of it).
+Efficiency one_gemm(const std::string& dims, TimeNs ns) {
+  OperatorAttribution a;
+  a.gpu_ns = ns;
+  OperatorShapeRow row;
+  row.dims = dims;
+  row.types = "[c10::BFloat16, c10::BFloat16]";
+  row.gpu_ns = ns;
+  row.gpu_activities = 1;
+  row.launching_calls = 1;
+  a.roofline.push_back({"aten::mm", row});
+  return efficiency_section({a, 1, ns, match_gpu_spec("NVIDIA H100 80GB HBM3", {}), true, true, {}});
+}
+
+TEST(EfficiencySection, AtTheRoofStatementAndShapeFixBoundedByRoofHeadroom) {
+  // 2 x 4096^3 FLOPs at 85% of the 989.4 TFLOP/s bf16 roof.
+  const double flops = 2.0 * 4096 * 4096 * 4096;
+  const auto ns = static_cast<TimeNs>(flops / (0.85 * 989.4e12) * 1e9);
+  const Efficiency e = one_gemm("[[4096, 4096], [4096, 4096]]", ns);
+  ASSERT_TRUE(e.top_roof_share);
+  EXPECT_NEAR(*e.top_roof_share, 0.85, 0.001);
+  ASSERT_TRUE(e.at_roof);
+  EXPECT_NE(e.at_roof->find("85% of the bf16 roof"), std::string::npos) << *e.at_roof;
+  EXPECT_NE(e.at_roof->find("only lower precision or fewer FLOPs"), std::string::npos);
+  EXPECT_NEAR(*e.mfu, 0.85, 0.001);
+  EXPECT_DOUBLE_EQ(*e.misaligned_gemm_share, 0);
+  // The same time on a misaligned shape: a shape fix can remove at most the 15% headroom, not the GEMM.
+  const Efficiency m = one_gemm("[[4095, 4096], [4096, 4096]]", ns);
+  EXPECT_DOUBLE_EQ(*m.misaligned_gemm_share, 1);
+  ASSERT_TRUE(m.misaligned_gemm_removable_share);
+  EXPECT_NEAR(*m.misaligned_gemm_removable_share, 0.15, 0.001);
+  // Far below the roof: no statement.
+  EXPECT_FALSE(one_gemm("[[4096, 4096], [4096, 4096]]", ns * 4).at_roof);
+}
+
+TEST(EfficiencySection, WithoutShapesFlopsAreUnknown) {
+  OperatorAttribution a;
+  a.gpu_ns = 1000;
+  const Efficiency e = efficiency_section({a, 1, 1000, nullptr, false, true, {{"gemm", 600}, {"elementwise", 400}}});
+  EXPECT_FALSE(e.flops_known);
+  ASSERT_TRUE(e.flops_note);
+  EXPECT_NE(e.flops_note->find("FLOPs are unknown"), std::string::npos);
+  ASSERT_EQ(e.kernel_classes.size(), 2u);
+  EXPECT_EQ(e.kernel_classes[0].name, "gemm");
+  EXPECT_FALSE(e.mfu);
+}
+
+}  // namespace
