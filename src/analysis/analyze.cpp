@@ -42,16 +42,21 @@ Intervals optimizer_ranges(const trace::Trace& t) {
 
 // Kernel time per kernel-name class (kernel_category) of the main device in the windows.
 std::vector<std::pair<std::string, TimeNs>> kernel_class_times(const Ctx& c) {
-  std::unordered_map<trace::StringId, std::string> class_of;
-  std::map<std::string, TimeNs> by_class;
+  std::vector<int16_t> class_of(c.t.strings.size(), -1);  // by kernel name StringId: index into `out`
+  std::vector<std::pair<std::string, TimeNs>> out;
   for (size_t i : c.idx.kernels) {
     const Event& k = c.t.events[i];
     if (device_of(k) != c.idx.main_device || !c.in_window(k.start_ns)) continue;
-    auto it = class_of.find(k.name);
-    if (it == class_of.end()) it = class_of.emplace(k.name, kernel_category(c.t.name(k))).first;
-    by_class[it->second] += k.dur_ns;
+    int16_t& at = class_of[k.name];
+    if (at < 0) {
+      const std::string cls = kernel_category(c.t.name(k));
+      auto it = std::find_if(out.begin(), out.end(), [&](const auto& p) { return p.first == cls; });
+      if (it == out.end()) it = out.insert(out.end(), {cls, 0});
+      at = static_cast<int16_t>(it - out.begin());
+    }
+    out[at].second += k.dur_ns;
   }
-  return {by_class.begin(), by_class.end()};
+  return out;
 }
 
 // Fills the device facts the trace lacks (no deviceProperties, a name from elsewhere) from the peak table.

@@ -136,15 +136,15 @@ OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex&
   std::unordered_map<uint64_t, OperatorShapeRow> by_shape;
   // The roofline's groups: the outermost enclosing roofline operator of the launching one (kNone: none).
   std::unordered_map<uint64_t, OperatorShapeRow> by_roofline;
-  std::unordered_map<trace::StringId, bool> roofline_name;
+  std::vector<int8_t> roofline_name(shapes ? t.strings.size() : 0, -1);  // by StringId: -1 unknown, 0 no, 1 yes
   std::vector<bool> launched_owner(shapes ? t.events.size() : 0, false);
   auto roofline_owner = [&](size_t op) {
     size_t owner = kNone;
     for (size_t cur = op; cur != kNone;) {
       const trace::StringId n = t.events[cur].name;
-      auto it = roofline_name.find(n);
-      if (it == roofline_name.end()) it = roofline_name.emplace(n, is_roofline_operator(t.strings.get(n))).first;
-      if (it->second) owner = cur;
+      int8_t& known = roofline_name[n];
+      if (known < 0) known = is_roofline_operator(t.strings.get(n)) ? 1 : 0;
+      if (known) owner = cur;
       cur = parent_op[cur] == kNoParent ? kNone : parent_op[cur];
     }
     return owner;
