@@ -116,7 +116,7 @@ void roofline_svg(Html& h, const analysis::Efficiency& e) {
 
 void write_efficiency(Html& h, const analysis::Report& r) {
   const analysis::Efficiency& e = r.efficiency;
-  if (!e.flops_known && e.kernel_classes.empty() && !e.flops_note) return;
+  if (!r.gpu.utilization || (!e.flops_known && e.kernel_classes.empty() && !e.flops_note)) return;  // no GPU: no roofline
   h.raw("<section id=\"efficiency\"><h2>Efficiency: the roofline</h2>\n<p id=\"efficiency-summary\">");
   if (e.mfu)
     h.raw("MFU <b>").text(fmt_pct(e.mfu)).raw("</b>: ").text(format_fixed(e.achieved_tflops.value_or(0), 1))
