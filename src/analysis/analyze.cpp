@@ -3,10 +3,13 @@
 #include "profile_train/analysis/analyze.h"
 
 #include <algorithm>
+#include <map>
+#include <unordered_map>
 #include <set>
 #include <string>
 
 #include "profile_train/analysis/analyzers.h"
+#include "profile_train/analysis/efficiency.h"
 #include "profile_train/common/version.h"
 #include "profile_train/report/report_json.h"
 #include "report_context.h"
@@ -37,6 +40,46 @@ Intervals optimizer_ranges(const trace::Trace& t) {
   return merge_intervals(std::move(opt));
 }
 
+// Kernel time per kernel-name class (kernel_category) of the main device in the windows.
+std::vector<std::pair<std::string, TimeNs>> kernel_class_times(const Ctx& c) {
+  std::vector<int16_t> class_of(c.t.strings.size(), -1);  // by kernel name StringId: index into `out`
+  std::vector<std::pair<std::string, TimeNs>> out;
+  for (size_t i : c.idx.kernels) {
+    const Event& k = c.t.events[i];
+    if (device_of(k) != c.idx.main_device || !c.in_window(k.start_ns)) continue;
+    int16_t& at = class_of[k.name];
+    if (at < 0) {
+      const std::string cls = kernel_category(c.t.name(k));
+      auto it = std::find_if(out.begin(), out.end(), [&](const auto& p) { return p.first == cls; });
+      if (it == out.end()) it = out.insert(out.end(), {cls, 0});
+      at = static_cast<int16_t>(it - out.begin());
+    }
+    out[at].second += k.dur_ns;
+  }
+  return out;
+}
+
+// Fills the device facts the trace lacks (no deviceProperties, a name from elsewhere) from the peak table.
+void fill_device_from_spec(Device& d, const GpuSpec& spec, std::vector<std::string>& notes) {
+  std::vector<std::string> filled;
+  if (!d.compute_capability && !spec.compute_capability.empty()) {
+    d.compute_capability = spec.compute_capability;
+    filled.push_back("compute capability " + spec.compute_capability);
+  }
+  if (!d.total_memory_bytes && spec.memory_gb > 0) {
+    d.total_memory_bytes = static_cast<int64_t>(spec.memory_gb * 1073741824.0);
+    filled.push_back("memory " + std::to_string(static_cast<int64_t>(spec.memory_gb)) + " GiB");
+  }
+  if (!d.vendor && !spec.vendor.empty()) {
+    d.vendor = spec.vendor;
+    filled.push_back("vendor " + spec.vendor);
+  }
+  if (filled.empty()) return;
+  std::string text = "device facts the trace lacks come from the GPU peak table entry \"" + spec.name + "\": ";
+  for (size_t i = 0; i < filled.size(); ++i) text += (i ? ", " : "") + filled[i];
+  notes.push_back(text);
+}
+
 }  // namespace
 
 namespace {
@@ -48,9 +91,13 @@ std::optional<std::string> text_or_null(const std::string& s) {
 std::optional<Device> device_section(const trace::Trace& t, const TraceIndex& idx) {
   const trace::DeviceInfo* dev = t.device(idx.main_device);
   if (dev == nullptr && !idx.has_gpu_activity && !t.devices.empty()) dev = &t.devices.front();
+  // One device's properties under another id than the activity's (ROCm traces: deviceProperties id 0 of the
+  // only visible device, kernels on the physical id): the same device.
+  const bool renumbered = dev == nullptr && idx.has_gpu_activity && t.devices.size() == 1;
+  if (renumbered) dev = &t.devices.front();
   if (dev != nullptr) {
     Device d;
-    d.id = dev->id;
+    d.id = renumbered ? idx.main_device : dev->id;
     d.name = text_or_null(dev->name);
     d.vendor = text_or_null(dev->vendor);
     if (dev->compute_major >= 0)
@@ -167,7 +214,17 @@ Report build_typed_report(const trace::Trace& t, const AnalysisOptions& options)
   r.gpu = gpu_section(c, missing);
   r.host = host_section(c, roles);
   r.communication = communication_section(c, roles);
-  r.operators = operators_section(c);
+  const OperatorAttribution attribution = attribute_operators(t, idx, c.windows, idx.main_device, c.busy);
+  r.operators = operators_section(c, attribution);
+  const GpuSpec* spec = nullptr;
+  if (r.device && r.device->name) {
+    static const std::vector<GpuSpec> kNone;
+    spec = match_gpu_spec(*r.device->name, options.gpu_specs ? *options.gpu_specs : kNone);
+  }
+  std::vector<std::string> device_notes;
+  if (spec) fill_device_from_spec(*r.device, *spec, device_notes);
+  r.efficiency = efficiency_section({attribution, c.nsteps, c.total_ns, spec, t.has_input_shapes(),
+                                     idx.has_gpu_activity, kernel_class_times(c)});
   r.facts = infer_facts(t, idx);
   if (sec.accumulation > 0) {
     // Counted in the trace: backward passes per optimizer step. It replaces what the shim counted from
@@ -178,6 +235,7 @@ Report build_typed_report(const trace::Trace& t, const AnalysisOptions& options)
       inferred.push_back("training.gradient_accumulation_steps");
   }
   r.data_quality = data_quality_section(t, idx, missing);
+  r.data_quality.notes.insert(r.data_quality.notes.end(), device_notes.begin(), device_notes.end());
   r.source = source_section(t, idx, si, missing);
   // recommendations and plan are written with the rules (rules::apply_rules).
   r.verdict = decide_verdict(r);

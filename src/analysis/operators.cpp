@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "profile_train/analysis/analyzers.h"
+#include "profile_train/analysis/efficiency.h"
 
 namespace profile_train::analysis {
 
@@ -67,6 +68,10 @@ OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex&
   constexpr size_t kNone = SIZE_MAX;
   std::vector<size_t> op_of_call(t.events.size(), kNone), module_of_call(t.events.size(), kNone);
   std::vector<TimeNs> self_ns(t.events.size(), 0);
+  // With recorded inputs: each cpu_op's enclosing cpu_op (the roofline's grouping walks up to its operator).
+  constexpr uint32_t kNoParent = UINT32_MAX;
+  const bool shapes = t.has_input_shapes();
+  std::vector<uint32_t> parent_op(shapes ? t.events.size() : 0, kNoParent);
   std::vector<size_t> ops_seen;  // cpu_op events, in no particular order
   std::vector<size_t> outermost_ops;
   for (auto& [key, rs] : ranges) {
@@ -97,6 +102,7 @@ OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex&
         close_until(ops, e.start_ns);
         if (ops.empty()) outermost_ops.push_back(r);
         else self_ns[ops.back()] -= std::min(e.dur_ns, t.events[ops.back()].end_ns() - e.start_ns);
+        if (shapes && !ops.empty()) parent_op[r] = static_cast<uint32_t>(ops.back());
         self_ns[r] += e.dur_ns;
         ops_seen.push_back(r);
         ops.push_back(r);
@@ -127,8 +133,22 @@ OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex&
   };
   std::vector<bool> launched(t.events.size(), false);  // op instances that launched GPU work
   // (operator name, input signature) -> its share of the row, only when the trace records inputs.
-  const bool shapes = t.has_input_shapes();
   std::unordered_map<uint64_t, OperatorShapeRow> by_shape;
+  // The roofline's groups: the outermost enclosing roofline operator of the launching one (kNone: none).
+  std::unordered_map<uint64_t, OperatorShapeRow> by_roofline;
+  std::vector<int8_t> roofline_name(shapes ? t.strings.size() : 0, -1);  // by StringId: -1 unknown, 0 no, 1 yes
+  std::vector<bool> launched_owner(shapes ? t.events.size() : 0, false);
+  auto roofline_owner = [&](size_t op) {
+    size_t owner = kNone;
+    for (size_t cur = op; cur != kNone;) {
+      const trace::StringId n = t.events[cur].name;
+      int8_t& known = roofline_name[n];
+      if (known < 0) known = is_roofline_operator(t.strings.get(n)) ? 1 : 0;
+      if (known) owner = cur;
+      cur = parent_op[cur] == kNoParent ? kNone : parent_op[cur];
+    }
+    return owner;
+  };
   auto shape_of = [&](const Event& e) -> OperatorShapeRow& { return by_shape[(uint64_t{e.name} << 32) | e.inputs]; };
   // Kernel classes per distinct (kernel name, launching operator): traces repeat both a lot.
   enum : uint8_t { kFp32 = 1, kConv = 2 };
@@ -184,6 +204,16 @@ OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex&
           sr.gpu_ns += g.dur_ns;
           sr.gpu_activities++;
           if (!launched[op]) sr.launching_calls++;
+          if (const size_t owner = roofline_owner(op); owner != kNone) {
+            const Event& oe = t.events[owner];
+            OperatorShapeRow& rr = by_roofline[(uint64_t{oe.name} << 32) | oe.inputs];
+            rr.gpu_ns += g.dur_ns;
+            rr.gpu_activities++;
+            if (!launched_owner[owner]) {
+              launched_owner[owner] = true;
+              rr.launching_calls++;
+            }
+          }
         }
         if (!launched[op]) {
           launched[op] = true;
@@ -217,7 +247,16 @@ OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex&
     const trace::OpInputs in = at < t.op_inputs.size() ? t.op_inputs[at] : trace::OpInputs{};
     sr.dims = t.strings.get(in.dims);
     sr.types = t.strings.get(in.types);
+    sr.concrete = t.strings.get(in.concrete);
     by_op[static_cast<trace::StringId>(key >> 32)].shapes.push_back(std::move(sr));
+  }
+  for (auto& [key, rr] : by_roofline) {
+    const size_t at = key & 0xFFFFFFFFu;
+    const trace::OpInputs in = at < t.op_inputs.size() ? t.op_inputs[at] : trace::OpInputs{};
+    rr.dims = t.strings.get(in.dims);
+    rr.types = t.strings.get(in.types);
+    rr.concrete = t.strings.get(in.concrete);
+    out.roofline.push_back({t.strings.get(static_cast<trace::StringId>(key >> 32)), std::move(rr)});
   }
   // Outermost operators while the GPU idles.
   for (size_t op : outermost_ops) {

@@ -1,6 +1,8 @@
 // report.json's operators section: where the GPU time, the host time and the GPU idle time go, by operator
 // and module, and the operator carrying the most of each removable kind of time.
 #include <algorithm>
+#include <map>
+#include <string_view>
 
 #include "report_context.h"
 
@@ -38,8 +40,22 @@ template <class Key>
 void leading_shapes(const OperatorRow& r, double nsteps, Key key, std::optional<std::vector<InputShapeGroup>>* out,
                     std::optional<int64_t>* groups) {
   if (r.shapes.empty()) return;
+  // Groups that differ only in their scalar arguments (OpInputs::concrete) are one group here.
+  std::map<std::pair<std::string_view, std::string_view>, OperatorShapeRow> merged;
+  for (const auto& s : r.shapes) {
+    OperatorShapeRow& m = merged[{s.dims, s.types}];
+    if (m.calls == 0 && m.gpu_activities == 0 && m.host_self_ns == 0 && m.gpu_ns == 0) {
+      m.dims = s.dims;
+      m.types = s.types;
+    }
+    m.gpu_ns += s.gpu_ns;
+    m.gpu_activities += s.gpu_activities;
+    m.launching_calls += s.launching_calls;
+    m.host_self_ns += s.host_self_ns;
+    m.calls += s.calls;
+  }
   std::vector<const OperatorShapeRow*> rows;
-  for (const auto& s : r.shapes) rows.push_back(&s);
+  for (const auto& [k, s] : merged) rows.push_back(&s);
   std::sort(rows.begin(), rows.end(), [&](const OperatorShapeRow* x, const OperatorShapeRow* y) {
     if (key(*x) != key(*y)) return key(*x) > key(*y);
     if (x->gpu_ns + x->host_self_ns != y->gpu_ns + y->host_self_ns)
@@ -57,10 +73,9 @@ void leading_shapes(const OperatorRow& r, double nsteps, Key key, std::optional<
 
 }  // namespace
 
-Operators operators_section(const Ctx& c) {
+Operators operators_section(const Ctx& c, const OperatorAttribution& a) {
   Operators o;
   if (c.total_ns <= 0) return o;
-  const OperatorAttribution a = attribute_operators(c.t, c.idx, c.windows, c.idx.main_device, c.busy);
   const double n = c.nsteps, total = static_cast<double>(c.total_ns), gpu = static_cast<double>(a.gpu_ns);
   auto per_step_ms = [&](TimeNs v) { return r6(ms(v) / n); };
   if (a.gpu_ns > 0 && a.has_operators) {

@@ -52,6 +52,6 @@ struct Ctx {
 Gpu gpu_section(const Ctx& c, std::set<std::string>& missing);
 Host host_section(const Ctx& c, const RoleRanges& roles);
 Communication communication_section(const Ctx& c, const RoleRanges& roles);
-Operators operators_section(const Ctx& c);
+Operators operators_section(const Ctx& c, const OperatorAttribution& a);
 
 }  // namespace profile_train::analysis

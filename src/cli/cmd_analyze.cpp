@@ -41,6 +41,7 @@ struct AnalyzeArgs {
   std::vector<std::string> fail_on;
   bool all_steps = false;
   bool quiet = false;
+  std::string gpu_spec;  // --gpu-spec FILE: extra GPU peak-table entries
   // Bounds per input file against decompression bombs (see README "Limits").
   std::string max_input_size = "16G";  // bytes after decompression; K/M/G/T suffixes are powers of 1024
   double max_load_seconds = 300;       // 0 = no limit
@@ -153,6 +154,11 @@ int run_analyze(const AnalyzeArgs& a) {
   base.all_steps = a.all_steps;
   base.max_analysis_seconds = a.max_analysis_seconds;
   for (const auto& d : a.rules_dirs) base.rules_dirs.emplace_back(d);
+  if (!a.gpu_spec.empty()) {
+    auto specs = analysis::load_gpu_spec_file(a.gpu_spec);
+    if (!specs.ok()) return print_failure("profile-train: --gpu-spec", specs.status());
+    base.gpu_specs = std::make_shared<const std::vector<analysis::GpuSpec>>(std::move(*specs));
+  }
   if (!a.perfetto.empty()) base.perfetto = std::filesystem::path(a.perfetto);
 
   // Fail fast, before any work: output paths, output folder (locked for this command), rules. With several
@@ -314,6 +320,8 @@ Runner add_analyze(CLI::App& app) {
   sub->add_option("--format", args->formats, "Outputs: text,json,html")->delimiter(',')->capture_default_str();
   sub->add_option("--perfetto", args->perfetto, "Also write the timeline as Chrome-trace JSON to FILE");
   sub->add_option("--rules", args->rules_dirs, "Extra rules folder (repeatable; same id overrides a built-in rule)");
+  sub->add_option("--gpu-spec", args->gpu_spec,
+                  "GPU peak table entries (data/gpu_specs.json's format) matched before the built-in ones");
   sub->add_option("--explain", args->explain, "Explain why rule RULE_ID did or did not fire");
   sub->add_option("--fail-on", args->fail_on, "Exit 3 when the verdict is one of these bottlenecks (CI gate)")
       ->delimiter(',');

@@ -46,6 +46,7 @@ struct RunOptions {
   bool stop_after_steps = false;  // end the program once --steps are recorded (Python shim: SystemExit(0))
   bool no_cupti = false;
   std::vector<std::string> rules_dirs;
+  std::string gpu_spec;  // --gpu-spec FILE: extra GPU peak-table entries
   std::string perfetto;
   bool all_steps = false;
   bool quiet = false;
@@ -114,6 +115,9 @@ int validate_before_launch(const RunOptions& o, const fs::path& out, const fs::p
   if (Status st = check_writable(out); !st.ok()) return fail(st, kExitBadInput);
   std::vector<fs::path> rules_dirs(o.rules_dirs.begin(), o.rules_dirs.end());
   if (auto rules = rules::load_rules(rules_dirs); !rules.ok()) return fail(rules.status(), rules.status().exit_code());
+  if (!o.gpu_spec.empty())
+    if (auto specs = analysis::load_gpu_spec_file(o.gpu_spec); !specs.ok())
+      return fail(InvalidArgument("--gpu-spec: " + specs.status().message()), kExitBadInput);
   if (!o.perfetto.empty()) {
     const fs::path parent = fs::absolute(o.perfetto).parent_path();
     if (Status st = check_writable_dir(parent); !st.ok())
@@ -211,6 +215,9 @@ int run_command(const RunOptions& o) {
     }
     opts.quiet = o.quiet;
     opts.all_steps = o.all_steps;
+    if (!o.gpu_spec.empty())
+      if (auto specs = analysis::load_gpu_spec_file(o.gpu_spec); specs.ok())  // checked before the launch
+        opts.gpu_specs = std::make_shared<const std::vector<analysis::GpuSpec>>(std::move(*specs));
     // The command and how it ended are part of the report before report.json, report.html and the summary.
     opts.complete_report = [&](analysis::Report& report) { merge_capture_result(cr, rank.files.size(), report); };
     if (!t.meta.gpu_capture_attempted) std::cout << who << ": " << t.meta.gpu_capture_status << "\n";
@@ -253,6 +260,8 @@ Runner add_run(CLI::App& app, std::vector<std::string> command) {
                 "Do not inject CUDA/CUPTI capture (NVTX and Python ranges only): for runs that use torch.profiler, "
                 "Nsight or another CUPTI client themselves");
   sub->add_option("--rules", opts->rules_dirs, "Extra rules directory (added / overriding rules)");
+  sub->add_option("--gpu-spec", opts->gpu_spec,
+                  "GPU peak table entries (data/gpu_specs.json's format) matched before the built-in ones");
   sub->add_option("--perfetto", opts->perfetto, "Also write the timeline as Chrome-trace JSON to FILE");
   sub->add_flag("--all-steps", opts->all_steps,
                 "List every step in report.json steps.per_step (default: the first, last and slowest 50)");

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -10,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "profile_train/analysis/efficiency.h"
 #include "profile_train/analysis/report.h"
 #include "profile_train/common/status.h"
 #include "profile_train/report/report_json.h"
@@ -27,6 +29,7 @@ struct OutputOptions {
   // `analyze --max-analysis-seconds`: past this, the analysis of one trace is given up with one error line and
   // exit 2 (the process ends: a running analysis cannot be interrupted). 0 = no limit.
   double max_analysis_seconds = 0;
+  std::shared_ptr<const std::vector<analysis::GpuSpec>> gpu_specs;  // --gpu-spec FILE (null: built-in table only)
   // Called on the finished report (after the rules) before any file is written or the summary printed: what
   // only the caller knows goes in here (`run`: the command and how it ended, merge_capture_result).
   std::function<void(analysis::Report&)> complete_report;

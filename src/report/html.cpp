@@ -516,12 +516,12 @@ std::string render_html(const Report& report, const trace::Trace* trace) {
       .raw(detail::asset_head_js()).raw("</script>\n<style>").raw(detail::asset_report_css()).raw("</style>\n</head>\n");
   h.raw("<body data-render=\"pending\">\n");
   write_banner(h, report);
-  // A run that used no GPU has no kernels, copies or GPU memory panels (no_gpu_used).
+  // A run that used no GPU has no kernels, copies, efficiency or GPU memory panels (no_gpu_used).
   const bool gpu_panels = !no_gpu_used(report);
   h.raw("<nav class=\"toc\"><a href=\"#plan\">Plan</a><a href=\"#breakdown\">Breakdown</a><a href=\"#steps\">Steps</a><a href=\"#timeline-section\">Timeline</a>");
   if (gpu_panels) h.raw("<a href=\"#kernels\">Kernels</a>");
   h.raw("<a href=\"#operators\">Operators</a>");
-  if (gpu_panels) h.raw("<a href=\"#copies\">Copies</a><a href=\"#memory\">Memory</a>");
+  if (gpu_panels) h.raw("<a href=\"#efficiency\">Efficiency</a><a href=\"#copies\">Copies</a><a href=\"#memory\">Memory</a>");
   h.raw("<a href=\"#recommendations\">Recommendations</a><a href=\"#data-quality\">Data quality</a></nav>\n<main>\n");
   detail::write_plan(h, report);
   write_breakdown(h, report);
@@ -541,6 +541,7 @@ std::string render_html(const Report& report, const trace::Trace* trace) {
     write_metrics(h, report);
   }
   detail::write_operators(h, report);
+  detail::write_efficiency(h, report);
   write_facts_and_quality(h, report);
   h.raw("</main>\n");
   write_footer(h, report);

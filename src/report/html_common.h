@@ -72,5 +72,7 @@ void write_recommendations(Html& h, const analysis::Report& report);
 void write_steps(Html& h, const analysis::Report& report);
 // html_operators.cpp: operators and modules (top by GPU time, host self time, during GPU idle).
 void write_operators(Html& h, const analysis::Report& report);
+// html_efficiency.cpp: MFU, the roofline and the operators on it (efficiency).
+void write_efficiency(Html& h, const analysis::Report& report);
 
 }  // namespace profile_train::report::detail

@@ -311,6 +311,57 @@ PT_REPORT_FIELDS(Operators) {
   v.absent_if_unset("cpu_matmul_conv_fraction", s.cpu_matmul_conv_fraction);
 }
 
+PT_REPORT_FIELDS(EfficiencyRow) {
+  v("name", s.name);
+  v("shapes", s.shapes);
+  v("types", s.types);
+  v("kind", s.kind);
+  v("dtype", s.dtype);
+  v("calls_per_step", s.calls_per_step);
+  v("gpu_ms_per_step", s.gpu_ms_per_step);
+  v("gflop_per_call", s.gflop_per_call);
+  v("mbytes_per_call", s.mbytes_per_call);
+  v("intensity", s.intensity);
+  v("tflops", s.tflops);
+  v("tbps", s.tbps);
+  v("bound", s.bound);
+  v("peak_tflops", s.peak_tflops);
+  v("roof_share", s.roof_share);
+}
+
+PT_REPORT_FIELDS(KernelClassTime) {
+  v("name", s.name);
+  v("gpu_ms_per_step", s.gpu_ms_per_step);
+  v("share", s.share);
+}
+
+PT_REPORT_FIELDS(Efficiency) {
+  v("flops_known", s.flops_known);
+  v("flops_note", s.flops_note);
+  v("gpu_spec", s.gpu_spec);
+  v("gpu_spec_source", s.gpu_spec_source);
+  v("dtype", s.dtype);
+  v("peak_tflops", s.peak_tflops);
+  v("peak_tbps", s.peak_tbps);
+  v("model_tflop_per_step", s.model_tflop_per_step);
+  v("achieved_tflops", s.achieved_tflops);
+  v("mfu", s.mfu);
+  v("shape_coverage", s.shape_coverage);
+  v("memory_bound_share", s.memory_bound_share);
+  v("fusion_removable_share", s.fusion_removable_share);
+  v("headroom_share", s.headroom_share);
+  v("top_roof_share", s.top_roof_share);
+  v("top_dtype", s.top_dtype);
+  v("top_share", s.top_share);
+  v("misaligned_gemm_share", s.misaligned_gemm_share);
+  v("misaligned_gemm_removable_share", s.misaligned_gemm_removable_share);
+  v("unfused_attention_share", s.unfused_attention_share);
+  v("fp8_eligible_share", s.fp8_eligible_share);
+  v("at_roof", s.at_roof);
+  v("operators", s.operators);
+  v("kernel_classes", s.kernel_classes);
+}
+
 PT_REPORT_FIELDS(RunnerUp) {
   v("bottleneck", s.bottleneck);
   v("score", s.score);
@@ -402,6 +453,7 @@ PT_REPORT_FIELDS(Report) {
   v("host", s.host);
   v("communication", s.communication);
   v("operators", s.operators);
+  v("efficiency", s.efficiency);
   v("facts", s.facts);
   v("data_quality", s.data_quality);
   v("recommendations", s.recommendations);

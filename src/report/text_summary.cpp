@@ -7,6 +7,7 @@
 
 #include "profile_train/common/strings.h"
 #include "profile_train/common/terminal.h"
+#include "profile_train/common/utf8.h"
 #include "profile_train/report/writers.h"
 
 namespace profile_train::report {
@@ -203,6 +204,35 @@ void write_gpu(const Report& r, std::ostream& out, const Style& st) {
   }
 }
 
+// MFU and the operators with the most GPU time below their roof (efficiency).
+void write_efficiency(const Report& r, std::ostream& out, const Style& st) {
+  const Efficiency& e = r.efficiency;
+  if (!r.gpu.utilization || (!e.flops_known && !e.flops_note)) return;
+  out << st.bold("Roofline") << "  ";
+  if (!e.flops_known) {
+    out << text(e.flops_note) << "\n";
+    return;
+  }
+  if (e.mfu)
+    out << "MFU " << pct(*e.mfu) << " (" << fmt("%.1f", e.achieved_tflops.value_or(0)) << " of "
+        << fmt("%.0f", e.peak_tflops.value_or(0)) << " TFLOP/s " << text(e.dtype) << ", " << text(e.gpu_spec) << ")";
+  else
+    out << fmt("%.1f", e.achieved_tflops.value_or(0)) << " TFLOP/s; no peak-table entry for this device (--gpu-spec FILE)";
+  out << "; FLOPs known for " << opt_pct(e.shape_coverage) << " of GPU time\n";
+  // Most time below the roof: time x (1 - roof share).
+  std::vector<const EfficiencyRow*> rows;
+  for (const auto& row : e.operators)
+    if (row.roof_share && *row.roof_share < 1) rows.push_back(&row);
+  std::stable_sort(rows.begin(), rows.end(), [](const EfficiencyRow* a, const EfficiencyRow* b) {
+    return a->gpu_ms_per_step * (1 - *a->roof_share) > b->gpu_ms_per_step * (1 - *b->roof_share);
+  });
+  for (size_t i = 0; i < rows.size() && i < 3; ++i)
+    out << "          " << text(rows[i]->name) << " " << text(truncate_utf8(rows[i]->shapes.value_or(""), 60)) << " "
+        << text(rows[i]->dtype) << ": " << fmt("%.3f ms/step", rows[i]->gpu_ms_per_step) << " at "
+        << pct(*rows[i]->roof_share) << " of its " << text(rows[i]->bound) << " roof\n";
+  if (e.at_roof) out << "          " << text(e.at_roof) << "\n";
+}
+
 void write_host_and_comm(const Report& r, std::ostream& out, const Style& st) {
   const Host& h = r.host;
   if (h.launches_per_step) {
@@ -304,6 +334,7 @@ void write_text_summary(const Report& r, std::ostream& out, const TextOptions& o
   write_steps(r, out, st);
   write_breakdown(r, out, st);
   write_gpu(r, out, st);
+  write_efficiency(r, out, st);
   write_host_and_comm(r, out, st);
   write_recommendations(r, out, st);
   write_data_quality(r, out, st, options.verbose);

@@ -344,6 +344,10 @@ nlohmann::json build_plan(const nlohmann::json& recommendations, const nlohmann:
     const std::string b = verdict_of(report);
     if (b == "unknown") {
       plan["no_fix_reason"] = "The verdict is unknown, so no fix can be targeted at what limits the step.";
+    } else if (!any_primary && b == "gpu_compute" && report.contains("efficiency") &&
+               report["efficiency"].is_object() && report["efficiency"].value("at_roof", nlohmann::json()).is_string()) {
+      // The leading operators run near their roof (efficiency.at_roof): say so, not "no fix".
+      plan["no_fix_reason"] = report["efficiency"]["at_roof"].get<std::string>() + ".";
     } else if (!any_primary) {
       plan["no_fix_reason"] = "No catalogued fix addresses " + b +
                               " on this report: the rules for it do not fire (their conditions are false or their "

@@ -101,7 +101,9 @@ INSTANTIATE_TEST_SUITE_P(Catalog, RuleCase,
                                            "right-size-dtypes", "gpu-preprocessing", "amp", "channels-last",
                                            "batch-size", "gradient-accumulation", "activation-checkpointing",
                                            "cuda-graphs", "ddp", "fsdp", "comm-overlap", "keep-caching-allocator",
-                                           "cpu-threads", "cpu-bf16-autocast", "cpu-oversubscription"),
+                                           "cpu-threads", "cpu-bf16-autocast", "cpu-oversubscription",
+                                           "fuse-memory-bound", "tensor-core-shapes", "fused-attention",
+                                           "fp8-matmul"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string n = info.param;
                            for (char& c : n)

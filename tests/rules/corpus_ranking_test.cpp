@@ -80,6 +80,27 @@ TEST(CorpusRanking, FirstFixAddressesTheBottleneckOrThePlanSaysWhyNot) {
   }
 }
 
+// Issue 23: a GPU-bound step is never a dead end: the plan has a step, or it says the leading operators run at
+// their roof (efficiency.at_roof). Traces with operator shapes on a device in the peak table report MFU.
+TEST(CorpusRanking, GpuBoundEndsWithAPlanStepOrAnAtTheRoofStatement) {
+  if (corpus().empty()) GTEST_SKIP() << "no traces in " << PT_TRACES_DIR;
+  int gpu_bound = 0, with_mfu = 0;
+  for (const auto& [name, r] : reports()) {
+    SCOPED_TRACE(name);
+    const json& e = r["efficiency"];
+    if (e["flops_known"] == true && e["gpu_spec"].is_string() && e["dtype"] != "int") {
+      EXPECT_TRUE(e["mfu"].is_number());
+      ++with_mfu;
+    }
+    if (r["verdict"]["bottleneck"] != "gpu_compute") continue;
+    ++gpu_bound;
+    const json& plan = r["plan"];
+    EXPECT_TRUE(!plan["steps"].empty() || e["at_roof"].is_string()) << plan.dump();
+  }
+  EXPECT_GT(gpu_bound, 0);
+  EXPECT_GE(with_mfu, 6);  // the six TraceLens traces at least
+}
+
 TEST(CorpusRanking, MinorNeverAboveMaterialAndNotesLast) {
   if (corpus().empty()) GTEST_SKIP() << "no traces in " << PT_TRACES_DIR;
   for (const auto& [name, r] : reports()) {

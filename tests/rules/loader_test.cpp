@@ -32,7 +32,8 @@ const char* kCatalogIds[] = {"use-gpu", "dataloader-workers", "pin-memory", "pre
                              "cudnn-benchmark", "tf32", "right-size-dtypes", "gpu-preprocessing", "amp",
                              "channels-last", "batch-size", "gradient-accumulation", "activation-checkpointing",
                              "cuda-graphs", "ddp", "fsdp", "comm-overlap", "keep-caching-allocator",
-                             "cpu-threads", "cpu-bf16-autocast", "cpu-oversubscription"};
+                             "cpu-threads", "cpu-bf16-autocast", "cpu-oversubscription", "fuse-memory-bound",
+                             "tensor-core-shapes", "fused-attention", "fp8-matmul"};
 
 TEST(Catalog, BuiltInHasEveryCatalogIdWithItsTier) {
   auto set = load_rules();

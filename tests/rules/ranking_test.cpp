@@ -208,6 +208,20 @@ TEST(Plan, SaysWhenNoCatalogedFixAddressesTheBottleneck) {
   EXPECT_NE(build_plan(json::array(), unknown)["no_fix_reason"].get<std::string>().find("unknown"), std::string::npos);
 }
 
+TEST(Plan, GpuBoundAtTheRoofSaysSoInsteadOfNoFix) {
+  json report = plan_report();
+  report["efficiency"]["at_roof"] =
+      "The leading GEMM/convolution/attention operators (80% of GPU time) run at 85% of the bf16 roof of the H100 "
+      "SXM5: only lower precision or fewer FLOPs can make them faster";
+  const json plan = build_plan(json::array({rec("b", "secondary", 0.1, {"cpu"})}), report);
+  ASSERT_TRUE(plan["no_fix_reason"].is_string());
+  EXPECT_NE(plan["no_fix_reason"].get<std::string>().find("85% of the bf16 roof"), std::string::npos);
+  EXPECT_EQ(plan["no_fix_reason"].get<std::string>().find("No catalogued fix"), std::string::npos);
+  // A fix that addresses the bottleneck still leads: the statement replaces only "no fix".
+  const json with_fix = build_plan(json::array({rec("a", "primary", 0.2, {"kernel"})}), report);
+  EXPECT_TRUE(with_fix["no_fix_reason"].is_null());
+}
+
 // ---- gain models against published measurements (rules/README.md cites each) ----------------------------
 
 json gpu_report(const std::string& cc, double kernel, double fp32, double tf32, double conv) {

@@ -2,6 +2,8 @@
 // this facade that assembles the report. Owner: analysis component.
 #pragma once
 
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 #include "profile_train/analysis/report.h"
@@ -19,8 +21,12 @@ inline constexpr size_t kStepHistogramBins = 32;
 // gpu.top_kernels lists the kTopKernels kernels with the most time in the steps.
 inline constexpr size_t kTopKernels = 15;
 
+struct GpuSpec;  // analysis/efficiency.h
+
 struct AnalysisOptions {
   bool all_steps = false;  // every step in steps.per_step (`--all-steps`)
+  // `--gpu-spec FILE`: peak-table entries matched before the built-in ones (not owned; may be null).
+  const std::vector<GpuSpec>* gpu_specs = nullptr;
 };
 
 // Builds the report for one trace: every section but `recommendations` (empty) and `plan` (unset), which the

@@ -243,6 +243,7 @@ HostIdleActivity host_idle_activity(const trace::Trace& t, const TraceIndex& idx
 // One operator's calls with one recorded input signature (trace::OpInputs; dims/types "" when not recorded).
 struct OperatorShapeRow {
   std::string dims, types;
+  std::string concrete;  // trace::OpInputs::concrete ("" when not recorded); rows differ in it too
   TimeNs gpu_ns = 0;
   int64_t gpu_activities = 0;
   int64_t launching_calls = 0;
@@ -271,6 +272,14 @@ struct ModuleRow {
   TimeNs gpu_ns = 0, fp32_ns = 0;
   TimeNs backward_ns = 0;  // of gpu_ns, launched inside the module's backward range
 };
+// The roofline's grouping (efficiency.h): GPU activity goes to the outermost enclosing operator that has a
+// FLOPs model and is not a composite wrapper (is_roofline_operator: aten::convolution over cudnn_convolution and
+// the bias add it runs, _scaled_dot_product_flash_attention over _flash_attention_forward, addmm under
+// linear), grouped by that operator's inputs; launching_calls counts its instances whose subtree launched work.
+struct RooflineGroup {
+  std::string name;
+  OperatorShapeRow shape;  // gpu_ns, gpu_activities, launching_calls (host time and calls are not counted)
+};
 struct OperatorAttribution {
   TimeNs gpu_ns = 0;             // all GPU activity time in the windows on the device
   TimeNs gpu_attributed_ns = 0;  // of which joined to an operator
@@ -280,6 +289,7 @@ struct OperatorAttribution {
   bool has_backward_modules = false;  // the trace has module backward ranges (else backward_ns is unknown, not 0)
   std::vector<OperatorRow> operators;  // unordered
   std::vector<ModuleRow> modules;      // unordered
+  std::vector<RooflineGroup> roofline; // unordered; only when the trace records inputs
 };
 OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex& idx, const Intervals& windows,
                                         int32_t device, const Intervals& busy);

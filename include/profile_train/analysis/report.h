@@ -274,6 +274,53 @@ struct Operators {
   std::optional<double> cpu_matmul_conv_fraction;
 };
 
+// One (operator, input signature) group on the roofline (reports/REPORT_FORMAT.md, "Efficiency").
+struct EfficiencyRow {
+  std::string name;
+  std::optional<std::string> shapes, types;
+  std::string kind;   // OpKind: "gemm" | "conv" | "attention" | "elementwise" | "reduction" | "norm"
+  std::string dtype;  // "fp64" | "fp32" | "fp16" | "bf16" | "fp8" | "int"
+  double calls_per_step = 0, gpu_ms_per_step = 0;
+  double gflop_per_call = 0, mbytes_per_call = 0;  // 1e9 FLOPs, 1e6 bytes
+  std::optional<double> intensity;          // FLOPs per byte; null when bytes are 0
+  std::optional<double> tflops, tbps;       // achieved over the kernels' time
+  std::optional<std::string> bound;         // "compute" | "memory"; null without a peak table entry
+  std::optional<double> peak_tflops;        // the compute roof used for this row
+  std::optional<double> roof_share;         // achieved / attainable at its intensity
+};
+
+// A kernel class (gpu.top_kernels' categories) and its GPU time: what the section says without shapes.
+struct KernelClassTime {
+  std::string name;
+  double gpu_ms_per_step = 0, share = 0;
+};
+
+struct Efficiency {
+  bool flops_known = false;                     // some operator's FLOPs come from recorded shapes
+  std::optional<std::string> flops_note;        // why FLOPs are unknown / partial
+  std::optional<std::string> gpu_spec;          // the peak-table entry the device matched
+  std::optional<std::string> gpu_spec_source;
+  std::optional<std::string> dtype;             // the dtype carrying most matrix FLOPs
+  std::optional<double> peak_tflops, peak_tbps; // the device's roofs (peak_tflops at `dtype`)
+  std::optional<double> model_tflop_per_step;   // FLOPs of the modelled operators per step / 1e12
+  std::optional<double> achieved_tflops;        // model FLOPs per step / step time
+  std::optional<double> mfu;                    // achieved_tflops / peak_tflops
+  std::optional<double> shape_coverage;         // share of GPU time launched by operators with known FLOPs
+  std::optional<double> memory_bound_share;     // share of GPU time in memory-bound elementwise/norm/reduction rows
+  std::optional<double> fusion_removable_share; // of GPU time: what fusing those can remove at best
+  std::optional<double> headroom_share;         // of GPU time: sum of row time x (1 - roof_share)
+  std::optional<double> top_roof_share;         // time-weighted roof share of the leading matrix rows
+  std::optional<std::string> top_dtype;         // their dtype
+  std::optional<double> top_share;              // their share of GPU time
+  std::optional<double> misaligned_gemm_share;  // 16-bit GEMM time with M, N or K not a multiple of 8
+  std::optional<double> misaligned_gemm_removable_share;  // that time x (1 - its roof share)
+  std::optional<double> unfused_attention_share;  // bmm + softmax time when no fused attention runs
+  std::optional<double> fp8_eligible_share;     // 16-bit matrix time on a device with FP8 math
+  std::optional<std::string> at_roof;           // set when the leading operators are near their roof
+  std::vector<EfficiencyRow> operators;         // by GPU time, at most 20
+  std::vector<KernelClassTime> kernel_classes;  // by GPU time
+};
+
 struct RunnerUp {
   Bottleneck bottleneck = Bottleneck::kUnknown;
   double score = 0;
@@ -349,6 +396,7 @@ struct Report {
   Host host;
   Communication communication;
   Operators operators;
+  Efficiency efficiency;
   // Recorded facts (the Python shim's facts-<pid>.json, the workload's) merged over inferred ones. Kept as
   // JSON: the shim adds groups and keys over time, rules read them by dotted path, and a fixed struct would
   // drop what it does not know (reports/REPORT_FORMAT.md "facts" lists the known ones).

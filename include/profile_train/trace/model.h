@@ -116,10 +116,13 @@ struct Event {
 // "Input type"), in display form: dims "[[256, 1024], [1024, 4096], []]", types "[float, float, Scalar]"
 // (one entry per input; "?" where the source wrote something other than a number / a string). Each text is
 // at most kMaxInputsText bytes (cut at an entry boundary, ending in "..."), valid UTF-8. A StringId of 0
-// (the empty string) means the source recorded no such list.
+// (the empty string) means the source recorded no such list. `concrete`: Kineto's "Concrete Inputs", the values
+// of scalar and scalar-list arguments ("['', '', '[2, 2]', '1']" rendered "[, , [2, 2], 1]": one entry per
+// input, "" for tensors), which size a convolution's output and say whether attention is causal.
 struct OpInputs {
   StringId dims = 0;
   StringId types = 0;
+  StringId concrete = 0;
   bool operator==(const OpInputs&) const = default;
 };
 inline constexpr size_t kMaxInputsText = 512;

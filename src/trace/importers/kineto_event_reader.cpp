@@ -162,7 +162,7 @@ void KinetoParser::render_inputs_list(std::string* out, bool dims, int hd) {
 // Traces repeat a few signatures many times: a list whose text was rendered before is looked up by that
 // text (byte-identical, so valid) instead of being read again. Texts up to kCachedInputsText bytes, at
 // most kCachedInputs of each kind, are remembered.
-void KinetoParser::arg_inputs(StringId* out, bool* has, bool dims, int hd) {
+void KinetoParser::arg_inputs(StringId* out, bool* has, bool dims, int hd, int cache_at) {
   if (r_.peek() != '[') {
     const char c = r_.peek();
     r_.skip_value(hd);
@@ -170,7 +170,7 @@ void KinetoParser::arg_inputs(StringId* out, bool* has, bool dims, int hd) {
     return;
   }
   constexpr size_t kCachedInputsText = 2048, kCachedInputs = size_t{1} << 16;
-  auto& cache = inputs_cache_[dims ? 0 : 1];
+  auto& cache = inputs_cache_[cache_at >= 0 ? cache_at : dims ? 0 : 1];
   int nesting = 0;
   const std::string_view text = r_.peek_list_text(kCachedInputsText, &nesting);
   if (!text.empty() && hd + nesting <= r_.max_depth()) {
@@ -190,9 +190,9 @@ void KinetoParser::arg_inputs(StringId* out, bool* has, bool dims, int hd) {
 }
 
 uint32_t KinetoParser::intern_inputs(const RawEvent& e) {
-  const OpInputs in{e.has_input_dims ? e.input_dims : StringId{0}, e.has_input_types ? e.input_types : StringId{0}};
-  const uint64_t key = (uint64_t{in.dims} << 32) | in.types;
-  auto [it, added] = inputs_index_.try_emplace(key, static_cast<uint32_t>(trace_.op_inputs.size()));
+  const OpInputs in{e.has_input_dims ? e.input_dims : StringId{0}, e.has_input_types ? e.input_types : StringId{0},
+                    e.has_concrete_inputs ? e.concrete_inputs : StringId{0}};
+  auto [it, added] = inputs_index_.try_emplace(InputsKey{in.dims, in.types, in.concrete}, static_cast<uint32_t>(trace_.op_inputs.size()));
   if (added) trace_.op_inputs.push_back(in);
   return it->second;
 }
@@ -273,7 +273,8 @@ void KinetoParser::parse_args(int hd) {
         else if (k == "Collective name") {
           raw_.collective = true;
           r_.skip_value(vd);
-        } else r_.skip_value(vd);
+        } else if (k == "Concrete Inputs") arg_inputs(&raw_.concrete_inputs, &raw_.has_concrete_inputs, false, vd, 2);
+        else r_.skip_value(vd);
         break;
       case 20:
         if (k == "registers per thread") arg_int(&raw_.regs, vd);

@@ -128,7 +128,7 @@ void KinetoParser::import_complete(const RawEvent& e, Cls cls) {
   } else {
     ev.pid = resolve_id(e.pid);
     ev.tid = resolve_id(e.tid);
-    if (e.has_input_dims || e.has_input_types) ev.inputs = intern_inputs(e);
+    if (e.has_input_dims || e.has_input_types || e.has_concrete_inputs) ev.inputs = intern_inputs(e);
     if (cls == Cls::kCpuOp && is_builtin_record_function(e.name)) ev.cat = Category::kUserAnnotation;
     if (ev.cat == Category::kCpuOp || ev.cat == Category::kUserAnnotation) {
       if (step_pid_ == INT64_MIN && starts_with(e.name, "ProfilerStep#")) step_pid_ = ev.pid;

@@ -90,8 +90,8 @@ struct RawEvent {
   bool has_meta_name = false;
   bool collective = false;  // "Collective name" present (PyTorch >= 2.1 puts it on NCCL/RCCL kernels too)
   // "Input Dims" / "Input type", rendered and interned.
-  bool has_input_dims = false, has_input_types = false;
-  StringId input_dims = 0, input_types = 0;
+  bool has_input_dims = false, has_input_types = false, has_concrete_inputs = false;
+  StringId input_dims = 0, input_types = 0, concrete_inputs = 0;
 };
 
 class KinetoParser {
@@ -128,7 +128,7 @@ class KinetoParser {
   void arg_double(double* out, int hd);
   void arg_string(std::string_view* out, bool* has, int hd);
   void arg_dim3(int64_t* dims, int* n, int hd);
-  void arg_inputs(StringId* out, bool* has, bool dims, int hd);
+  void arg_inputs(StringId* out, bool* has, bool dims, int hd, int cache = -1);
   void render_inputs_list(std::string* out, bool dims, int hd);
   void append_inputs(std::string* out, std::string_view piece);
   uint32_t intern_inputs(const RawEvent& e);
@@ -165,8 +165,17 @@ class KinetoParser {
   };
   std::string inputs_text_;
   bool inputs_cut_ = false;
-  std::unordered_map<std::string, StringId, TextHash, std::equal_to<>> inputs_cache_[2];
-  std::unordered_map<uint64_t, uint32_t> inputs_index_;
+  std::unordered_map<std::string, StringId, TextHash, std::equal_to<>> inputs_cache_[3];
+  struct InputsKey {
+    StringId dims, types, concrete;
+    bool operator==(const InputsKey&) const = default;
+  };
+  struct InputsKeyHash {
+    size_t operator()(const InputsKey& k) const {
+      return std::hash<uint64_t>{}((uint64_t{k.dims} << 32 | k.types) ^ (uint64_t{k.concrete} * 0x9E3779B97F4A7C15ull));
+    }
+  };
+  std::unordered_map<InputsKey, uint32_t, InputsKeyHash> inputs_index_;
 };
 
 }  // namespace profile_train::trace::kineto

@@ -1,0 +1,15 @@
+# Writes a .cpp that embeds data/gpu_specs.json (the GPU peak table), so the binary works from any folder.
+# Usage: cmake -DOUT=<file.cpp> -DIN=<gpu_specs.json> -P embed_gpu_specs.cmake
+file(READ "${IN}" text)
+string(FIND "${text}" ")PT_GPU_SPECS" clash)
+if(NOT clash EQUAL -1)
+  message(FATAL_ERROR "${IN} contains the raw-string delimiter )PT_GPU_SPECS")
+endif()
+set(content "// Generated from data/gpu_specs.json by src/analysis/embed_gpu_specs.cmake at build time. Do not edit.\n")
+string(APPEND content "namespace profile_train::analysis::detail {\n")
+string(APPEND content "extern const char* const kEmbeddedGpuSpecs;\n")
+string(APPEND content "const char* const kEmbeddedGpuSpecs = R\"PT_GPU_SPECS(${text})PT_GPU_SPECS\";\n")
+string(APPEND content "}  // namespace profile_train::analysis::detail\n")
+file(WRITE "${OUT}.tmp" "${content}")
+execute_process(COMMAND ${CMAKE_COMMAND} -E copy_if_different "${OUT}.tmp" "${OUT}")
+file(REMOVE "${OUT}.tmp")
