@@ -7,6 +7,7 @@
 #include <string>
 
 #include "profile_train/analysis/analyzers.h"
+#include "profile_train/analysis/memory.h"
 #include "profile_train/common/version.h"
 #include "profile_train/report/report_json.h"
 #include "report_context.h"
@@ -154,6 +155,7 @@ Report build_typed_report(const trace::Trace& t, const AnalysisOptions& options)
   c.windows = merge_intervals(std::move(w));
   c.nsteps = static_cast<double>(steady.steps.size());
   std::set<std::string> missing;
+  int64_t mem_rejected = 0;
 
   Report r;
   r.schema_version = kReportSchemaVersion;
@@ -177,7 +179,21 @@ Report build_typed_report(const trace::Trace& t, const AnalysisOptions& options)
     if (inferred.is_array() && std::find(inferred.begin(), inferred.end(), "training.gradient_accumulation_steps") == inferred.end())
       inferred.push_back("training.gradient_accumulation_steps");
   }
+  {
+    // The memory section covers the whole capture (every step, not only the steady ones).
+    const LoopRanges loop = loop_ranges(t, si.main_pid, si.main_tid);
+    const PhaseIndex pidx = phase_index(loop);
+    int64_t rejected = 0;
+    r.memory = memory_section(t, si.steps, has_phases(loop) ? &pidx : nullptr, &rejected);
+    if (!t.memory.empty()) mem_rejected = rejected;
+  }
   r.data_quality = data_quality_section(t, idx, missing);
+  if (!t.memory.empty()) {
+    r.data_quality.memory_events_rejected = mem_rejected;
+    if (mem_rejected > 0)
+      r.data_quality.notes.push_back(std::to_string(mem_rejected) +
+                                     " memory events with sizes or running totals no device can have were left out");
+  }
   r.source = source_section(t, idx, si, missing);
   // recommendations and plan are written with the rules (rules::apply_rules).
   r.verdict = decide_verdict(r);

@@ -153,6 +153,63 @@ PT_REPORT_FIELDS(GpuMemory) {
   v("peak_fraction", s.peak_fraction);
 }
 
+PT_REPORT_FIELDS(MemoryOperator) {
+  v("name", s.name);
+  v("calls", s.calls);
+  v("increase_bytes", s.increase_bytes);
+  v("self_increase_bytes", s.self_increase_bytes);
+  v("allocation_count", s.allocation_count);
+  v("self_allocation_count", s.self_allocation_count);
+  v("allocation_bytes", s.allocation_bytes);
+  v("self_allocation_bytes", s.self_allocation_bytes);
+}
+
+PT_REPORT_FIELDS(MemoryLive) {
+  v("op", s.op);
+  v("bytes", s.bytes);
+  v("blocks", s.blocks);
+}
+
+PT_REPORT_FIELDS(MemoryTimeline) {
+  v("t_ms", s.t_ms);
+  v("allocated_bytes", s.allocated_bytes);
+  v("reserved_bytes", s.reserved_bytes);
+}
+
+PT_REPORT_FIELDS(MemoryDevice) {
+  v("device", s.device);
+  v("device_type", s.device_type);
+  v("device_id", s.device_id);
+  v("totals", s.totals);
+  v("reconstruction", s.reconstruction);
+  v("events", s.events);
+  v("allocations", s.allocations);
+  v("frees", s.frees);
+  v("samples_with_totals", s.samples_with_totals);
+  v("peak_allocated_bytes", s.peak_allocated_bytes);
+  v("peak_reserved_bytes", s.peak_reserved_bytes);
+  v("reserved_at_peak_bytes", s.reserved_at_peak_bytes);
+  v("unused_reserved_at_peak_bytes", s.unused_reserved_at_peak_bytes);
+  v("baseline_bytes", s.baseline_bytes);
+  v("capacity_bytes", s.capacity_bytes);
+  v("peak_fraction", s.peak_fraction);
+  v("peak_time_ms", s.peak_time_ms);
+  v("peak_step", s.peak_step);
+  v("peak_phase", s.peak_phase);
+  v("live_at_peak_bytes", s.live_at_peak_bytes);
+  v("live_unattributed_bytes", s.live_unattributed_bytes);
+  v("live_at_peak", s.live_at_peak);
+  v("growth_per_step_bytes", s.growth_per_step_bytes);
+  v("timeline", s.timeline);
+  v("operators_total", s.operators_total);
+  v("operators", s.operators);
+}
+
+PT_REPORT_FIELDS(Memory) {
+  v("devices", s.devices);
+  v("rejected_events", s.rejected_events);
+}
+
 PT_REPORT_FIELDS(TopKernel) {
   v("name", s.name);
   v("count", s.count);
@@ -373,6 +430,7 @@ PT_REPORT_FIELDS(DataQuality) {
   v("dropped_records", s.dropped_records);
   v("missing_device_properties", s.missing_device_properties);
   v.absent_if_unset("agent_internal_errors", s.agent_internal_errors);
+  v.absent_if_unset("memory_events_rejected", s.memory_events_rejected);
   v("notes", s.notes);
 }
 
@@ -389,6 +447,7 @@ PT_REPORT_FIELDS(Report) {
   v("host", s.host);
   v("communication", s.communication);
   v("operators", s.operators);
+  v.absent_if_unset("memory", s.memory);
   v("facts", s.facts);
   v("data_quality", s.data_quality);
   v("recommendations", s.recommendations);
