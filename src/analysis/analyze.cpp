@@ -186,6 +186,29 @@ Report build_typed_report(const trace::Trace& t, const AnalysisOptions& options)
     int64_t rejected = 0;
     r.memory = memory_section(t, si.steps, has_phases(loop) ? &pidx : nullptr, &rejected);
     if (!t.memory.empty()) mem_rejected = rejected;
+    // gpu.memory takes the main GPU's figures from it (a reconstructed peak includes the baseline).
+    if (r.memory) {
+      const MemoryDevice* main = nullptr;  // the main device's, else the first GPU's
+      for (const auto& d : r.memory->devices)
+        if (d.device_type != 0 && (main == nullptr || (d.device_id == idx.main_device && main->device_id != idx.main_device)))
+          main = &d;
+      if (main != nullptr) {
+        GpuMemory& g = r.gpu.memory;
+        g.peak_allocated_bytes = main->peak_allocated_bytes;
+        if (main->capacity_bytes) {
+          g.capacity_bytes = main->capacity_bytes;
+          g.peak_fraction = main->peak_fraction;
+          g.headroom_bytes = std::max<int64_t>(0, *main->capacity_bytes - main->peak_allocated_bytes);
+        }
+        g.unused_reserved_at_peak_bytes = main->unused_reserved_at_peak_bytes;
+      }
+    }
+  }
+  // The shim's allocator counters (torch.cuda.memory_stats): retries after a failed cudaMalloc, OOMs.
+  if (const auto* gf = r.facts.contains("gpu") ? &r.facts["gpu"] : nullptr; gf != nullptr && gf->is_object()) {
+    if (gf->contains("alloc_retries") && (*gf)["alloc_retries"].is_number_integer())
+      r.gpu.memory.alloc_retries = (*gf)["alloc_retries"].get<int64_t>();
+    if (gf->contains("ooms") && (*gf)["ooms"].is_number_integer()) r.gpu.memory.ooms = (*gf)["ooms"].get<int64_t>();
   }
   r.data_quality = data_quality_section(t, idx, missing);
   if (!t.memory.empty()) {

@@ -218,9 +218,14 @@ std::optional<Memory> memory_section(const trace::Trace& t, const std::vector<St
   *rejected = 0;
   std::vector<const MemorySample*> samples;  // in time order (finalize sorted them)
   samples.reserve(t.memory.size());
+  std::map<DeviceKey, int64_t> rejected_on;  // per device
   for (const auto& m : t.memory) {
-    if (is_bad_memory_sample(m)) ++*rejected;
-    else samples.push_back(&m);
+    if (is_bad_memory_sample(m)) {
+      ++*rejected;
+      ++rejected_on[key_of(m)];
+    } else {
+      samples.push_back(&m);
+    }
   }
   if (samples.empty()) return std::nullopt;
   std::map<DeviceKey, size_t> dev_index;
@@ -232,6 +237,18 @@ std::optional<Memory> memory_section(const trace::Trace& t, const std::vector<St
   const TimeNs t0 = t.events.empty() ? samples.front()->ts_ns : std::min(t.events.front().start_ns, samples.front()->ts_ns);
   Memory mem;
   mem.rejected_events = *rejected;
+  for (const auto& s : steps) {
+    if (mem.steps.size() >= kMemorySpans) break;
+    mem.steps.push_back({s.name, r6(ms(s.start - t0)), r6(ms(s.end - t0))});
+  }
+  if (phases != nullptr) {
+    for (Phase p : {Phase::kForward, Phase::kBackward, Phase::kOptimizer}) {
+      for (const auto& iv : (*phases)[p]) {
+        if (mem.phases.size() >= kMemorySpans) break;
+        mem.phases.push_back({std::string(name_of(p)), r6(ms(iv.start - t0)), r6(ms(iv.end - t0))});
+      }
+    }
+  }
   for (const auto& [key, di] : dev_index) {
     MemoryDevice d;
     std::vector<size_t> idx;  // this device's samples
@@ -269,7 +286,9 @@ std::optional<Memory> memory_section(const trace::Trace& t, const std::vector<St
         alloc[j] = run;
       }
       int64_t span = 0;
-      if (overflow || __builtin_sub_overflow(highest, lowest, &span) || span > kMaxMemoryBytes) {
+      // A rejected delta leaves the running sum wrong from there on: no curve from the rest either.
+      if (overflow || __builtin_sub_overflow(highest, lowest, &span) || span > kMaxMemoryBytes ||
+          rejected_on.count(key) > 0) {
         // Deltas that sum past any device's size are damage: no peak from them.
         mem.rejected_events += d.events;
         *rejected += d.events;
@@ -279,10 +298,11 @@ std::optional<Memory> memory_section(const trace::Trace& t, const std::vector<St
       for (auto& a : alloc) a += baseline;
       d.baseline_bytes = baseline;
       d.reconstruction =
-          "the samples carry no running totals: allocated = the running sum of their Bytes from the first sample, "
-          "plus " + std::to_string(baseline) +
-          " B freed during the capture before it was allocated there (allocated before the capture); a lower bound, "
-          "blocks that live through the whole capture are not seen; reserved is unknown";
+          "the samples carry no running totals: allocated = the running sum of their Bytes from the first sample" +
+          (baseline > 0 ? ", plus " + std::to_string(baseline) +
+                              " B the capture freed before allocating them (allocated before it began)"
+                        : std::string()) +
+          "; a lower bound (blocks that live through the whole capture are not seen); reserved is unknown";
     }
     size_t peak_j = idx.size();
     int64_t peak_resv = -1;
@@ -343,20 +363,27 @@ std::optional<Memory> memory_section(const trace::Trace& t, const std::vector<St
       if (d.live_at_peak.size() > kMemoryLiveRows) d.live_at_peak.resize(kMemoryLiveRows);
     }
 
-    // Growth across steps: the least-squares slope of each step's highest allocated figure (a leak grows it).
+    // Growth across steps: what a step leaves behind. Each step's floor (its lowest allocated figure) is what
+    // survives from the steps before; a leak raises it step after step. The least-squares slope of the floors,
+    // when they rise between at least two thirds of the consecutive steps; 0 when they do not.
     {
       std::vector<double> xs, ys;
       size_t j = 0;
       for (size_t si = 0; si < steps.size(); ++si) {
-        int64_t hi = -1;
+        int64_t lo = INT64_MAX;
         while (j < idx.size() && samples[idx[j]]->ts_ns < steps[si].start) ++j;
-        for (size_t q = j; q < idx.size() && samples[idx[q]]->ts_ns < steps[si].end; ++q) hi = std::max(hi, alloc[q]);
-        if (hi >= 0) {
+        for (size_t q = j; q < idx.size() && samples[idx[q]]->ts_ns < steps[si].end; ++q)
+          if (alloc[q] >= 0) lo = std::min(lo, alloc[q]);
+        if (lo != INT64_MAX) {
           xs.push_back(static_cast<double>(si));
-          ys.push_back(static_cast<double>(hi));
+          ys.push_back(static_cast<double>(lo));
         }
       }
-      if (xs.size() >= 3) {
+      size_t rises = 0;
+      for (size_t q = 1; q < ys.size(); ++q) rises += ys[q] > ys[q - 1];
+      if (xs.size() >= 3 && rises * 3 < (ys.size() - 1) * 2) {
+        d.growth_per_step_bytes = 0;
+      } else if (xs.size() >= 3) {
         double mx = 0, my = 0;
         for (size_t q = 0; q < xs.size(); ++q) mx += xs[q], my += ys[q];
         mx /= double(xs.size()), my /= double(xs.size());
@@ -401,6 +428,7 @@ std::optional<Memory> memory_section(const trace::Trace& t, const std::vector<St
     if (d.operators.size() > kMemoryOperatorRows) d.operators.resize(kMemoryOperatorRows);
     mem.devices.push_back(std::move(d));
   }
+  if (mem.devices.empty()) return std::nullopt;
   return mem;
 }
 

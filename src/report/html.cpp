@@ -478,6 +478,7 @@ std::string render_html(const Report& report, const trace::Trace* trace) {
   write_metrics(h, report);
   write_memory(h, report);
   h.raw("</div>\n");
+  detail::write_memory_timeline(h, report);
   write_copies(h, report);
   write_kernels(h, report);
   detail::write_operators(h, report);

@@ -72,5 +72,8 @@ void write_recommendations(Html& h, const analysis::Report& report);
 void write_steps(Html& h, const analysis::Report& report);
 // html_operators.cpp: operators and modules (top by GPU time, host self time, during GPU idle).
 void write_operators(Html& h, const analysis::Report& report);
+// html_memory.cpp: the memory timeline, live blocks at the peak and the per-operator table (nothing without
+// report.memory).
+void write_memory_timeline(Html& h, const analysis::Report& report);
 
 }  // namespace profile_train::report::detail

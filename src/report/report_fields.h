@@ -151,6 +151,10 @@ PT_REPORT_FIELDS(GpuMemory) {
   v("peak_allocated_bytes", s.peak_allocated_bytes);
   v("capacity_bytes", s.capacity_bytes);
   v("peak_fraction", s.peak_fraction);
+  v.absent_if_unset("headroom_bytes", s.headroom_bytes);
+  v.absent_if_unset("unused_reserved_at_peak_bytes", s.unused_reserved_at_peak_bytes);
+  v.absent_if_unset("alloc_retries", s.alloc_retries);
+  v.absent_if_unset("ooms", s.ooms);
 }
 
 PT_REPORT_FIELDS(MemoryOperator) {
@@ -205,9 +209,17 @@ PT_REPORT_FIELDS(MemoryDevice) {
   v("operators", s.operators);
 }
 
+PT_REPORT_FIELDS(MemorySpan) {
+  v("name", s.name);
+  v("start_ms", s.start_ms);
+  v("end_ms", s.end_ms);
+}
+
 PT_REPORT_FIELDS(Memory) {
   v("devices", s.devices);
   v("rejected_events", s.rejected_events);
+  v("steps", s.steps);
+  v("phases", s.phases);
 }
 
 PT_REPORT_FIELDS(TopKernel) {

@@ -207,6 +207,50 @@ TEST(MemorySection, BadSamplesCountedNeverAPeak) {
   EXPECT_EQ(rejected, 20);
 }
 
+// Every generation of [memory] event through the importer: 2021-06 (no cat, Device Type/Id/Bytes only), modern
+// cpu_instant_event with Addr and running totals, ROCm's `finished`; damaged ones are counted, never a peak.
+TEST(MemorySection, KinetoMemoryEventsOfEveryGeneration) {
+  const std::string json = R"({"traceEvents": [
+    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 7, "tid": 7, "ts": 0, "dur": 100},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::empty", "pid": 7, "tid": 7, "ts": 1, "dur": 10},
+    {"ph": "i", "s": "t", "name": "[memory]", "pid": 7, "tid": 7, "ts": 2,
+     "args": {"Device Type": 0, "Device Id": -1, "Bytes": 64}},
+    {"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 7, "tid": 7, "ts": 3,
+     "args": {"Total Reserved": 2048, "Total Allocated": 1024, "Bytes": 1024, "Addr": 4096, "Device Id": 0,
+              "Device Type": 1}},
+    {"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 7, "tid": 7, "ts": 4,
+     "args": {"Total Reserved": 4096, "Total Allocated": 3072, "Bytes": 2048, "Addr": 8192, "Device Id": 1,
+              "Device Type": 6, "finished": true}},
+    {"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 7, "tid": 7, "ts": 5,
+     "args": {"Total Allocated": 1e30, "Bytes": 100000000000000000000, "Addr": 1, "Device Id": 0, "Device Type": 1}},
+    {"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 7, "tid": 7, "ts": 6,
+     "args": {"Total Allocated": -7, "Bytes": 8, "Addr": 2, "Device Id": 0, "Device Type": 1}},
+    {"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 7, "tid": 7, "ts": 7,
+     "args": {"Total Allocated": 99999999999999999, "Bytes": 8, "Addr": 3, "Device Id": 0, "Device Type": 1}},
+    {"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 7, "tid": 7, "ts": 8,
+     "args": {"Device Id": 0, "Device Type": 1}}
+  ]})";
+  auto tr = trace::load_trace_bytes(json, "mem.json");
+  ASSERT_TRUE(tr.ok()) << tr.status().message();
+  EXPECT_EQ(tr->memory.size(), 5u);         // the overflowing Bytes and the one without Bytes are malformed
+  EXPECT_GE(tr->quality.malformed_events, 2);
+  EXPECT_EQ(tr->memory[1].addr, 4096);
+  EXPECT_EQ(tr->memory[1].tid, 7);
+  const Report r = build_typed_report(*tr, {});
+  ASSERT_TRUE(r.memory.has_value());
+  EXPECT_EQ(r.data_quality.memory_events_rejected, 2);  // Total Allocated -7 and 10^17 (above 2^50)
+  ASSERT_EQ(r.memory->devices.size(), 3u);              // GPU0, GPU1 (HIP), CPU
+  EXPECT_EQ(r.memory->devices[0].device, "GPU0");
+  EXPECT_EQ(r.memory->devices[0].peak_allocated_bytes, 1024);
+  EXPECT_EQ(r.memory->devices[0].live_at_peak.at(0).op, "aten::empty");
+  EXPECT_EQ(r.memory->devices[1].device, "GPU1");
+  EXPECT_EQ(r.memory->devices[1].device_type, 6);
+  EXPECT_EQ(r.memory->devices[1].peak_allocated_bytes, 3072);
+  EXPECT_EQ(r.memory->devices[2].device, "CPU");
+  EXPECT_EQ(r.memory->devices[2].totals, "reconstructed_from_deltas");
+  EXPECT_EQ(r.memory->devices[2].peak_allocated_bytes, 64);
+}
+
 // A leak: the allocated figure grows from step to step.
 TEST(MemorySection, GrowthAcrossSteps) {
   TraceBuilder b;
@@ -223,6 +267,22 @@ TEST(MemorySection, GrowthAcrossSteps) {
   const Report r = build_typed_report(t, {});
   ASSERT_TRUE(r.memory.has_value());
   EXPECT_EQ(r.memory->devices.at(0).growth_per_step_bytes, 1000);
+  // Steady steps (each frees what it allocated, peaks that wobble) do not grow.
+  TraceBuilder c;
+  std::vector<trace::MemorySample> ns;
+  for (int s = 0; s < 5; ++s) {
+    c.annotation("ProfilerStep#" + std::to_string(s), s * 100.0, 100);
+    const int64_t act = 1000 + 300 * (s % 2) + 100 * s;  // rising, wobbling step peaks
+    ns.push_back(sample(s * 100.0 + 5, 10, 200 + s, 500, 5000));
+    ns.push_back(sample(s * 100.0 + 10, act, 300 + s, 500 + act, 5000));
+    ns.push_back(sample(s * 100.0 + 90, -act, 300 + s, 500, 5000));
+  }
+  auto u = c.build();
+  u.memory = ns;
+  u.finalize();
+  const Report q = build_typed_report(u, {});
+  ASSERT_TRUE(q.memory.has_value());
+  EXPECT_EQ(q.memory->devices.at(0).growth_per_step_bytes, 0);
 }
 
 }  // namespace

@@ -29,6 +29,7 @@ namespace profile_train::analysis {
 inline constexpr size_t kMemoryTimelinePoints = 400;  // per device; the peak sample is always one of them
 inline constexpr size_t kMemoryOperatorRows = 100;     // per device, by self increase
 inline constexpr size_t kMemoryLiveRows = 10;
+inline constexpr size_t kMemorySpans = 500;           // steps, and phase ranges, drawn under the timeline
 // No device has 2^50 bytes (1 PiB): larger figures are damage, and summing them could overflow.
 inline constexpr int64_t kMaxMemoryBytes = int64_t{1} << 50;
 

@@ -140,6 +140,10 @@ struct Memcpy {
 struct GpuMemory {
   std::optional<int64_t> peak_allocated_bytes, capacity_bytes;
   std::optional<double> peak_fraction;
+  // From the memory section's main GPU (and the shim's allocator counters); absent when unset.
+  std::optional<int64_t> headroom_bytes;                 // capacity - peak allocated
+  std::optional<int64_t> unused_reserved_at_peak_bytes;  // reserved - allocated at the peak
+  std::optional<int64_t> alloc_retries, ooms;            // facts.gpu.alloc_retries / facts.gpu.ooms
 };
 
 // memory: the allocator's picture per device, from the trace's memory samples (reports/REPORT_FORMAT.md,
@@ -179,9 +183,15 @@ struct MemoryDevice {
   int64_t operators_total = 0;
   std::vector<MemoryOperator> operators;  // by self_increase_bytes, largest first; at most kMemoryOperatorRows
 };
+struct MemorySpan {  // a step or a phase range on the timeline's clock
+  std::string name;
+  double start_ms = 0, end_ms = 0;
+};
 struct Memory {
   std::vector<MemoryDevice> devices;  // GPUs first (by id), then the CPU
   int64_t rejected_events = 0;        // also in data_quality.notes
+  std::vector<MemorySpan> steps;      // every step window (at most kMemorySpans)
+  std::vector<MemorySpan> phases;     // forward / backward / optimizer ranges, by phase name (at most kMemorySpans)
 };
 
 struct TopKernel {
