@@ -190,6 +190,11 @@ Attribution attribute(const trace::Trace& t, const std::vector<const MemorySampl
   return out;
 }
 
+// Autograd's backward nodes: "autograd::engine::evaluate_function: XBackward0" (modern), "XBackward" (2021).
+bool is_backward_operator(std::string_view n) {
+  return n.starts_with("autograd::engine::evaluate_function") || n.find("Backward") != std::string_view::npos;
+}
+
 std::optional<Phase> phase_at(const PhaseIndex* phases, TimeNs ts) {
   if (phases == nullptr) return std::nullopt;
   // The carving order of phase_split: a moment in both an optimizer and a backward range is optimizer time.
@@ -328,7 +333,27 @@ std::optional<Memory> memory_section(const trace::Trace& t, const std::vector<St
     }
     for (const auto& s : steps)
       if (s.start <= peak_ts && peak_ts < s.end) d.peak_step = s.name;
-    if (auto p = phase_at(phases, peak_ts)) d.peak_phase = std::string(name_of(*p));
+    if (auto p = phase_at(phases, peak_ts)) {
+      d.peak_phase = std::string(name_of(*p));
+    } else {
+      // No phase range holds the peak (Kineto traces without "## forward ##" ranges, 2021 ones without the
+      // autograd engine's operators): the operators say. Inside a backward operator -> backward; before the
+      // first backward operator of its step, on the same thread -> forward.
+      const MemorySample& pk = *samples[idx[peak_j]];
+      const Step* in_step = nullptr;
+      for (const auto& s : steps)
+        if (s.start <= peak_ts && peak_ts < s.end) in_step = &s;
+      bool inside_bwd = false, bwd_after = false;
+      for (const auto& e : t.events) {
+        if (e.start_ns > (in_step != nullptr ? in_step->end : peak_ts)) break;
+        if (e.is_gpu || e.cat != Category::kCpuOp || e.pid != pk.pid || e.tid != pk.tid) continue;
+        if (!is_backward_operator(t.name(e))) continue;
+        if (e.start_ns <= peak_ts && peak_ts < e.end_ns()) inside_bwd = true;
+        else if (e.start_ns > peak_ts) bwd_after = true;
+      }
+      if (inside_bwd) d.peak_phase = "backward";
+      else if (bwd_after && in_step != nullptr) d.peak_phase = "forward";
+    }
 
     // Live at the peak: allocations not yet freed, paired by address.
     bool any_addr = false;

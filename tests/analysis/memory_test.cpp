@@ -168,6 +168,24 @@ TEST(MemorySection, PeakPlacedAndExplained) {
   EXPECT_EQ(d->timeline.allocated_bytes.size(), 5u);
 }
 
+// Without phase ranges the operators around the peak give its phase.
+TEST(MemorySection, PeakPhaseFromOperatorsWithoutPhaseRanges) {
+  for (const bool peak_in_backward : {false, true}) {
+    auto t = TraceBuilder()
+                 .device(0)
+                 .annotation("ProfilerStep#1", 0, 100)
+                 .cpu_op("aten::linear", 2, 30)
+                 .cpu_op("autograd::engine::evaluate_function: MmBackward0", 50, 30)
+                 .build();
+    const int64_t fwd = peak_in_backward ? 100 : 500, bwd = peak_in_backward ? 900 : 50;
+    t.memory = {sample(10, fwd, 1, fwd, 1000), sample(20, -fwd, 1, 0, 1000), sample(60, bwd, 2, bwd, 1000)};
+    t.finalize();
+    const Report r = build_typed_report(t, {});
+    ASSERT_TRUE(r.memory.has_value());
+    EXPECT_EQ(r.memory->devices.at(0).peak_phase, peak_in_backward ? "backward" : "forward");
+  }
+}
+
 // Without running totals the curve is rebuilt from the deltas, raised by what was freed before it was allocated.
 TEST(MemorySection, ReconstructsFromDeltas) {
   auto t = TraceBuilder().annotation("ProfilerStep#1", 0, 100).cpu_op("aten::add", 1, 50).build();
