@@ -247,8 +247,17 @@ std::optional<Memory> memory_section(const trace::Trace& t, const std::vector<St
     mem.steps.push_back({s.name, r6(ms(s.start - t0)), r6(ms(s.end - t0))});
   }
   if (phases != nullptr) {
+    // Gaps under 1/1000 of the capture are below a pixel of the chart: ranges across them are drawn as one
+    // (the backward of a Kineto trace is thousands of autograd operators).
+    const TimeNs t_end = std::max(samples.back()->ts_ns, steps.empty() ? t0 : steps.back().end);
+    const TimeNs gap = std::max<TimeNs>(0, (t_end - t0) / 1000);
     for (Phase p : {Phase::kForward, Phase::kBackward, Phase::kOptimizer}) {
+      Intervals joined;
       for (const auto& iv : (*phases)[p]) {
+        if (!joined.empty() && iv.start - joined.back().end <= gap) joined.back().end = std::max(joined.back().end, iv.end);
+        else joined.push_back(iv);
+      }
+      for (const auto& iv : joined) {
         if (mem.phases.size() >= kMemorySpans) break;
         mem.phases.push_back({std::string(name_of(p)), r6(ms(iv.start - t0)), r6(ms(iv.end - t0))});
       }
