@@ -10,6 +10,7 @@
 
 #include "profile_train/analysis/analyzers.h"
 #include "profile_train/analysis/efficiency.h"
+#include "profile_train/analysis/memory.h"
 #include "profile_train/common/version.h"
 #include "profile_train/report/report_json.h"
 #include "report_context.h"
@@ -201,6 +202,7 @@ Report build_typed_report(const trace::Trace& t, const AnalysisOptions& options)
   c.windows = merge_intervals(std::move(w));
   c.nsteps = static_cast<double>(steady.steps.size());
   std::set<std::string> missing;
+  int64_t mem_rejected = 0;
 
   Report r;
   r.schema_version = kReportSchemaVersion;
@@ -234,8 +236,45 @@ Report build_typed_report(const trace::Trace& t, const AnalysisOptions& options)
     if (inferred.is_array() && std::find(inferred.begin(), inferred.end(), "training.gradient_accumulation_steps") == inferred.end())
       inferred.push_back("training.gradient_accumulation_steps");
   }
+  {
+    // The memory section covers the whole capture (every step, not only the steady ones).
+    const LoopRanges loop = loop_ranges(t, si.main_pid, si.main_tid);
+    const PhaseIndex pidx = phase_index(loop);
+    int64_t rejected = 0;
+    r.memory = memory_section(t, si.steps, has_phases(loop) ? &pidx : nullptr, &rejected);
+    if (!t.memory.empty()) mem_rejected = rejected;
+    // gpu.memory takes the main GPU's figures from it (a reconstructed peak includes the baseline).
+    if (r.memory) {
+      const MemoryDevice* main = nullptr;  // the main device's, else the first GPU's
+      for (const auto& d : r.memory->devices)
+        if (d.device_type != 0 && (main == nullptr || (d.device_id == idx.main_device && main->device_id != idx.main_device)))
+          main = &d;
+      if (main != nullptr) {
+        GpuMemory& g = r.gpu.memory;
+        g.peak_allocated_bytes = main->peak_allocated_bytes;
+        if (main->capacity_bytes) {
+          g.capacity_bytes = main->capacity_bytes;
+          g.peak_fraction = main->peak_fraction;
+          g.headroom_bytes = std::max<int64_t>(0, *main->capacity_bytes - main->peak_allocated_bytes);
+        }
+        g.unused_reserved_at_peak_bytes = main->unused_reserved_at_peak_bytes;
+      }
+    }
+  }
+  // The shim's allocator counters (torch.cuda.memory_stats): retries after a failed cudaMalloc, OOMs.
+  if (const auto* gf = r.facts.contains("gpu") ? &r.facts["gpu"] : nullptr; gf != nullptr && gf->is_object()) {
+    if (gf->contains("alloc_retries") && (*gf)["alloc_retries"].is_number_integer())
+      r.gpu.memory.alloc_retries = (*gf)["alloc_retries"].get<int64_t>();
+    if (gf->contains("ooms") && (*gf)["ooms"].is_number_integer()) r.gpu.memory.ooms = (*gf)["ooms"].get<int64_t>();
+  }
   r.data_quality = data_quality_section(t, idx, missing);
   r.data_quality.notes.insert(r.data_quality.notes.end(), device_notes.begin(), device_notes.end());
+  if (!t.memory.empty()) {
+    r.data_quality.memory_events_rejected = mem_rejected;
+    if (mem_rejected > 0)
+      r.data_quality.notes.push_back(std::to_string(mem_rejected) +
+                                     " memory events with sizes or running totals no device can have were left out");
+  }
   r.source = source_section(t, idx, si, missing);
   // recommendations and plan are written with the rules (rules::apply_rules).
   r.verdict = decide_verdict(r);

@@ -18,7 +18,9 @@
 //       communication   = communication.exposed_fraction              (threshold 0.15)
 //       cpu_overhead    = breakdown.runtime + breakdown.cpu           (threshold 0.30: some host time is normal)
 //     The highest score at or above its threshold wins. Otherwise, if the GPU is busy (kernel + memcpy +
-//     memset + communication >= 0.5) -> gpu_compute, or gpu_memory when peak memory >= 90% of the device.
+//     memset + communication >= 0.5) -> gpu_compute, or gpu_memory when peak memory >= 90% of the device or
+//     the allocator retried (gpu.memory.alloc_retries > 0). An OOM in the run (gpu.memory.ooms > 0) is
+//     gpu_memory before any stall is scored.
 //     Otherwise the highest stall score >= kMaterialShare (0.10 of the step) wins; else cpu_overhead when
 //     the GPU idles >= 0.5 of the step and host_wait dominates its idle gaps or, in a step that ran GPU work,
 //     at least half the idle time has no GPU work queued (gpu.idle.unqueued_fraction); else unknown. A smaller stall never names the verdict: 7% of exposed
@@ -189,7 +191,12 @@ Verdict decide_verdict(const Report& r) {
                   "CPU only: no GPU was used; the step is " + pct(cpu) + " CPU compute.");
   }
 
-  // GPU activity present.
+  // GPU activity present. An out-of-memory error in the run (the shim's allocator counters) decides it.
+  if (const int64_t ooms = r.gpu.memory.ooms.value_or(0); ooms > 0) {
+    ev.push_back(std::to_string(ooms) + " CUDA out-of-memory errors in the run");
+    if (r.gpu.memory.peak_fraction) ev.push_back("peak GPU memory " + pct(*r.gpu.memory.peak_fraction) + " of the device");
+    return finish(B::kGpuMemory, 0.85, "GPU memory: the run ran out of GPU memory.");
+  }
   const double memcpy = share(Role::kMemcpy);
   const auto& copies = r.gpu.memcpy;
   const double h2d_t = copies ? copies->h2d.time_ms_per_step : 0.0;
@@ -254,10 +261,15 @@ Verdict decide_verdict(const Report& r) {
   }
   if (busy >= 0.5) {
     const auto peak = r.gpu.memory.peak_fraction;
-    if (peak && *peak >= 0.9) {
-      ev.push_back("peak GPU memory " + pct(*peak) + " of the device");
-      return finish(B::kGpuMemory, 0.6 + 0.3 * std::min(1.0, (*peak - 0.9) / 0.1),
-                    "GPU memory: the GPU is busy " + pct(busy) + " of the step and memory is " + pct(*peak) + " full.");
+    const int64_t retries = r.gpu.memory.alloc_retries.value_or(0);
+    if ((peak && *peak >= 0.9) || retries > 0) {
+      if (peak) ev.push_back("peak GPU memory " + pct(*peak) + " of the device");
+      if (retries > 0)
+        ev.push_back(std::to_string(retries) + " allocator retries (cudaMalloc failed, the cache was freed and retried)");
+      const double conf = retries > 0 ? 0.8 : 0.6 + 0.3 * std::min(1.0, (*peak - 0.9) / 0.1);
+      return finish(B::kGpuMemory, conf,
+                    "GPU memory: the GPU is busy " + pct(busy) + " of the step and " +
+                        (retries > 0 ? "the allocator had to free its cache and retry" : "memory is " + pct(*peak) + " full") + ".");
     }
     const auto largest = std::max_element(c.begin(), c.end(), [](auto& a, auto& b) { return a.score < b.score; });
     ev.push_back("largest stall: " + std::string(name_of(largest->cls)) + " at " + pct(largest->score));

@@ -241,12 +241,13 @@ Status write_chrome_trace(const trace::Trace& trace, const std::filesystem::path
 
   // Allocator samples as counters (only where the running total is known).
   for (const auto& m : trace.memory) {
-    if (m.total_allocated < 0) continue;
+    // Totals beyond 2^50 bytes are damage (analysis/memory.h, kMaxMemoryBytes): never drawn as a level.
+    if (m.total_allocated < 0 || m.total_allocated > (int64_t{1} << 50)) continue;
     sink.begin_event();
     b += "{\"ph\":\"C\",\"name\":\"";
-    b += m.device_type == 1 ? "GPU memory allocated" : "CPU memory allocated";
+    b += m.device_type != 0 ? "GPU memory allocated" : "CPU memory allocated";  // CUDA 1, HIP 6
     b += "\",\"pid\":";
-    append_int(b, m.device_type == 1 ? kGpuPidBase + std::max(0, m.device_id)
+    append_int(b, m.device_type != 0 ? kGpuPidBase + std::max(0, m.device_id)
                                      : (trace.meta.main_pid >= 0 ? trace.meta.main_pid : 0));
     b += ",\"ts\":";
     append_us(b, m.ts_ns - base);

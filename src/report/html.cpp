@@ -535,10 +535,13 @@ std::string render_html(const Report& report, const trace::Trace* trace) {
     write_metrics(h, report);
     write_memory(h, report);
     h.raw("</div>\n");
-    write_copies(h, report);
-    write_kernels(h, report);
   } else {
     write_metrics(h, report);
+  }
+  detail::write_memory_timeline(h, report);
+  if (gpu_panels) {
+    write_copies(h, report);
+    write_kernels(h, report);
   }
   detail::write_operators(h, report);
   detail::write_efficiency(h, report);

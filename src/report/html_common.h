@@ -74,5 +74,8 @@ void write_steps(Html& h, const analysis::Report& report);
 void write_operators(Html& h, const analysis::Report& report);
 // html_efficiency.cpp: MFU, the roofline and the operators on it (efficiency).
 void write_efficiency(Html& h, const analysis::Report& report);
+// html_memory.cpp: the memory timeline, live blocks at the peak and the per-operator table (nothing without
+// report.memory).
+void write_memory_timeline(Html& h, const analysis::Report& report);
 
 }  // namespace profile_train::report::detail

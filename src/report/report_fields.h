@@ -163,6 +163,75 @@ PT_REPORT_FIELDS(GpuMemory) {
   v("peak_allocated_bytes", s.peak_allocated_bytes);
   v("capacity_bytes", s.capacity_bytes);
   v("peak_fraction", s.peak_fraction);
+  v.absent_if_unset("headroom_bytes", s.headroom_bytes);
+  v.absent_if_unset("unused_reserved_at_peak_bytes", s.unused_reserved_at_peak_bytes);
+  v.absent_if_unset("alloc_retries", s.alloc_retries);
+  v.absent_if_unset("ooms", s.ooms);
+}
+
+PT_REPORT_FIELDS(MemoryOperator) {
+  v("name", s.name);
+  v("calls", s.calls);
+  v("increase_bytes", s.increase_bytes);
+  v("self_increase_bytes", s.self_increase_bytes);
+  v("allocation_count", s.allocation_count);
+  v("self_allocation_count", s.self_allocation_count);
+  v("allocation_bytes", s.allocation_bytes);
+  v("self_allocation_bytes", s.self_allocation_bytes);
+}
+
+PT_REPORT_FIELDS(MemoryLive) {
+  v("op", s.op);
+  v("bytes", s.bytes);
+  v("blocks", s.blocks);
+}
+
+PT_REPORT_FIELDS(MemoryTimeline) {
+  v("t_ms", s.t_ms);
+  v("allocated_bytes", s.allocated_bytes);
+  v("reserved_bytes", s.reserved_bytes);
+}
+
+PT_REPORT_FIELDS(MemoryDevice) {
+  v("device", s.device);
+  v("device_type", s.device_type);
+  v("device_id", s.device_id);
+  v("totals", s.totals);
+  v("reconstruction", s.reconstruction);
+  v("events", s.events);
+  v("allocations", s.allocations);
+  v("frees", s.frees);
+  v("samples_with_totals", s.samples_with_totals);
+  v("peak_allocated_bytes", s.peak_allocated_bytes);
+  v("peak_reserved_bytes", s.peak_reserved_bytes);
+  v("reserved_at_peak_bytes", s.reserved_at_peak_bytes);
+  v("unused_reserved_at_peak_bytes", s.unused_reserved_at_peak_bytes);
+  v("baseline_bytes", s.baseline_bytes);
+  v("capacity_bytes", s.capacity_bytes);
+  v("peak_fraction", s.peak_fraction);
+  v("peak_time_ms", s.peak_time_ms);
+  v("peak_step", s.peak_step);
+  v("peak_phase", s.peak_phase);
+  v("live_at_peak_bytes", s.live_at_peak_bytes);
+  v("live_unattributed_bytes", s.live_unattributed_bytes);
+  v("live_at_peak", s.live_at_peak);
+  v("growth_per_step_bytes", s.growth_per_step_bytes);
+  v("timeline", s.timeline);
+  v("operators_total", s.operators_total);
+  v("operators", s.operators);
+}
+
+PT_REPORT_FIELDS(MemorySpan) {
+  v("name", s.name);
+  v("start_ms", s.start_ms);
+  v("end_ms", s.end_ms);
+}
+
+PT_REPORT_FIELDS(Memory) {
+  v("devices", s.devices);
+  v("rejected_events", s.rejected_events);
+  v("steps", s.steps);
+  v("phases", s.phases);
 }
 
 PT_REPORT_FIELDS(TopKernel) {
@@ -437,6 +506,7 @@ PT_REPORT_FIELDS(DataQuality) {
   v("dropped_records", s.dropped_records);
   v("missing_device_properties", s.missing_device_properties);
   v.absent_if_unset("agent_internal_errors", s.agent_internal_errors);
+  v.absent_if_unset("memory_events_rejected", s.memory_events_rejected);
   v("notes", s.notes);
 }
 
@@ -454,6 +524,7 @@ PT_REPORT_FIELDS(Report) {
   v("communication", s.communication);
   v("operators", s.operators);
   v("efficiency", s.efficiency);
+  v.absent_if_unset("memory", s.memory);
   v("facts", s.facts);
   v("data_quality", s.data_quality);
   v("recommendations", s.recommendations);

@@ -166,10 +166,32 @@ void write_breakdown(const Report& r, std::ostream& out, const Style& st) {
   }
 }
 
+// The memory line from report.memory: the first device (a GPU when there is one), its peak, the headroom to
+// its capacity, unused reserve and where the peak happened. False when the report has no memory section.
+bool write_memory_line(const Report& r, std::ostream& out) {
+  if (!r.memory || r.memory->devices.empty()) return false;
+  const MemoryDevice& d = r.memory->devices.front();
+  out << "          memory " << d.device << " peak " << bytes(static_cast<double>(d.peak_allocated_bytes));
+  if (d.totals != "running_totals") out << " (reconstructed, at least)";
+  if (d.capacity_bytes) {
+    out << " of " << bytes(static_cast<double>(*d.capacity_bytes)) << " (" << pct(d.peak_fraction.value_or(0.0))
+        << "), headroom " << bytes(static_cast<double>(std::max<int64_t>(0, *d.capacity_bytes - d.peak_allocated_bytes)));
+  }
+  if (d.unused_reserved_at_peak_bytes)
+    out << ", " << bytes(static_cast<double>(*d.unused_reserved_at_peak_bytes)) << " reserved unused";
+  if (d.peak_step) out << ", in " << *d.peak_step;
+  if (d.peak_phase) out << (d.peak_step ? " " : ", in ") << *d.peak_phase;
+  if (d.growth_per_step_bytes && *d.growth_per_step_bytes > 0)
+    out << ", grows " << bytes(static_cast<double>(*d.growth_per_step_bytes)) << "/step";
+  out << "\n";
+  return true;
+}
+
 void write_gpu(const Report& r, std::ostream& out, const Style& st) {
   const Gpu& g = r.gpu;
   if (!g.utilization) {
     out << st.bold("GPU") << "       no GPU activity in the trace\n";
+    write_memory_line(r, out);
     return;
   }
   std::string dev = r.device ? text(r.device->name, "GPU") : "GPU";
@@ -197,7 +219,7 @@ void write_gpu(const Report& r, std::ostream& out, const Style& st) {
       out << "\n";
     }
   }
-  if (g.memory.peak_allocated_bytes) {
+  if (!write_memory_line(r, out) && g.memory.peak_allocated_bytes) {
     out << "          memory peak " << bytes(static_cast<double>(*g.memory.peak_allocated_bytes));
     if (g.memory.peak_fraction) out << " (" << pct(*g.memory.peak_fraction) << " of the device)";
     out << "\n";

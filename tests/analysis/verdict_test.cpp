@@ -156,6 +156,30 @@ TEST(Verdict, GpuMemory) {
   EXPECT_EQ(verdict(t), "gpu_memory");
 }
 
+// The allocator's counters (the shim's facts.gpu.alloc_retries / ooms) are gpu_memory evidence on their own.
+TEST(Verdict, GpuMemoryFromAllocatorRetriesAndOoms) {
+  auto busy = [] {
+    return TraceBuilder()
+        .device(0, "Test GPU", 80, 1000)
+        .annotation("ProfilerStep#1", 0, 100)
+        .runtime("cudaLaunchKernel", 0, 2, 1)
+        .kernel("volta_sgemm_128x64_nn", 3, 95, 1)
+        .memory_sample(1, 500, 500)
+        .build();
+  };
+  auto t = busy();
+  t.facts["gpu"] = {{"alloc_retries", 3}, {"ooms", 0}};
+  auto r = build_report(t);
+  EXPECT_EQ(r["verdict"]["bottleneck"], "gpu_memory") << r["verdict"].dump();
+  EXPECT_EQ(r["gpu"]["memory"]["alloc_retries"], 3);
+  t = busy();
+  t.facts["gpu"] = {{"alloc_retries", 0}, {"ooms", 1}};
+  EXPECT_EQ(verdict(t), "gpu_memory");
+  t = busy();
+  t.facts["gpu"] = {{"alloc_retries", 0}, {"ooms", 0}};
+  EXPECT_EQ(verdict(t), "gpu_compute");
+}
+
 TEST(Verdict, CpuOverhead) {
   TraceBuilder b;
   b.device(0).annotation("ProfilerStep#1", 0, 100);

@@ -158,6 +158,58 @@ struct Memcpy {
 struct GpuMemory {
   std::optional<int64_t> peak_allocated_bytes, capacity_bytes;
   std::optional<double> peak_fraction;
+  // From the memory section's main GPU (and the shim's allocator counters); absent when unset.
+  std::optional<int64_t> headroom_bytes;                 // capacity - peak allocated
+  std::optional<int64_t> unused_reserved_at_peak_bytes;  // reserved - allocated at the peak
+  std::optional<int64_t> alloc_retries, ooms;            // facts.gpu.alloc_retries / facts.gpu.ooms
+};
+
+// memory: the allocator's picture per device, from the trace's memory samples (reports/REPORT_FORMAT.md,
+// "Memory"). Absent when the trace has none.
+struct MemoryOperator {  // one row of the per-operator table, as the TensorBoard plugin's memory view counts it
+  std::string name;
+  int64_t calls = 0;
+  int64_t increase_bytes = 0, self_increase_bytes = 0;      // allocations minus frees (inclusive of children)
+  int64_t allocation_count = 0, self_allocation_count = 0;
+  int64_t allocation_bytes = 0, self_allocation_bytes = 0;  // allocations only, frees not subtracted
+};
+struct MemoryLive {  // blocks outstanding at the peak, by the operator that allocated them
+  std::string op;
+  int64_t bytes = 0, blocks = 0;
+};
+struct MemoryTimeline {  // at most kMemoryTimelinePoints points; t_ms since the trace's first event
+  std::vector<double> t_ms;
+  std::vector<int64_t> allocated_bytes;
+  std::vector<std::optional<int64_t>> reserved_bytes;
+};
+struct MemoryDevice {
+  std::string device;          // "CPU", "GPU0", ...
+  int64_t device_type = 0, device_id = -1;
+  std::string totals;          // "running_totals" | "reconstructed_from_deltas"
+  std::optional<std::string> reconstruction;  // how, when reconstructed
+  int64_t events = 0, allocations = 0, frees = 0, samples_with_totals = 0;
+  int64_t peak_allocated_bytes = 0;
+  std::optional<int64_t> peak_reserved_bytes, reserved_at_peak_bytes, unused_reserved_at_peak_bytes;
+  std::optional<int64_t> baseline_bytes;      // reconstructed: bytes live before the capture (a lower bound)
+  std::optional<int64_t> capacity_bytes;
+  std::optional<double> peak_fraction, peak_time_ms;
+  std::optional<std::string> peak_step, peak_phase;
+  std::optional<int64_t> live_at_peak_bytes, live_unattributed_bytes;
+  std::vector<MemoryLive> live_at_peak;
+  std::optional<int64_t> growth_per_step_bytes;  // least-squares slope of the per-step allocated maximum
+  MemoryTimeline timeline;
+  int64_t operators_total = 0;
+  std::vector<MemoryOperator> operators;  // by self_increase_bytes, largest first; at most kMemoryOperatorRows
+};
+struct MemorySpan {  // a step or a phase range on the timeline's clock
+  std::string name;
+  double start_ms = 0, end_ms = 0;
+};
+struct Memory {
+  std::vector<MemoryDevice> devices;  // GPUs first (by id), then the CPU
+  int64_t rejected_events = 0;        // also in data_quality.notes
+  std::vector<MemorySpan> steps;      // every step window (at most kMemorySpans)
+  std::vector<MemorySpan> phases;     // forward / backward / optimizer ranges, by phase name (at most kMemorySpans)
 };
 
 struct TopKernel {
@@ -378,6 +430,8 @@ struct DataQuality {
   int64_t events_total = 0, events_imported = 0, malformed_events = 0, unknown_categories = 0,
           flow_events_skipped = 0, negative_durations = 0, clock_anomalies = 0, unmatched_correlations = 0,
           dropped_records = 0;
+  // Memory samples left out of every figure (analysis/memory.h); absent when unset (no memory samples).
+  std::optional<int64_t> memory_events_rejected;
   bool missing_device_properties = false;
   std::optional<int64_t> agent_internal_errors;  // absent when unset (native captures only)
   std::vector<std::string> notes;
@@ -397,6 +451,7 @@ struct Report {
   Communication communication;
   Operators operators;
   Efficiency efficiency;
+  std::optional<Memory> memory;  // absent when unset (the trace has no usable memory sample)
   // Recorded facts (the Python shim's facts-<pid>.json, the workload's) merged over inferred ones. Kept as
   // JSON: the shim adds groups and keys over time, rules read them by dotted path, and a fixed struct would
   // drop what it does not know (reports/REPORT_FORMAT.md "facts" lists the known ones).

@@ -130,11 +130,13 @@ inline constexpr size_t kMaxInputsText = 512;
 // Allocator sample (PyTorch [memory] instants, CUPTI memory records).
 struct MemorySample {
   TimeNs ts_ns = 0;
-  int32_t device_type = 0;  // 0 = CPU, 1 = CUDA/HIP
+  int32_t device_type = 0;  // 0 = CPU, 1 = CUDA, other values as c10::DeviceType writes them (ROCm: 6 = HIP)
   int32_t device_id = -1;
   int64_t bytes_delta = 0;        // + allocation / - free
-  int64_t total_allocated = -1;   // -1 if unknown
+  int64_t total_allocated = -1;   // -1 if unknown (2021-06 Kineto and CUPTI records carry no running totals)
   int64_t total_reserved = -1;
+  int64_t addr = -1;              // block address ("Addr"); -1 if unknown. Pairs a free with its allocation
+  int64_t pid = -1, tid = -1;     // the thread that allocated / freed (-1 if unknown); places it in an operator
 };
 
 struct DeviceInfo {

@@ -457,6 +457,10 @@ class _Shim:
                 gpu["name"] = props.name
                 gpu["memory_total_bytes"] = int(props.total_memory)
                 gpu["memory_peak_bytes"] = int(torch.cuda.max_memory_allocated(dev))
+                gpu["memory_reserved_peak_bytes"] = int(torch.cuda.max_memory_reserved(dev))
+                stats = torch.cuda.memory_stats(dev)  # the caching allocator's counters since start
+                gpu["alloc_retries"] = int(stats.get("num_alloc_retries", 0))
+                gpu["ooms"] = int(stats.get("num_ooms", 0))
             ws = os.environ.get("WORLD_SIZE")
             # The rank from torch.distributed itself: launchers other than torchrun (Lightning's own DDP
             # launcher, mp.spawn) do not set RANK in the environment the agent reads at start-up.

@@ -230,6 +230,7 @@ void KinetoParser::parse_args(int hd) {
       case 4:
         if (k == "grid") arg_dim3(raw_.grid, &raw_.grid_n, vd);
         else if (k == "name") arg_string(&raw_.meta_name, &raw_.has_meta_name, vd);
+        else if (k == "Addr") arg_int(&raw_.mem_addr, vd);
         else r_.skip_value(vd);
         break;
       case 5:

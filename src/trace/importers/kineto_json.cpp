@@ -159,6 +159,9 @@ void KinetoParser::import_instant(const RawEvent& e, Cls cls) {
     m.bytes_delta = e.mem_bytes;
     m.total_allocated = e.total_allocated;
     m.total_reserved = e.total_reserved;
+    m.addr = e.mem_addr;
+    m.pid = resolve_id(e.pid);
+    m.tid = resolve_id(e.tid);
     trace_.memory.push_back(m);
     ++trace_.quality.events_imported;
     return;

@@ -84,7 +84,8 @@ struct RawEvent {
   double blocks_per_sm = -1, occupancy = -1;
   std::string_view sync_kind;
   bool has_sync_kind = false;
-  int64_t mem_device_type = 0, mem_device_id = -1, mem_bytes = 0, total_allocated = -1, total_reserved = -1;
+  int64_t mem_device_type = 0, mem_device_id = -1, mem_bytes = 0, total_allocated = -1, total_reserved = -1,
+          mem_addr = -1;
   bool has_mem_bytes = false;
   std::string_view meta_name;
   bool has_meta_name = false;
