@@ -163,6 +163,21 @@ Report build_typed_report(const trace::Trace& t, const AnalysisOptions& options)
   r.breakdown_ms = sec.breakdown_ms;
   r.phases = std::move(sec.phases);
   r.device = device_section(t, idx);
+  std::vector<std::string> device_notes;  // added to source.notes once that section exists
+  if (options.device_name && !options.device_name->empty()) {
+    // `--device NAME`: the GPU model the trace does not record (a trace's own name wins).
+    if (!r.device && idx.has_gpu_activity) r.device = Device{idx.main_device, {}, {}, {}, {}, {}};
+    if (r.device && !r.device->name) {
+      r.device->name = *options.device_name;
+      device_notes.push_back("device.name \"" + *options.device_name +
+                               "\" comes from --device: the trace does not record the GPU model");
+    } else if (r.device && *r.device->name != *options.device_name) {
+      device_notes.push_back("--device \"" + *options.device_name + "\" ignored: the trace records the GPU as \"" +
+                               *r.device->name + "\"");
+    } else if (!r.device) {
+      device_notes.push_back("--device \"" + *options.device_name + "\" ignored: the trace shows no GPU activity");
+    }
+  }
   if (t.devices.empty()) missing.insert("deviceProperties");
   r.gpu = gpu_section(c, missing);
   r.host = host_section(c, roles);
@@ -179,6 +194,7 @@ Report build_typed_report(const trace::Trace& t, const AnalysisOptions& options)
   }
   r.data_quality = data_quality_section(t, idx, missing);
   r.source = source_section(t, idx, si, missing);
+  r.source.notes.insert(r.source.notes.end(), device_notes.begin(), device_notes.end());
   // recommendations and plan are written with the rules (rules::apply_rules).
   r.verdict = decide_verdict(r);
   return r;

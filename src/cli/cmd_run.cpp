@@ -48,6 +48,7 @@ struct RunOptions {
   std::vector<std::string> rules_dirs;
   std::string perfetto;
   bool all_steps = false;
+  std::string device;  // --device NAME
   bool quiet = false;
   std::vector<std::string> command;
   double kill_after_s = 10;    // grace between a stop signal (or the command's end) and SIGKILL of what is left
@@ -204,6 +205,7 @@ int run_command(const RunOptions& o) {
     }
     opts.quiet = o.quiet;
     opts.all_steps = o.all_steps;
+    if (!o.device.empty()) opts.device_name = o.device;
     // The command and how it ended are part of the report before report.json, report.html and the summary.
     opts.complete_report = [&](analysis::Report& report) { merge_capture_result(cr, rank.files.size(), report); };
     if (!t.meta.gpu_capture_attempted) std::cout << who << ": " << t.meta.gpu_capture_status << "\n";
@@ -247,6 +249,8 @@ Runner add_run(CLI::App& app, std::vector<std::string> command) {
                 "Nsight or another CUPTI client themselves");
   sub->add_option("--rules", opts->rules_dirs, "Extra rules directory (added / overriding rules)");
   sub->add_option("--perfetto", opts->perfetto, "Also write the timeline as Chrome-trace JSON to FILE");
+  sub->add_option("--device", opts->device,
+                  "GPU model for the report when the capture does not record it (device.name)");
   sub->add_flag("--all-steps", opts->all_steps,
                 "List every step in report.json steps.per_step (default: the first, last and slowest 50)");
   sub->add_flag("--quiet,-q", opts->quiet, "Print only the summary lines");

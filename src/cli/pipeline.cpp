@@ -96,6 +96,7 @@ int print_failure(std::string_view who, const Status& status) {
 int report_trace(const trace::Trace& trace, const OutputOptions& options, std::optional<analysis::Report>* report_out) {
   analysis::AnalysisOptions analysis_options;
   analysis_options.all_steps = options.all_steps;
+  analysis_options.device_name = options.device_name;
   analysis::Report report = analysis::build_typed_report(trace, analysis_options);
 
   auto rules = rules::load_rules(options.rules_dirs);

@@ -23,6 +23,7 @@ struct OutputOptions {
   std::optional<std::filesystem::path> perfetto;               // --perfetto FILE
   std::vector<std::filesystem::path> rules_dirs;                // --rules DIR (added / overriding rules)
   bool all_steps = false;                                       // --all-steps: every step in steps.per_step
+  std::optional<std::string> device_name;                       // --device NAME: the GPU model a trace lacks
   bool quiet = false;
   // Called on the finished report (after the rules) before any file is written or the summary printed: what
   // only the caller knows goes in here (`run`: the command and how it ended, merge_capture_result).

@@ -2,6 +2,9 @@
 // this facade that assembles the report. Owner: analysis component.
 #pragma once
 
+#include <optional>
+#include <string>
+
 #include <nlohmann/json.hpp>
 
 #include "profile_train/analysis/report.h"
@@ -9,7 +12,7 @@
 
 namespace profile_train::analysis {
 
-inline constexpr const char* kReportSchemaVersion = "1.1";
+inline constexpr const char* kReportSchemaVersion = "1.2";
 
 // steps.per_step keeps the first, the last and the slowest kPerStepKept steps each (at most 3x that many
 // entries) unless all_steps: the report stays bounded for any number of steps (a million steps would give
@@ -21,6 +24,8 @@ inline constexpr size_t kTopKernels = 15;
 
 struct AnalysisOptions {
   bool all_steps = false;  // every step in steps.per_step (`--all-steps`)
+  // `--device NAME`: device.name when the trace does not record it (noted in source.notes).
+  std::optional<std::string> device_name;
 };
 
 // Builds the report for one trace: every section but `recommendations` (empty) and `plan` (unset), which the
