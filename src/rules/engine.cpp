@@ -355,12 +355,13 @@ void place(Fired& f, const nlohmann::json& given, const std::string& bottleneck)
     f.reason = "a note, not a measured recommendation: " + f.level_note;
   } else if (f.addresses) {
     // What limits the step leads, measured or check, whatever its bound: a fix that does not address the
-    // bottleneck never stands ahead of one that does.
+    // bottleneck never stands ahead of one that does (rank_rules moves a minor one down to the minor group
+    // when a material fix for the bottleneck exists).
     f.group = Group::kPrimary;
     f.reason = "addresses the bottleneck (" + bottleneck + "); ordered cheapest first (" + cost_text(r.cost) +
                "), then by bound (" + bound + ")";
     if (f.outcome.gain_known && f.outcome.share < kMinorShare)
-      f.reason += "; its bound removes under 3% of the step, so it stands behind the material ones";
+      f.reason += "; its bound removes under 3% of the step, but no material fix addresses the bottleneck";
   } else if (f.outcome.gain_known && f.outcome.share < kMinorShare) {
     f.group = Group::kMinor;
     f.reason = "minor: its bound (" + bound + ") removes under 3% of the step";
@@ -465,6 +466,19 @@ std::vector<Fired> rank_rules(const RuleSet& rules, const nlohmann::json& report
     } catch (const std::exception&) {
       // A rule that cannot be evaluated on this report is skipped; the others still run.
     }
+  }
+  // A fix for the bottleneck whose bound is under 3% of the step stays primary (and leads) only when no material
+  // fix addresses the bottleneck; otherwise it is listed with the minor ones.
+  const bool material_primary = std::any_of(fired.begin(), fired.end(), [](const Fired& f) {
+    return f.group == Group::kPrimary && material(f);
+  });
+  for (auto& f : fired) {
+    if (f.group != Group::kPrimary || material(f) || !material_primary) continue;
+    f.group = Group::kMinor;
+    f.reason = "minor: its bound (" +
+               detail::format_value(expr::Value::Number(f.outcome.speedup), "x").value_or("?") +
+               ") removes under 3% of the step (it addresses the bottleneck, behind the material fixes that do)" +
+               (f.level == "check" ? "; a check: " + f.level_note : std::string());
   }
   std::sort(fired.begin(), fired.end(), before);
   return fired;
@@ -705,10 +719,25 @@ StatusOr<std::string> describe_rule(const RuleSet& rules, const std::string& id)
   for (const auto& a : r->addresses) addresses += (addresses.empty() ? "" : ", ") + a;
   os << "addresses: " << (addresses.empty() ? "(none declared)" : addresses) << " · cost: " << cost_text(r->cost) << "\n\n";
   os << "fires when:\n    " << r->when.text() << "\n\n";
+  if (!r->assume.empty()) {
+    os << "when a fact is unknown, assumes (then fires as a check naming the assumption):\n";
+    for (const auto& a : r->assume) {
+      os << "  - " << a.metric << " = " << a.value.text();
+      if (a.when) os << "  if " << a.when->text();
+      os << "\n      " << a.text.source << "\n";
+      if (!a.confirm.empty()) os << "      confirm: " << a.confirm << "\n";
+    }
+    os << "\n";
+  }
   os << "evidence (templates):\n";
   for (const auto& t : r->evidence) os << "  - " << t.source << "\n";
   os << "\nestimated gain: speedup_max = 1 / (1 - removable_share)\n    removable_share = " << r->removable_share.text()
-     << "\n    " << r->gain_rationale << "\n\n";
+     << "\n    " << r->gain_rationale << "\n";
+  if (r->mechanism == detail::Mechanism::kHost)
+    os << "    capped by its mechanism (host): at most the GPU idle share of the step (gpu.idle.fraction)\n";
+  else if (r->mechanism == detail::Mechanism::kCommunication)
+    os << "    capped by its mechanism (communication): at most the exposed communication (communication.exposed_fraction)\n";
+  os << "\n";
   os << "fix (PyTorch):\n" << indent(r->fix_python, "    ") << "\n\n";
   os << "fix (LibTorch C++):\n" << indent(r->fix_cpp, "    ") << "\n\n";
   os << "when not to apply:\n";

@@ -204,6 +204,39 @@ TEST(Advice, NoHostSideFixExceedsTheGpuIdleShareOnAGpuOnlyRocmTrace) {
   EXPECT_GT(host_fixes, 0) << r["recommendations"].dump(1);
 }
 
+// Class 3: an FP32 step on an A100 whose host syncs after every GEMM: amp, tf32 and avoid-host-sync all fire;
+// together they never reach past the product of their bounds (shortening the GEMMs also shortens the waits).
+TEST(Advice, AmpTf32AndHostSyncNeverCombinePastTheProductOfTheirBounds) {
+  TraceBuilder b;
+  b.device(0, "NVIDIA A100-SXM4-80GB", 108);
+  int64_t corr = 0;
+  for (int s = 0; s < 5; ++s) {
+    const double t0 = s * 6000.0;
+    b.annotation("ProfilerStep#" + std::to_string(s), t0, 6000);
+    for (int c = 0; c < 20; ++c) {
+      const double c0 = t0 + c * 300.0;
+      b.runtime("cudaLaunchKernel", c0, 4, ++corr);
+      b.kernel("ampere_sgemm_128x64_nn", c0 + 6, 200, corr);
+      b.runtime("cudaStreamSynchronize", c0 + 5, 202);
+      b.cpu_op("aten::item", c0 + 4, 204);
+      b.cpu_op("prepare_next_chunk", c0 + 210, 85);
+    }
+  }
+  const json r = analyzed(b.build());
+  for (const char* id : {"amp", "tf32", "avoid-host-sync"}) ASSERT_NE(find_rec(r, id), nullptr) << id << r["recommendations"].dump(1);
+  const json& steps = r["plan"]["steps"];
+  ASSERT_GE(steps.size(), 2u) << r["plan"].dump(1);
+  double product = 1.0;
+  for (const auto& s : steps) {
+    product *= s["speedup_max_alone"].get<double>();
+    EXPECT_EQ(s["speedup_max_alone"], (*find_rec(r, s["id"]))["estimated_speedup_max"]);
+  }
+  EXPECT_LE(r["plan"]["combined_speedup_max"].get<double>(), product * (1 + 1e-3)) << r["plan"].dump(1);
+  EXPECT_EQ(steps[0]["cumulative_speedup_max"], steps[0]["speedup_max_alone"]);
+  const double idle = r["gpu"]["idle"]["fraction"].get<double>();
+  EXPECT_LE((*find_rec(r, "avoid-host-sync"))["removable_share"].get<double>(), idle + 1e-6);
+}
+
 // Class 4: a launch-bound H100 step with batch 16 (48 tiny kernels, GPU busy 13%): the fix that addresses
 // cpu_overhead leads the plan although it is a check (the memory headroom is not recorded), and it says what
 // to confirm first and how.

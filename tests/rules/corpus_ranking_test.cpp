@@ -96,10 +96,15 @@ TEST(CorpusRanking, MinorNeverAboveMaterialAndNotesLast) {
       EXPECT_FALSE(rec["rank_reason"].get<std::string>().empty());
       const bool minor = rec["removable_share"].is_number() && rec["removable_share"].get<double>() < 0.03;
       if (rec["group"] == "note") continue;
-      // A fix that addresses the bottleneck is primary whatever its bound (it leads); among the others a minor
-      // one never stands above a material one.
+      // A fix that addresses the bottleneck is primary, also when its bound is minor if no material fix for the
+      // bottleneck exists (it leads then); among the others a minor one never stands above a material one.
       if (rec["group"] == "primary") {
         EXPECT_TRUE(rec["addresses_bottleneck"].get<bool>()) << rec.dump();
+        if (minor)
+          for (const auto& other : recs)
+            EXPECT_FALSE(other["group"] == "primary" && other["removable_share"].is_number() &&
+                         other["removable_share"].get<double>() >= 0.03)
+                << rec["id"] << " is a minor primary fix although " << other["id"] << " is material";
         continue;
       }
       if (minor) seen_minor = true;

@@ -100,10 +100,25 @@ TEST(Engine, OrderedByGroupThenCostThenGainThenId) {
     return out;
   };
   const json input_bound = {{"verdict", {{"bottleneck", "input_pipeline"}}}};
-  // minor-one addresses the bottleneck: primary, behind the material primary fixes but ahead of fixes that do
-  // not address the bottleneck (issue 23 item 5).
+  // minor-one addresses the bottleneck, but material fixes for it exist: it is listed with the minor ones.
   EXPECT_EQ(mine(recommend(**set, input_bound)),
-            (std::vector<std::string>{"cheap-small", "cheap-small-b", "dear-big", "minor-one", "other-big", "other-mid"}));
+            (std::vector<std::string>{"cheap-small", "cheap-small-b", "dear-big", "other-big", "other-mid", "minor-one"}));
+  // The only fix for the bottleneck is minor: it stays primary and leads (issue 23 item 5).
+  const json cpu_bound = {{"verdict", {{"bottleneck", "cpu_overhead"}}}};
+  {
+    TempDir only;
+    std::string t = rule_text("tiny-fix", "true");
+    t.replace(t.find("\"removable_share\": \"breakdown.data_loading\""),
+              std::string("\"removable_share\": \"breakdown.data_loading\"").size(), "\"removable_share\": \"0.01\"");
+    t.replace(t.find("  \"knobs\""), 9, "  \"addresses\": [\"cpu_overhead\"],\n  \"knobs\"");
+    only.write("tiny-fix.json", t);
+    auto with_tiny = load_rules({dir.path(), only.path()});
+    ASSERT_TRUE(with_tiny.ok()) << with_tiny.status().message();
+    const json recs = recommend(**with_tiny, cpu_bound);
+    ASSERT_FALSE(recs.empty());
+    EXPECT_EQ(recs[0].at("id"), "tiny-fix") << recs.dump(1);
+    EXPECT_EQ(recs[0].at("group"), "primary");
+  }
   // Without a verdict nothing is primary: material fixes by bound, the minor one still last.
   EXPECT_EQ(mine(recommend(**set, json::object())),
             (std::vector<std::string>{"other-big", "dear-big", "other-mid", "cheap-small", "cheap-small-b", "minor-one"}));
@@ -115,10 +130,7 @@ TEST(Engine, OrderedByGroupThenCostThenGainThenId) {
       EXPECT_EQ(r.at("cost").at("effort"), "high");
       EXPECT_NE(r.at("rank_reason").get<std::string>().find("addresses the bottleneck (input_pipeline)"), std::string::npos);
     }
-    if (r.at("id") == "minor-one") {
-      EXPECT_EQ(r.at("group"), "primary");
-      EXPECT_NE(r.at("rank_reason").get<std::string>().find("under 3%"), std::string::npos);
-    }
+    if (r.at("id") == "minor-one") EXPECT_EQ(r.at("group"), "minor");
     if (r.at("id") == "other-big") EXPECT_EQ(r.at("group"), "secondary");
   }
 }
