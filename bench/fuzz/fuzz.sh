@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Builds one fuzz target of bench/fuzz with clang in build-fuzz and runs it (default 600 s) at low
 # priority, seeded by make_seeds.py. Prints executions, coverage and the number of findings.
-# Usage: bench/fuzz/fuzz.sh native|rules|report_diff [SECONDS]
+# Usage: bench/fuzz/fuzz.sh native|rules|report_diff|nsys [SECONDS]
 # Env: BUILD (default <repo>/build-fuzz), PROFILE_TRAIN (a built CLI for report seeds; default build/)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="${BUILD:-$root/build-fuzz}"
-target="${1:?usage: fuzz.sh native|rules|report_diff [SECONDS]}"
+target="${1:?usage: fuzz.sh native|rules|report_diff|nsys [SECONDS]}"
 secs="${2:-600}"
 
 if [ ! -f "$build/build.ninja" ]; then

@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Writes seed corpora for the fuzz targets of bench/fuzz: small valid native captures, the built-in rule
 files and their expressions, and report.json files (from PROFILE_TRAIN=path/to/profile-train when given).
-Usage: make_seeds.py TARGET OUT_DIR REPO_ROOT   (TARGET: native | rules | report_diff)"""
+Usage: make_seeds.py TARGET OUT_DIR REPO_ROOT   (TARGET: native | rules | report_diff | nsys)"""
 import glob
 import json
 import os
+import shutil
+import sqlite3
 import struct
 import subprocess
 import sys
@@ -59,6 +61,65 @@ def native_seed(n_steps, with_gpu):
     return out
 
 
+def nsys_seed(path, procs, inline):
+    """A small Nsight Systems export (512-byte pages): kernels, copies, runtime calls and NVTX ranges of `procs`
+    processes, names through StringIds or inline, with the ENUM tables of a current export."""
+    if os.path.exists(path):
+        os.remove(path)
+    db = sqlite3.connect(path)
+    name = "TEXT" if inline else "INTEGER"
+    db.executescript("""
+        PRAGMA page_size = 512;
+        CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE META_DATA_EXPORT (name TEXT, value TEXT);
+        CREATE TABLE ENUM_CUDA_MEM_KIND (id INTEGER PRIMARY KEY, name TEXT, label TEXT);
+        CREATE TABLE ENUM_CUDA_MEMCPY_OPER (id INTEGER PRIMARY KEY, name TEXT, label TEXT);
+        CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, "end" INTEGER, deviceId INTEGER, contextId INTEGER,
+          streamId INTEGER, correlationId INTEGER, globalPid INTEGER, demangledName %s, shortName %s,
+          gridX INTEGER, gridY INTEGER, gridZ INTEGER, blockX INTEGER, blockY INTEGER, blockZ INTEGER,
+          registersPerThread INTEGER, staticSharedMemory INTEGER, dynamicSharedMemory INTEGER);
+        CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (start INTEGER, "end" INTEGER, deviceId INTEGER, contextId INTEGER,
+          streamId INTEGER, correlationId INTEGER, globalPid INTEGER, bytes INTEGER, copyKind INTEGER,
+          srcKind INTEGER, dstKind INTEGER);
+        CREATE TABLE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (start INTEGER, "end" INTEGER, deviceId INTEGER,
+          contextId INTEGER, streamId INTEGER, correlationId INTEGER, globalPid INTEGER, syncType INTEGER);
+        CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER, "end" INTEGER, globalTid INTEGER,
+          correlationId INTEGER, nameId %s);
+        CREATE TABLE NVTX_EVENTS (start INTEGER, "end" INTEGER, eventType INTEGER, text TEXT, globalTid INTEGER,
+          textId INTEGER, domainId INTEGER);
+        INSERT INTO META_DATA_EXPORT VALUES ('EXPORT_PRODUCT_VERSION', '2024.5.1'), ('EXPORT_SCHEMA_VERSION', '3.11.0');
+        INSERT INTO ENUM_CUDA_MEM_KIND VALUES (0, 'CUDA_MEMOPR_MEMORY_KIND_PAGEABLE', 'Pageable'),
+          (1, 'CUDA_MEMOPR_MEMORY_KIND_PINNED', 'Pinned'), (2, 'CUDA_MEMOPR_MEMORY_KIND_DEVICE', 'Device');
+        INSERT INTO ENUM_CUDA_MEMCPY_OPER VALUES (1, 'CUDA_MEMCPY_KIND_HTOD', 'Host-to-Device'),
+          (2, 'CUDA_MEMCPY_KIND_DTOH', 'Device-to-Host'), (8, 'CUDA_MEMCPY_KIND_DTOD', 'Device-to-Device');
+        INSERT INTO StringIds VALUES (1, 'ncclDevKernel_AllReduce_Sum_f32'), (2, 'cudaLaunchKernel_v7000'),
+          (3, 'ProfilerStep#1'), (4, 'cudaMemcpyAsync_v3020');
+    """ % (name, name, name))
+    k = lambda sid, text: text if inline else sid
+    for p in range(procs):
+        gpid = (1 << 48) | ((100 + p) << 24)
+        gtid = gpid | (100 + p)
+        for step in range(3):
+            t0 = step * 10000
+            db.execute("INSERT INTO NVTX_EVENTS VALUES (?, ?, 59, ?, ?, NULL, 0)",
+                       (t0, t0 + 9000, "ProfilerStep#%d, op_id = %d" % (step, step), gtid))
+            db.execute("INSERT INTO NVTX_EVENTS VALUES (?, ?, 59, ?, ?, NULL, 0)",
+                       (t0 + 50, t0 + 300, "aten::mm, seq = 1, op_id = 9, sizes = [[8, 8], [8, 8]]", gtid))
+            db.execute("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?, ?, ?, ?, ?)",
+                       (t0 + 100, t0 + 120, gtid, step * 2 + 1, k(4, "cudaMemcpyAsync_v3020")))
+            db.execute("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (?, ?, ?, 1, 7, ?, ?, 4096, 1, ?, 2)",
+                       (t0 + 130, t0 + 400, p, step * 2 + 1, gpid, step % 2))
+            db.execute("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?, ?, ?, ?, ?)",
+                       (t0 + 200, t0 + 210, gtid, step * 2 + 2, k(2, "cudaLaunchKernel_v7000")))
+            db.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?, ?, ?, 1, 7, ?, ?, ?, ?, 8, 1, 1, 256, 1, 1, 32, 0, 1024)",
+                       (t0 + 500, t0 + 8000, p, step * 2 + 2, gpid, k(1, "ncclDevKernel_AllReduce_Sum_f32"),
+                        k(1, "ncclDevKernel_AllReduce_Sum_f32")))
+            db.execute("INSERT INTO CUPTI_ACTIVITY_KIND_SYNCHRONIZATION VALUES (?, ?, 0, 1, 7, 99, ?, 3)",
+                       (t0 + 8000, t0 + 8100, gpid))
+    db.commit()
+    db.close()
+
+
 def main():
     target, out_dir, root = sys.argv[1], sys.argv[2], sys.argv[3]
     os.makedirs(out_dir, exist_ok=True)
@@ -92,6 +153,13 @@ def main():
                         open(os.path.join(out_dir, "report_%d.json" % n), "wb").write(open(rp, "rb").read())
                         n += 1
         open(os.path.join(out_dir, "minimal.json"), "w").write('{"schema_version": "1.0"}')
+    elif target == "nsys":
+        traces = os.environ.get("PT_TRACES_DIR", os.path.join(root, "..", "shared", "traces"))
+        small = os.path.join(traces, "nsys", "healthy_1pct.sqlite")
+        if os.path.exists(small) and os.path.getsize(small) <= 65536:
+            shutil.copyfile(small, os.path.join(out_dir, "healthy_1pct.sqlite"))
+        for i, (procs, inline) in enumerate([(1, False), (2, False), (2, True)]):
+            nsys_seed(os.path.join(out_dir, "seed_%d.sqlite" % i), procs, inline)
     else:
         sys.exit("unknown target " + target)
 

@@ -104,7 +104,7 @@ bool parse_size(const std::string& text, uint64_t* out) {
 // "runs/worker0.123.pt.trace.json.gz" -> "worker0.123"; only [A-Za-z0-9._-], never empty.
 std::string safe_name(const std::filesystem::path& p) {
   std::string s = p.filename().string();
-  for (const char* ext : {".gz", ".json", ".pt.trace", ".trace"})
+  for (const char* ext : {".gz", ".json", ".pt.trace", ".trace", ".sqlite", ".nsys-rep"})
     if (s.size() > std::strlen(ext) && s.ends_with(ext)) s.resize(s.size() - std::strlen(ext));
   for (auto& c : s)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '_';
@@ -171,7 +171,7 @@ int run_analyze(const AnalyzeArgs& a) {
   auto rules = rules::load_rules(base.rules_dirs);
   if (!rules.ok()) return print_failure("profile-train", rules.status());
 
-  const bool multi = a.traces.size() > 1;
+  bool multi = a.traces.size() > 1;
   std::set<std::string> used_names;
   struct Row { std::string file, verdict, folder; double confidence = 0, mean_ms = -1, util = -1; };
   std::vector<Row> rows;
@@ -190,7 +190,7 @@ int run_analyze(const AnalyzeArgs& a) {
             : "loading " + terminal_safe(std::filesystem::path(a.traces[0]).filename().string()),
       tty);
   auto start_load = [&](size_t i) {
-    return std::async(std::launch::async, [&, i]() -> StatusOr<trace::Trace> {
+    return std::async(std::launch::async, [&, i]() -> StatusOr<std::vector<trace::Trace>> {
       trace::LoadOptions lo;
       lo.max_uncompressed_bytes = max_input_bytes;
       lo.max_load_seconds = a.max_load_seconds;
@@ -205,10 +205,10 @@ int run_analyze(const AnalyzeArgs& a) {
         }
         progress->update(d, t, "B");
       };
-      return trace::load_trace(a.traces[i], lo);
+      return trace::load_trace_set(a.traces[i], lo);  // several for an nsys export of several processes
     });
   };
-  std::deque<std::future<StatusOr<trace::Trace>>> window;
+  std::deque<std::future<StatusOr<std::vector<trace::Trace>>>> window;
   size_t next = 0;
   for (; next < a.traces.size() && window.size() < static_cast<size_t>(jobs); ++next) window.push_back(start_load(next));
   for (size_t index = 0; index < a.traces.size(); ++index) {
@@ -230,36 +230,42 @@ int run_analyze(const AnalyzeArgs& a) {
       worst = kExitBadInput;
       continue;
     }
-    OutputOptions o = base;
-    std::string folder;
-    if (multi) {
-      folder = safe_name(file);
-      for (int k = 2; used_names.count(folder); ++k) folder = safe_name(file) + "-" + std::to_string(k);
-      used_names.insert(folder);
-      o.out_dir = base.out_dir / folder;
-      if (o.perfetto) o.perfetto = o.out_dir / base.perfetto->filename();
-      if (!a.quiet && std::find(a.formats.begin(), a.formats.end(), "text") != a.formats.end())
-        std::cout << "== " << terminal_safe(file) << " ==\n";
+    // An Nsight Systems export of several processes gives one report per process, as rank files do.
+    if (loaded->size() > 1) multi = true;
+    for (trace::Trace& one : *loaded) {
+      const std::string label = loaded->size() > 1 ? file + " (pid " + std::to_string(one.meta.main_pid) + ")" : file;
+      OutputOptions o = base;
+      std::string folder;
+      if (multi) {
+        const std::string stem = loaded->size() > 1 ? safe_name(file) + ".pid" + std::to_string(one.meta.main_pid) : safe_name(file);
+        folder = stem;
+        for (int k = 2; used_names.count(folder); ++k) folder = stem + "-" + std::to_string(k);
+        used_names.insert(folder);
+        o.out_dir = base.out_dir / folder;
+        if (o.perfetto) o.perfetto = o.out_dir / base.perfetto->filename();
+        if (!a.quiet && std::find(a.formats.begin(), a.formats.end(), "text") != a.formats.end())
+          std::cout << "== " << terminal_safe(label) << " ==\n";
+      }
+      std::optional<analysis::Report> report;
+      const int rc = report_trace(one, o, &report);
+      if (rc != kExitOk) {
+        worst = std::max(worst, rc);
+        continue;
+      }
+      if (!a.explain.empty())  // the rules evaluate over report.json
+        std::cout << terminal_safe(rules::explain_rule(**rules, a.explain, report::to_json(*report)), true) << "\n";
+      Row row;
+      row.file = label;
+      row.folder = folder;
+      row.verdict = std::string(name_of(report->verdict.bottleneck));
+      row.confidence = report->verdict.confidence;
+      row.mean_ms = report->steps.mean_ms.value_or(-1);
+      row.util = report->gpu.utilization.value_or(-1);
+      if (std::find(a.fail_on.begin(), a.fail_on.end(), row.verdict) != a.fail_on.end()) gate = true;
+      rows.push_back(row);
+      if (multi) rank_reports.push_back({label, std::move(*report)});
+      if (multi && !a.quiet) std::cout << "\n";
     }
-    std::optional<analysis::Report> report;
-    const int rc = report_trace(*loaded, o, &report);
-    if (rc != kExitOk) {
-      worst = std::max(worst, rc);
-      continue;
-    }
-    if (!a.explain.empty())  // the rules evaluate over report.json
-      std::cout << terminal_safe(rules::explain_rule(**rules, a.explain, report::to_json(*report)), true) << "\n";
-    Row row;
-    row.file = file;
-    row.folder = folder;
-    row.verdict = std::string(name_of(report->verdict.bottleneck));
-    row.confidence = report->verdict.confidence;
-    row.mean_ms = report->steps.mean_ms.value_or(-1);
-    row.util = report->gpu.utilization.value_or(-1);
-    if (std::find(a.fail_on.begin(), a.fail_on.end(), row.verdict) != a.fail_on.end()) gate = true;
-    rows.push_back(row);
-    if (multi) rank_reports.push_back({file, std::move(*report)});
-    if (multi && !a.quiet) std::cout << "\n";
   }
   if (multi && !rows.empty() && !a.quiet) {
     std::cout << "Summary (" << rows.size() << " trace(s), reports under " << terminal_safe(base.out_dir.string()) << "/<name>/)\n";
@@ -294,7 +300,7 @@ int run_analyze(const AnalyzeArgs& a) {
 
 Runner add_analyze(CLI::App& app) {
   auto args = std::make_shared<AnalyzeArgs>();
-  auto* sub = app.add_subcommand("analyze", "Diagnose existing profiler traces (Kineto JSON .json/.json.gz, native captures)");
+  auto* sub = app.add_subcommand("analyze", "Diagnose existing profiler traces (Kineto JSON .json/.json.gz, native captures, Nsight Systems .sqlite exports / .nsys-rep)");
   sub->add_option("TRACE", args->traces, "Trace file(s)")->required();
   sub->add_option("--out,-o", args->out, "Output folder (one sub-folder per trace when several)")->capture_default_str();
   sub->add_option("--format", args->formats, "Outputs: text,json,html")->delimiter(',')->capture_default_str();

@@ -164,7 +164,8 @@ TEST(RealPrograms, ManualSgdWithoutOptimizerOrDataLoader) {
   EXPECT_EQ(r["steps"]["count"], 20);
   double longest = 0;
   for (const auto& s : r["steps"]["per_step"]) longest = std::max(longest, num(s["duration_ms"]));
-  EXPECT_LT(longest, 250) << "a step holds the evaluation or the 300 ms checkpoint save\n" << r["steps"].dump();
+  // A step holding the save lasts at least its 300 ms; under a loaded machine normal steps reach ~255 ms.
+  EXPECT_LT(longest, 300) << "a step holds the evaluation or the 300 ms checkpoint save\n" << r["steps"].dump();
   EXPECT_FALSE(r["facts"].contains("training")) << "no optimizer: no accumulation to report";
   expect_phase_split(r, false, false);
 }

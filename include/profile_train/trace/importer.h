@@ -27,9 +27,15 @@ struct LoadOptions {
   double max_load_seconds = 0;
 };
 
-// Loads one trace file of any supported format (Kineto JSON .json/.json.gz, native capture files).
+// Loads one trace file of any supported format (Kineto JSON .json/.json.gz, native capture files, Nsight
+// Systems SQLite exports and .nsys-rep reports). An export of several processes gives its rank 0 here.
 // Errors: BadInput / NotFound / Unsupported / ResourceExhausted with a message that names the file.
 StatusOr<Trace> load_trace(const std::filesystem::path& path, const LoadOptions& options = {});
+
+// Every trace one file holds: one per process that ran GPU work for an Nsight Systems export of a multi-process
+// job (torchrun under nsys; meta.rank / world_size set, ranks in the order of the processes' first GPUs), one
+// for every other file. Same errors as load_trace.
+StatusOr<std::vector<Trace>> load_trace_set(const std::filesystem::path& path, const LoadOptions& options = {});
 
 // Same as load_trace, for bytes already in memory (plain or gzip). `name` stands in for the file path in
 // messages and meta.source_files. Used by the fuzz target and by tests.
@@ -57,6 +63,9 @@ struct Importer {
   std::function<StatusOr<Trace>(const std::filesystem::path&, const LoadOptions&)> load;
   // Stream-based loader (preferred): reads the already-decompressed stream from its first byte.
   std::function<StatusOr<Trace>(ByteSource&, const LoadOptions&)> load_stream;
+  // Optional: every trace of a file that can hold several (load_trace_set). Claimed by `sniff` on the file's
+  // first bytes as stored (no decompression).
+  std::function<StatusOr<std::vector<Trace>>(const std::filesystem::path&, const LoadOptions&)> load_set;
 };
 void register_importer(Importer importer);
 const std::vector<Importer>& importers();

@@ -2,11 +2,13 @@
 // the head, dispatch to the importer that claims it. Every error message starts with the file path.
 #include <chrono>
 #include <exception>
+#include <fstream>
 #include <mutex>
 #include <new>
 
 #include "importers/byte_sources.h"
 #include "importers/importers_internal.h"
+#include "nsys/nsys_importer.h"
 #include "profile_train/trace/importer.h"
 
 namespace profile_train::trace {
@@ -18,11 +20,13 @@ struct Registry {
 };
 
 // Built-ins are registered once, on first use (function-local static: thread-safe initialisation).
-// The native reader goes first: it claims its files by a magic header, the JSON importer by a '{' or '['.
+// The native reader and the Nsight Systems importer go first: they claim their files by a magic header, the
+// JSON importer by a '{' or '['.
 Registry& registry() {
   static Registry* r = [] {
     auto* reg = new Registry;  // never destroyed: importers may be used from static destructors
     reg->list.push_back(make_native_importer());
+    reg->list.push_back(make_nsys_importer());
     reg->list.push_back(make_kineto_json_importer());
     return reg;
   }();
@@ -141,6 +145,17 @@ StatusOr<Trace> guarded(const std::string& name, F&& f) {
   }
 }
 
+template <typename F>
+StatusOr<std::vector<Trace>> guarded_set(const std::string& name, F&& f) {
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    return ResourceExhausted(name + ": out of memory while loading");
+  } catch (const std::exception& e) {
+    return Internal(name + ": unexpected error while loading: " + e.what());
+  }
+}
+
 }  // namespace
 
 void register_importer(Importer importer) {
@@ -162,6 +177,13 @@ const std::vector<Importer>& importers() {
 
 StatusOr<Trace> load_trace(const std::filesystem::path& path, const LoadOptions& options) {
   const std::string name = path.string();
+  if (nsys::is_report_path(path)) {  // nsys's own container: converted by nsys itself
+    return guarded(name, [&]() -> StatusOr<Trace> {
+      auto all = nsys::load_report(path, options);
+      if (!all.ok()) return all.status();
+      return std::move(all->front());
+    });
+  }
   return guarded(name, [&]() -> StatusOr<Trace> {
     return load_with_fallback(options, [&](detail::GzipDecoder decoder, const LoadOptions& opt,
                                            bool* used_isal) -> StatusOr<Trace> {
@@ -171,6 +193,31 @@ StatusOr<Trace> load_trace(const std::filesystem::path& path, const LoadOptions&
       return load_from(*f, [f] { return f->consumed(); }, f->size(), &path, opt, decoder, used_isal);
     });
   });
+}
+
+StatusOr<std::vector<Trace>> load_trace_set(const std::filesystem::path& path, const LoadOptions& options) {
+  const std::string name = path.string();
+  if (nsys::is_report_path(path))
+    return guarded_set(name, [&] { return nsys::load_report(path, options); });
+  std::string head(kSniffBytes, '\0');
+  {
+    std::ifstream in(path, std::ios::binary);
+    in.read(head.data(), static_cast<std::streamsize>(head.size()));
+    head.resize(static_cast<size_t>(std::max<std::streamsize>(0, in.gcount())));
+  }
+  std::vector<Importer> candidates;
+  {
+    Registry& reg = registry();
+    std::lock_guard<std::mutex> lock(reg.mu);
+    candidates = reg.list;
+  }
+  for (const Importer& imp : candidates)
+    if (imp.load_set && imp.sniff && imp.sniff(head)) return guarded_set(name, [&] { return imp.load_set(path, options); });
+  auto one = load_trace(path, options);
+  if (!one.ok()) return one.status();
+  std::vector<Trace> out;
+  out.push_back(std::move(*one));
+  return out;
 }
 
 StatusOr<Trace> load_trace_bytes(std::string_view bytes, const std::string& name, const LoadOptions& options) {
