@@ -212,6 +212,21 @@ Report build_typed_report(const trace::Trace& t, const AnalysisOptions& options)
   r.breakdown_ms = sec.breakdown_ms;
   r.phases = std::move(sec.phases);
   r.device = device_section(t, idx);
+  std::vector<std::string> device_notes;  // added to source.notes once that section exists
+  if (options.device_name && !options.device_name->empty()) {
+    // `--device NAME`: the GPU model the trace does not record (a trace's own name wins).
+    if (!r.device && idx.has_gpu_activity) r.device = Device{idx.main_device, {}, {}, {}, {}, {}};
+    if (r.device && !r.device->name) {
+      r.device->name = *options.device_name;
+      device_notes.push_back("device.name \"" + *options.device_name +
+                               "\" comes from --device: the trace does not record the GPU model");
+    } else if (r.device && *r.device->name != *options.device_name) {
+      device_notes.push_back("--device \"" + *options.device_name + "\" ignored: the trace records the GPU as \"" +
+                               *r.device->name + "\"");
+    } else if (!r.device) {
+      device_notes.push_back("--device \"" + *options.device_name + "\" ignored: the trace shows no GPU activity");
+    }
+  }
   if (t.devices.empty()) missing.insert("deviceProperties");
   r.gpu = gpu_section(c, missing);
   r.host = host_section(c, roles);
@@ -223,8 +238,8 @@ Report build_typed_report(const trace::Trace& t, const AnalysisOptions& options)
     static const std::vector<GpuSpec> kNone;
     spec = match_gpu_spec(*r.device->name, options.gpu_specs ? *options.gpu_specs : kNone);
   }
-  std::vector<std::string> device_notes;
-  if (spec) fill_device_from_spec(*r.device, *spec, device_notes);
+  std::vector<std::string> spec_notes;  // device facts filled from the GPU spec table (data_quality.notes)
+  if (spec) fill_device_from_spec(*r.device, *spec, spec_notes);
   r.efficiency = efficiency_section({attribution, c.nsteps, c.total_ns, spec, t.has_input_shapes(),
                                      idx.has_gpu_activity, kernel_class_times(c)});
   r.facts = infer_facts(t, idx);
@@ -268,7 +283,7 @@ Report build_typed_report(const trace::Trace& t, const AnalysisOptions& options)
     if (gf->contains("ooms") && (*gf)["ooms"].is_number_integer()) r.gpu.memory.ooms = (*gf)["ooms"].get<int64_t>();
   }
   r.data_quality = data_quality_section(t, idx, missing);
-  r.data_quality.notes.insert(r.data_quality.notes.end(), device_notes.begin(), device_notes.end());
+  r.data_quality.notes.insert(r.data_quality.notes.end(), spec_notes.begin(), spec_notes.end());
   if (!t.memory.empty()) {
     r.data_quality.memory_events_rejected = mem_rejected;
     if (mem_rejected > 0)
@@ -276,6 +291,7 @@ Report build_typed_report(const trace::Trace& t, const AnalysisOptions& options)
                                      " memory events with sizes or running totals no device can have were left out");
   }
   r.source = source_section(t, idx, si, missing);
+  r.source.notes.insert(r.source.notes.end(), device_notes.begin(), device_notes.end());
   // recommendations and plan are written with the rules (rules::apply_rules).
   r.verdict = decide_verdict(r);
   return r;

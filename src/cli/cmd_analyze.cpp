@@ -40,6 +40,7 @@ struct AnalyzeArgs {
   std::string explain;
   std::vector<std::string> fail_on;
   bool all_steps = false;
+  std::string device;  // --device NAME
   bool quiet = false;
   std::string gpu_spec;  // --gpu-spec FILE: extra GPU peak-table entries
   // Bounds per input file against decompression bombs (see README "Limits").
@@ -153,6 +154,7 @@ int run_analyze(const AnalyzeArgs& a) {
   base.quiet = a.quiet;
   base.all_steps = a.all_steps;
   base.max_analysis_seconds = a.max_analysis_seconds;
+  if (!a.device.empty()) base.device_name = a.device;
   for (const auto& d : a.rules_dirs) base.rules_dirs.emplace_back(d);
   if (!a.gpu_spec.empty()) {
     auto specs = analysis::load_gpu_spec_file(a.gpu_spec);
@@ -325,6 +327,8 @@ Runner add_analyze(CLI::App& app) {
   sub->add_option("--explain", args->explain, "Explain why rule RULE_ID did or did not fire");
   sub->add_option("--fail-on", args->fail_on, "Exit 3 when the verdict is one of these bottlenecks (CI gate)")
       ->delimiter(',');
+  sub->add_option("--device", args->device,
+                  "GPU model (e.g. \"Tesla V100-SXM2-32GB\") for traces that do not record it (no deviceProperties)");
   sub->add_flag("--all-steps", args->all_steps,
                 "List every step in report.json steps.per_step (default: the first, last and slowest 50)");
   sub->add_option("--max-input-size", args->max_input_size,

@@ -49,6 +49,7 @@ struct RunOptions {
   std::string gpu_spec;  // --gpu-spec FILE: extra GPU peak-table entries
   std::string perfetto;
   bool all_steps = false;
+  std::string device;  // --device NAME
   bool quiet = false;
   std::vector<std::string> command;
   double kill_after_s = 10;    // grace between a stop signal (or the command's end) and SIGKILL of what is left
@@ -218,6 +219,7 @@ int run_command(const RunOptions& o) {
     if (!o.gpu_spec.empty())
       if (auto specs = analysis::load_gpu_spec_file(o.gpu_spec); specs.ok())  // checked before the launch
         opts.gpu_specs = std::make_shared<const std::vector<analysis::GpuSpec>>(std::move(*specs));
+    if (!o.device.empty()) opts.device_name = o.device;
     // The command and how it ended are part of the report before report.json, report.html and the summary.
     opts.complete_report = [&](analysis::Report& report) { merge_capture_result(cr, rank.files.size(), report); };
     if (!t.meta.gpu_capture_attempted) std::cout << who << ": " << t.meta.gpu_capture_status << "\n";
@@ -263,6 +265,8 @@ Runner add_run(CLI::App& app, std::vector<std::string> command) {
   sub->add_option("--gpu-spec", opts->gpu_spec,
                   "GPU peak table entries (data/gpu_specs.json's format) matched before the built-in ones");
   sub->add_option("--perfetto", opts->perfetto, "Also write the timeline as Chrome-trace JSON to FILE");
+  sub->add_option("--device", opts->device,
+                  "GPU model for the report when the capture does not record it (device.name)");
   sub->add_flag("--all-steps", opts->all_steps,
                 "List every step in report.json steps.per_step (default: the first, last and slowest 50)");
   sub->add_flag("--quiet,-q", opts->quiet, "Print only the summary lines");

@@ -106,6 +106,7 @@ int print_failure(std::string_view who, const Status& status) {
 int report_trace(const trace::Trace& trace, const OutputOptions& options, std::optional<analysis::Report>* report_out) {
   analysis::AnalysisOptions analysis_options;
   analysis_options.all_steps = options.all_steps;
+  analysis_options.device_name = options.device_name;
   analysis_options.gpu_specs = options.gpu_specs.get();
   analysis::Report report;
   const double limit_s = options.max_analysis_seconds;

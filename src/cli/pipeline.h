@@ -25,6 +25,7 @@ struct OutputOptions {
   std::optional<std::filesystem::path> perfetto;               // --perfetto FILE
   std::vector<std::filesystem::path> rules_dirs;                // --rules DIR (added / overriding rules)
   bool all_steps = false;                                       // --all-steps: every step in steps.per_step
+  std::optional<std::string> device_name;                       // --device NAME: the GPU model a trace lacks
   bool quiet = false;
   // `analyze --max-analysis-seconds`: past this, the analysis of one trace is given up with one error line and
   // exit 2 (the process ends: a running analysis cannot be interrupted). 0 = no limit.

@@ -125,7 +125,11 @@ void write_plan(Html& h, const analysis::Report& r) {
       h.raw("<li data-rule=\"").text(s.id).raw("\"><a href=\"#rec-").text(s.id).raw("\">").text(s.title)
           .raw("</a><div class=\"plan-bar\"><span style=\"width:").raw(format_fixed(w, 1)).raw("%\"></span></div>")
           .raw("<span class=\"plan-figs\">alone up to ").text(times(s.speedup_max_alone))
-          .raw(" \xC2\xB7 cumulative up to ").text(times(cum)).raw("</span></li>\n");
+          .raw(" \xC2\xB7 cumulative up to ").text(times(cum)).raw("</span>");
+      if (s.evidence_level == "check")
+        h.raw("<p class=\"plan-check\"><b>Check first:</b> ").text(s.check_note.value_or("a fact it relies on was not recorded"))
+            .raw("</p>");
+      h.raw("</li>\n");
     }
     h.raw("</ol>\n");
     h.raw("<p class=\"hint\">Bounds, not promises: ").text(plan.method).raw(".</p>\n");

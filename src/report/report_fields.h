@@ -480,6 +480,9 @@ PT_REPORT_FIELDS(Recommendation) {
 PT_REPORT_FIELDS(PlanStep) {
   v("id", s.id);
   v("title", s.title);
+  v("evidence_level", s.evidence_level);
+  v("check_note", s.check_note);
+  v("addresses_bottleneck", s.addresses_bottleneck);
   v("removable_share", s.removable_share);
   v("removed_share", s.removed_share);
   v("speedup_max_alone", s.speedup_max_alone);

@@ -58,11 +58,14 @@ void write_plan(const Report& r, std::ostream& out, const Style& st) {
         << st.bold(fmt("%.2fx", plan.combined_speedup_max)) << " faster step "
         << st.dim("(bounds, successive Amdahl)") << "\n";
     int i = 0;
-    for (const auto& s : plan.steps)
+    for (const auto& s : plan.steps) {
       out << "  " << ++i << ". [" << text(s.id) << "] " << text(s.title) << "  "
           << st.dim("alone up to " + fmt("%.2fx", s.speedup_max_alone) + ", cumulative " +
-                    fmt("%.2fx", s.cumulative_speedup_max))
-          << "\n";
+                    fmt("%.2fx", s.cumulative_speedup_max));
+      if (s.evidence_level == "check") out << "  " << st.c("33", "CHECK");
+      out << "\n";
+      if (s.evidence_level == "check" && s.check_note) out << "     " << st.dim("check first: " + text(s.check_note)) << "\n";
+    }
   }
   if (plan.no_fix_reason)
     out << (any ? "  " : "") << st.c("33", "No fix for the bottleneck") << ": " << text(*plan.no_fix_reason) << "\n";

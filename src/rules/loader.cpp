@@ -10,6 +10,7 @@
 #include "json_lines.h"
 #include "profile_train/common/knobs.h"
 #include "profile_train/common/vocabulary.h"
+#include "profile_train/rules/metric_paths.h"
 #include "rule_set.h"
 
 namespace profile_train::rules {
@@ -22,7 +23,7 @@ const std::set<std::string>& known_keys() {
   static const std::set<std::string> k = {"$schema", "format_version", "id",    "title",      "tier",
                                           "when",    "evidence",       "gain",  "fix",        "caveats",
                                           "references", "knobs",       "description", "addresses",
-                                          "cost",    "unverified"};
+                                          "cost",    "unverified", "assume"};
   return k;
 }
 
@@ -85,10 +86,12 @@ Status read_string_list(const json& obj, const char* key, const Errors& err, std
   return Status::Ok();
 }
 
-Status parse_template(const std::string& source, const std::string& pointer, const Errors& err, Template& out) {
+Status parse_template(const std::string& source, const std::string& pointer, const Errors& err, Template& out,
+                      const std::map<std::string, expr::StaticType, std::less<>>* extra_locals = nullptr) {
   out.source = source;
-  const std::map<std::string, expr::StaticType, std::less<>> locals = {
+  std::map<std::string, expr::StaticType, std::less<>> locals = {
       {"speedup_max", expr::StaticType::kNumber}, {"removable_share", expr::StaticType::kNumber}};
+  if (extra_locals != nullptr) locals.insert(extra_locals->begin(), extra_locals->end());
   std::string literal;
   for (size_t i = 0; i < source.size(); ++i) {
     const char c = source[i];
@@ -136,10 +139,11 @@ int parse_level(const json& j) {
 }
 
 StatusOr<expr::Expression> parse_condition(const json& j, const std::string& pointer, const char* what,
-                                           const Errors& err) {
+                                           const Errors& err,
+                                           const std::map<std::string, expr::StaticType, std::less<>>& locals = {}) {
   if (!j.is_string() || j.get<std::string>().empty())
     return err.at(pointer, std::string(what) + " must be a non-empty condition string");
-  auto parsed = expr::Expression::Parse(j.get<std::string>());
+  auto parsed = expr::Expression::Parse(j.get<std::string>(), locals);
   if (!parsed.ok()) return err.at(pointer, std::string("in ") + what + ", " + parsed.status().message());
   if (parsed->type() != expr::StaticType::kBool && parsed->type() != expr::StaticType::kAny)
     return err.at(pointer, std::string(what) + " must be a condition (boolean)");
@@ -182,8 +186,9 @@ Status read_standing(const json& j, const Errors& err, Rule& r) {
       const std::string pointer = "/unverified/" + std::to_string(i);
       if (!item.is_object()) return err.at(pointer, "an \"unverified\" item must be an object {when, text, level}");
       for (auto it = item.begin(); it != item.end(); ++it)
-        if (it.key() != "when" && it.key() != "text" && it.key() != "level")
-          return err.at(pointer + "/" + it.key(), "unknown key \"" + it.key() + "\" in an \"unverified\" item (when, text, level)");
+        if (it.key() != "when" && it.key() != "text" && it.key() != "level" && it.key() != "confirm")
+          return err.at(pointer + "/" + it.key(),
+                        "unknown key \"" + it.key() + "\" in an \"unverified\" item (when, text, level, confirm)");
       if (!item.contains("when") || !item.contains("text"))
         return err.at(pointer, "an \"unverified\" item needs \"when\" and \"text\"");
       Unverified out;
@@ -196,8 +201,49 @@ Status read_standing(const json& j, const Errors& err, Rule& r) {
       out.level = item.value("level", std::string("check"));
       if (out.level != "check" && out.level != "note")
         return err.at(pointer + "/level", "\"unverified.level\" must be \"check\" or \"note\"");
+      if (item.contains("confirm") && !read_text(item.at("confirm"), out.confirm))
+        return err.at(pointer + "/confirm", "\"unverified.confirm\" must be a string (how to confirm the fact first)");
       r.unverified.push_back(std::move(out));
     }
+  }
+  return Status::Ok();
+}
+
+// "assume" (format 1.2): [{metric, value, when?, text, confirm?}], what to assume when a fact is unknown.
+Status read_assumptions(const json& j, const Errors& err, Rule& r) {
+  auto a = j.find("assume");
+  if (a == j.end()) return Status::Ok();
+  if (!a->is_array()) return err.at("/assume", "\"assume\" must be an array of {metric, value, when, text, confirm}");
+  for (size_t i = 0; i < a->size(); ++i) {
+    const json& item = (*a)[i];
+    const std::string pointer = "/assume/" + std::to_string(i);
+    if (!item.is_object()) return err.at(pointer, "an \"assume\" item must be an object {metric, value, when, text, confirm}");
+    for (auto it = item.begin(); it != item.end(); ++it)
+      if (it.key() != "metric" && it.key() != "value" && it.key() != "when" && it.key() != "text" && it.key() != "confirm")
+        return err.at(pointer + "/" + it.key(),
+                      "unknown key \"" + it.key() + "\" in an \"assume\" item (metric, value, when, text, confirm)");
+    for (const char* k : {"metric", "value", "text"})
+      if (!item.contains(k) || !item.at(k).is_string() || item.at(k).get<std::string>().empty())
+        return err.at(item.contains(k) ? pointer + "/" + k : pointer,
+                      std::string("an \"assume\" item needs \"") + k + "\" (a non-empty string)");
+    Assumption out;
+    out.metric = item.at("metric").get<std::string>();
+    if (find_metric(out.metric) == nullptr)
+      return err.at(pointer + "/metric", "\"assume.metric\": unknown metric path \"" + out.metric + "\"");
+    auto value = expr::Expression::Parse(item.at("value").get<std::string>(), assume_locals());
+    if (!value.ok()) return err.at(pointer + "/value", "in \"assume.value\", " + value.status().message());
+    out.value = std::move(value).value();
+    if (item.contains("when")) {
+      auto cond = parse_condition(item.at("when"), pointer + "/when", "\"assume.when\"", err, assume_locals());
+      if (!cond.ok()) return cond.status();
+      out.when = std::move(cond).value();
+    }
+    auto locals = assume_locals();
+    locals["assumed"] = expr::StaticType::kAny;
+    PT_RETURN_IF_ERROR(parse_template(item.at("text").get<std::string>(), pointer + "/text", err, out.text, &locals));
+    if (item.contains("confirm") && !read_text(item.at("confirm"), out.confirm))
+      return err.at(pointer + "/confirm", "\"assume.confirm\" must be a string (how to confirm the assumption)");
+    r.assume.push_back(std::move(out));
   }
   return Status::Ok();
 }
@@ -279,6 +325,7 @@ StatusOr<Rule> parse_rule(std::string_view text, const std::string& file) {
     return err.at("/tier", "\"tier\" must be an integer 1..4 (1 = cheapest, lowest risk)");
   r.tier = tier->get<int>();
   PT_RETURN_IF_ERROR(read_standing(j, err, r));
+  PT_RETURN_IF_ERROR(read_assumptions(j, err, r));
 
   auto when = j.find("when");
   if (when == j.end() || !when->is_string() || when->get<std::string>().empty())
@@ -326,8 +373,16 @@ StatusOr<Rule> parse_rule(std::string_view text, const std::string& file) {
   auto gain = j.find("gain");
   if (gain == j.end() || !gain->is_object()) return err.at("/gain", "\"gain\" must be an object {removable_share, rationale}");
   for (auto it = gain->begin(); it != gain->end(); ++it)
-    if (it.key() != "removable_share" && it.key() != "rationale" && it.key() != "from")
-      return err.at("/gain/" + it.key(), "unknown key \"" + it.key() + "\" in \"gain\" (removable_share, from, rationale)");
+    if (it.key() != "removable_share" && it.key() != "rationale" && it.key() != "from" && it.key() != "mechanism")
+      return err.at("/gain/" + it.key(),
+                    "unknown key \"" + it.key() + "\" in \"gain\" (removable_share, from, mechanism, rationale)");
+  if (auto m = gain->find("mechanism"); m != gain->end()) {
+    const std::string v = m->is_string() ? m->get<std::string>() : std::string();
+    if (v == "host") r.mechanism = Mechanism::kHost;
+    else if (v == "communication") r.mechanism = Mechanism::kCommunication;
+    else if (v == "gpu") r.mechanism = Mechanism::kGpu;
+    else return err.at("/gain/mechanism", "\"gain.mechanism\" must be \"host\", \"communication\" or \"gpu\"");
+  }
   if (gain->contains("from")) {
     const json& from = gain->at("from");
     if (!from.is_array() || from.empty())

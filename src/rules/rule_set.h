@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,8 +47,29 @@ const char* level_name(int level);  // 1 -> "low", 2 -> "medium", 3 -> "high"
 struct Unverified {
   expr::Expression when;
   Template text;
-  std::string level;  // "check" or "note"
+  std::string level;    // "check" or "note"
+  std::string confirm;  // how to confirm the missing fact first (a command, a one-line print); "" = none
 };
+
+// What to assume when a fact is unknown (format 1.2): when `metric` is absent or null in the report and the
+// rule's condition is UNKNOWN (or its gain cannot be bounded), the engine evaluates the rule again with the
+// metric set to `value` (the first item per metric whose `when` is true and whose value is known) and, if it
+// fires then, lists it as a check (never measured) whose note names the assumption; its bound is the one
+// under the assumption. `value`, `when` and `text` may use the engine's locals (kAssumeLocals).
+struct Assumption {
+  std::string metric;  // dotted report path, e.g. "device.compute_capability"
+  expr::Expression value;
+  std::optional<expr::Expression> when;
+  Template text;        // names the assumption; may use $assumed (the value)
+  std::string confirm;  // how to confirm it, e.g. `python -c "import torch; print(torch.cuda.get_device_capability())"`
+};
+
+// How the fix acts (format 1.2): the engine caps the removable share by what that mechanism can free.
+// "host": the host-side cause of GPU idle time (sync, launch, allocator, data wait): at most the GPU idle share
+// of the step when the step has GPU activity. "communication": at most the exposed communication share. "gpu":
+// kernel-side (no cap beyond gain.from). "" = none declared. Every share is also capped by the breakdown roles
+// of gain.from.
+enum class Mechanism { kNone, kHost, kCommunication, kGpu };
 
 struct Rule {
   std::string id;
@@ -57,6 +79,8 @@ struct Rule {
   Cost cost;
   std::vector<std::string> gain_from;  // breakdown roles the removable share comes out of (empty: any)
   std::vector<Unverified> unverified;
+  std::vector<Assumption> assume;
+  Mechanism mechanism = Mechanism::kNone;
   expr::Expression when;
   std::vector<Template> evidence;
   expr::Expression removable_share;  // gain: speedup_max = 1 / (1 - clamp(removable_share, 0, kMaxRemovable))
@@ -83,6 +107,11 @@ extern const std::size_t kEmbeddedRuleCount;
 
 inline constexpr const char* kRuleFormatMajor = "1";
 inline constexpr double kMaxRemovable = 0.99;  // caps a bound at 100x
+
+// Locals the engine gives to `assume` expressions and texts: $kernel_arch_min, the least compute capability
+// the GPU kernel names allow (volta_ 7.0, turing_ 7.5, ampere_/sm80_ 8.0, sm86_ 8.6, sm89_ 8.9, hopper_/sm90_
+// 9.0, sm100_ 10.0; UNKNOWN when no name tells), and $assumed, the assumed value (texts only).
+const std::map<std::string, expr::StaticType, std::less<>>& assume_locals();
 
 // Parses and validates one rule file's text. `file` is used in messages ("FILE:LINE: ...").
 StatusOr<Rule> parse_rule(std::string_view text, const std::string& file);

@@ -100,6 +100,7 @@ TEST_F(RulesCli, ExplainOnAReportFile) {
   TempDir tmp;
   nlohmann::json report = testing::read_json(std::filesystem::path(PT_RULES_FIXTURES) / "catalog_cases.json").at("base");
   report["breakdown"]["data_loading"] = 0.25;
+  report["gpu"]["idle"]["fraction"] = 0.33;  // the GPU idles while the step waits for data
   report["facts"]["dataloader"]["num_workers"] = 0;
   const auto f = tmp.write("report.json", report.dump());
   CliRun r = run("rules explain dataloader-workers '" + f.string() + "'");

@@ -38,6 +38,7 @@ json cpu_only(int cores, int threads, int workers, double share) {
 json gpu_job(int cores, int workers, double share) {
   json r = base();
   r["breakdown"]["data_loading"] = share;
+  r["gpu"]["idle"]["fraction"] = share + 0.08;  // the GPU idles while the step waits for data
   r["breakdown"]["kernel"] = 0.9 - share;
   r["facts"]["dataloader"]["num_workers"] = workers;
   r["facts"]["cpu"] = {{"cores", cores}, {"torch_threads", cores}};

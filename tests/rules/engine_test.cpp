@@ -34,6 +34,7 @@ json data_bound_v100(double data_loading) {
   })"));
   r["breakdown"]["data_loading"] = data_loading;
   r["breakdown"]["kernel"] = 0.555;
+  r["gpu"]["idle"]["fraction"] = 1.0 - 0.555 - 0.011;  // the GPU idles while the step waits for data
   // What analysis decides for such a step (the ordering follows the verdict).
   r["verdict"]["bottleneck"] = data_loading >= 0.15 ? "input_pipeline" : "gpu_compute";
   r["breakdown_ms"]["data_loading"] = data_loading * r["steps"]["mean_ms"].get<double>();
@@ -99,8 +100,25 @@ TEST(Engine, OrderedByGroupThenCostThenGainThenId) {
     return out;
   };
   const json input_bound = {{"verdict", {{"bottleneck", "input_pipeline"}}}};
+  // minor-one addresses the bottleneck, but material fixes for it exist: it is listed with the minor ones.
   EXPECT_EQ(mine(recommend(**set, input_bound)),
             (std::vector<std::string>{"cheap-small", "cheap-small-b", "dear-big", "other-big", "other-mid", "minor-one"}));
+  // The only fix for the bottleneck is minor: it stays primary and leads (issue 23 item 5).
+  const json cpu_bound = {{"verdict", {{"bottleneck", "cpu_overhead"}}}};
+  {
+    TempDir only;
+    std::string t = rule_text("tiny-fix", "true");
+    t.replace(t.find("\"removable_share\": \"breakdown.data_loading\""),
+              std::string("\"removable_share\": \"breakdown.data_loading\"").size(), "\"removable_share\": \"0.01\"");
+    t.replace(t.find("  \"knobs\""), 9, "  \"addresses\": [\"cpu_overhead\"],\n  \"knobs\"");
+    only.write("tiny-fix.json", t);
+    auto with_tiny = load_rules({dir.path(), only.path()});
+    ASSERT_TRUE(with_tiny.ok()) << with_tiny.status().message();
+    const json recs = recommend(**with_tiny, cpu_bound);
+    ASSERT_FALSE(recs.empty());
+    EXPECT_EQ(recs[0].at("id"), "tiny-fix") << recs.dump(1);
+    EXPECT_EQ(recs[0].at("group"), "primary");
+  }
   // Without a verdict nothing is primary: material fixes by bound, the minor one still last.
   EXPECT_EQ(mine(recommend(**set, json::object())),
             (std::vector<std::string>{"other-big", "dear-big", "other-mid", "cheap-small", "cheap-small-b", "minor-one"}));
@@ -141,6 +159,98 @@ TEST(Engine, GainIsClampedAndUnknownGainIsOne) {
     }
   }
   EXPECT_TRUE(a && b);
+}
+
+// Format 1.2 "assume": a fact the report lacks is assumed, and the rule fires as a check naming the assumption.
+std::string assuming_rule(const std::string& assume_json, const std::string& when) {
+  std::string t = rule_text("needs-cc", when, "1.2");
+  t.replace(t.find("  \"knobs\""), 0, "  \"assume\": " + assume_json + ",\n");
+  return t;
+}
+
+TEST(Assume, AnUnknownFactIsAssumedAndTheRuleFiresAsACheckThatNamesIt) {
+  TempDir dir;
+  dir.write("r.json", assuming_rule(
+      R"J([{"metric": "device.compute_capability", "value": "$kernel_arch_min", "text": "at least {$assumed|f1} by the kernel names", "confirm": "print(torch.cuda.get_device_capability())"},
+          {"metric": "device.compute_capability", "value": "7.0", "when": "source.has_gpu_activity == true", "text": "a Volta"}])J",
+      "number(device.compute_capability) >= 7 and breakdown.data_loading > 0.1"));
+  auto set = load_rules({dir.path()});
+  ASSERT_TRUE(set.ok()) << set.status().message();
+  auto fired = [&](const json& report) -> json {
+    for (const auto& r : recommend(**set, report))
+      if (r["id"] == "needs-cc") return r;
+    return json();
+  };
+  json report = {{"source", {{"has_gpu_activity", true}}},
+                 {"device", nullptr},
+                 {"breakdown", {{"data_loading", 0.4}}},
+                 {"gpu", {{"top_kernels", json::array({{{"name", "sm90_xmma_gemm_bf16bf16_bf16f32"}},
+                                                       {{"name", "volta_sgemm_128x64_nn"}}})}}}};
+  // The highest architecture a kernel was built for: sm90_ -> 9.0 (fires, as a check).
+  json rec = fired(report);
+  ASSERT_TRUE(rec.is_object());
+  EXPECT_EQ(rec["evidence_level"], "check");
+  const std::string note = rec["check_note"];
+  EXPECT_NE(note.find("Assumed"), std::string::npos) << note;
+  EXPECT_NE(note.find("at least 9.0 by the kernel names"), std::string::npos) << note;
+  EXPECT_NE(note.find("Confirm first: print(torch.cuda.get_device_capability())"), std::string::npos) << note;
+  EXPECT_NEAR(rec["estimated_speedup_max"].get<double>(), 1.0 / 0.6, 1e-3);  // the bound under the assumption
+  // No kernel name tells: the next item (7.0, allowed by GPU activity) applies.
+  report["gpu"]["top_kernels"] = json::array({{{"name", "void at::native::elementwise_kernel"}}});
+  rec = fired(report);
+  ASSERT_TRUE(rec.is_object());
+  EXPECT_NE(rec["check_note"].get<std::string>().find("a Volta"), std::string::npos);
+  // Its `when` is false (no GPU activity): nothing is assumed, the rule stays silent.
+  report["source"]["has_gpu_activity"] = false;
+  EXPECT_TRUE(fired(report).is_null());
+  // A recorded fact is never replaced: 6.1 recorded, the rule is false (not a check).
+  report["source"]["has_gpu_activity"] = true;
+  report["device"] = {{"compute_capability", "6.1"}};
+  EXPECT_TRUE(fired(report).is_null());
+  report["device"] = {{"compute_capability", "8.6"}};
+  rec = fired(report);
+  ASSERT_TRUE(rec.is_object());
+  EXPECT_EQ(rec["evidence_level"], "measured");
+  // A condition false for another reason is not turned into a check.
+  report["device"] = nullptr;
+  report["breakdown"]["data_loading"] = 0.0;
+  EXPECT_TRUE(fired(report).is_null());
+}
+
+TEST(Mechanism, AHostSideFixIsCappedByTheGpuIdleShareAndACommunicationFixByTheExposedShare) {
+  TempDir dir;
+  std::string host = rule_text("host-fix", "true", "1.2");
+  host.replace(host.find("\"rationale\""), 0, "\"mechanism\": \"host\", ");
+  std::string comm = rule_text("comm-fix", "true", "1.2");
+  comm.replace(comm.find("\"rationale\""), 0, "\"mechanism\": \"communication\", ");
+  dir.write("h.json", host);
+  dir.write("c.json", comm);
+  auto set = load_rules({dir.path()});
+  ASSERT_TRUE(set.ok()) << set.status().message();
+  json report = {{"source", {{"has_gpu_activity", true}}},
+                 {"gpu", {{"idle", {{"fraction", 0.02}}}}},
+                 {"communication", {{"exposed_fraction", 0.1}}},
+                 {"breakdown", {{"data_loading", 0.5}}}};
+  bool seen_host = false, seen_comm = false;
+  for (const auto& r : recommend(**set, report)) {
+    if (r["id"] == "host-fix") {
+      seen_host = true;
+      EXPECT_DOUBLE_EQ(r["removable_share"].get<double>(), 0.02);  // not 0.5: the GPU idles only 2% of the step
+      EXPECT_DOUBLE_EQ(r["estimated_speedup_max"].get<double>(), 1.02);
+      bool said = false;
+      for (const auto& e : r["evidence"]) said |= e.get<std::string>().find("Bound capped at 2.0%") != std::string::npos;
+      EXPECT_TRUE(said) << r["evidence"].dump(1);
+    }
+    if (r["id"] == "comm-fix") {
+      seen_comm = true;
+      EXPECT_DOUBLE_EQ(r["removable_share"].get<double>(), 0.1);
+    }
+  }
+  EXPECT_TRUE(seen_host && seen_comm);
+  // A CPU-only step (no GPU activity): the host is the compute, no idle-time cap.
+  report["source"]["has_gpu_activity"] = false;
+  for (const auto& r : recommend(**set, report))
+    if (r["id"] == "host-fix") EXPECT_DOUBLE_EQ(r["removable_share"].get<double>(), 0.5);
 }
 
 TEST(Engine, ConditionalEvidenceLinesAreShownOnlyWhenTrue) {

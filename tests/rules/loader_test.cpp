@@ -89,7 +89,12 @@ TEST(Catalog, EveryRuleHasFixesCaveatsReferencesAndAGainRationale) {
     for (const auto& ref : r.references) EXPECT_EQ(ref.rfind("https://", 0), 0u) << ref;
     EXPECT_FALSE(r.gain_rationale.empty());
     EXPECT_GE(r.evidence.size(), 1u);
-    EXPECT_EQ(r.json.value("format_version", ""), "1.1");
+    // 1.2 adds assume, gain.mechanism and unverified.confirm; a rule that uses none of them may stay 1.1.
+    const std::string fv = r.json.value("format_version", "");
+    EXPECT_TRUE(fv == "1.1" || fv == "1.2") << fv;
+    if (!r.assume.empty() || r.mechanism != detail::Mechanism::kNone) {
+      EXPECT_EQ(fv, "1.2");
+    }
     // Format 1.1: every built-in says which bottlenecks it relieves, what it costs and where its gain comes from.
     EXPECT_FALSE(r.addresses.empty());
     EXPECT_TRUE(r.json.contains("cost"));
@@ -222,7 +227,20 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"unverified_metric", with_key("\"unverified\": [{\"when\": \"facts.nope == 1\", \"text\": \"t\"}]"), 12,
                 "unknown metric"},
         BadCase{"gain_from", replace(rule_text("x"), "\"rationale\": \"all of it\"", "\"from\": [\"gpu\"], \"rationale\": \"all of it\""), 8,
-                "\"gain.from\" items must be breakdown roles"}),
+                "\"gain.from\" items must be breakdown roles"},
+        // Format 1.2: assume, gain.mechanism, unverified.confirm.
+        BadCase{"assume_metric", with_key("\"assume\": [{\"metric\": \"device.cc\", \"value\": \"7.0\", \"text\": \"t\"}]"), 12,
+                "\"assume.metric\": unknown metric path \"device.cc\""},
+        BadCase{"assume_key", with_key("\"assume\": [{\"metric\": \"device.compute_capability\", \"value\": \"7.0\", \"text\": \"t\", \"why\": 1}]"), 12,
+                "unknown key \"why\" in an \"assume\" item"},
+        BadCase{"assume_no_value", with_key("\"assume\": [{\"metric\": \"device.compute_capability\", \"text\": \"t\"}]"), 12,
+                "an \"assume\" item needs \"value\""},
+        BadCase{"assume_local", with_key("\"assume\": [{\"metric\": \"device.compute_capability\", \"value\": \"$nope\", \"text\": \"t\"}]"), 12,
+                "in \"assume.value\""},
+        BadCase{"mechanism", replace(rule_text("x"), "\"rationale\": \"all of it\"", "\"mechanism\": \"cpu\", \"rationale\": \"all of it\""), 8,
+                "\"gain.mechanism\" must be"},
+        BadCase{"unverified_confirm", with_key("\"unverified\": [{\"when\": \"true\", \"text\": \"t\", \"confirm\": 3}]"), 12,
+                "\"unverified.confirm\" must be a string"}),
     [](const ::testing::TestParamInfo<BadCase>& info) { return std::string(info.param.name); });
 
 TEST(UserRules, DuplicateIdAcrossFilesNamesBothFiles) {

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <vector>
+#include <optional>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -27,6 +29,8 @@ struct AnalysisOptions {
   bool all_steps = false;  // every step in steps.per_step (`--all-steps`)
   // `--gpu-spec FILE`: peak-table entries matched before the built-in ones (not owned; may be null).
   const std::vector<GpuSpec>* gpu_specs = nullptr;
+  // `--device NAME`: device.name when the trace does not record it (noted in source.notes).
+  std::optional<std::string> device_name;
 };
 
 // Builds the report for one trace: every section but `recommendations` (empty) and `plan` (unset), which the

@@ -416,6 +416,9 @@ struct Recommendation {
 struct PlanStep {
   std::string id, title;
   double removable_share = 0, removed_share = 0, speedup_max_alone = 1, cumulative_speedup_max = 1;
+  std::string evidence_level = "measured";  // "measured" or "check" (then check_note says what to confirm)
+  std::optional<std::string> check_note;
+  bool addresses_bottleneck = false;
 };
 
 struct Plan {

@@ -18,7 +18,7 @@
 namespace profile_train::rules {
 
 // The rule-file format this build writes and reads (readers accept any 1.x).
-inline constexpr const char* kRuleFormatVersion = "1.1";
+inline constexpr const char* kRuleFormatVersion = "1.2";
 
 class RuleSet;  // opaque; defined in src/rules
 
