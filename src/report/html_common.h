@@ -25,6 +25,7 @@ using profile_train::string_path;
 
 // Formatting; std::nullopt renders as an em dash ("not measurable").
 using profile_train::format_fixed;
+inline std::string f1(double v) { return format_fixed(v, 1); }  // SVG coordinates and axis labels
 std::string fmt_ms(std::optional<double> ms);           // "12.3 ms" / "850 µs"
 std::string fmt_us(std::optional<double> us);           // "12.3 µs"
 std::string fmt_pct(std::optional<double> fraction);    // 0.123 -> "12.3%"

@@ -22,7 +22,6 @@ struct Axis {
   }
 };
 
-std::string f1(double v) { return format_fixed(v, 1); }
 
 std::string kind_color(const std::string& kind) {
   if (kind == "gemm") return "#4e79a7";

@@ -21,7 +21,6 @@ const char* phase_fill(const std::string& phase) {
   return "#eeeeee";
 }
 
-std::string f1(double v) { return format_fixed(v, 1); }
 
 void write_chart(Html& h, const Report& r, const MemoryDevice& d) {
   const auto& tl = d.timeline;
