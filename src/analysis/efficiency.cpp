@@ -6,12 +6,12 @@
 #include <map>
 
 #include "profile_train/analysis/efficiency.h"
+#include "report_context.h"  // r6: the report's rounding
 
 namespace profile_train::analysis {
 
 namespace {
 
-inline double r6(double x) { return std::isfinite(x) ? std::round(x * 1e6) / 1e6 : 0.0; }
 
 constexpr size_t kRows = 20;             // efficiency.operators
 constexpr double kAtRoof = 0.7;          // leading matrix operators at >= 70% of their roof: "at the roof"
@@ -114,7 +114,7 @@ Efficiency efficiency_section(const EfficiencyInput& in) {
   }
   e.flops_known = true;
 
-  TimeNs covered = 0, mem_ns = 0, misaligned_ns = 0, bmm_softmax_ns = 0, fp8_ns = 0;
+  TimeNs covered = 0, mem_ns = 0, misaligned_ns = 0, bmm_softmax_ns = 0, fp8_ns = 0, matrix16_ns = 0;
   double flops = 0, headroom = 0, misaligned_removable = 0;
   bool misaligned_unbounded = false;
   std::map<std::string, double> matrix_flops_by_dtype;
@@ -129,6 +129,7 @@ Efficiency efficiency_section(const EfficiencyInput& in) {
       matrix_flops_by_dtype[g.cost.dtype] += g.flops;
       matrix.push_back(&g);
       matrix_ns += g.ns;
+      if (is_16bit(g.cost.dtype)) matrix16_ns += g.ns;
       if (is_16bit(g.cost.dtype) && in.spec && in.spec->fp8 > 0) fp8_ns += g.ns;
     } else if (!g.share || !g.compute_bound) {
       mem_ns += g.ns;
@@ -171,6 +172,7 @@ Efficiency efficiency_section(const EfficiencyInput& in) {
   e.misaligned_gemm_share = r6(static_cast<double>(misaligned_ns) / gpu);
   if (!misaligned_unbounded) e.misaligned_gemm_removable_share = r6(misaligned_removable / gpu);
   e.unfused_attention_share = r6(static_cast<double>(bmm_softmax_ns) / gpu);
+  e.matrix16_share = r6(static_cast<double>(matrix16_ns) / gpu);
   if (in.spec) e.fp8_eligible_share = r6(static_cast<double>(fp8_ns) / gpu);
 
   // The leading matrix operators: are they at their roof?

@@ -425,6 +425,7 @@ PT_REPORT_FIELDS(Efficiency) {
   v("misaligned_gemm_share", s.misaligned_gemm_share);
   v("misaligned_gemm_removable_share", s.misaligned_gemm_removable_share);
   v("unfused_attention_share", s.unfused_attention_share);
+  v("matrix16_share", s.matrix16_share);
   v("fp8_eligible_share", s.fp8_eligible_share);
   v("at_roof", s.at_roof);
   v("operators", s.operators);

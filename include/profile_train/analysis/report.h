@@ -367,6 +367,7 @@ struct Efficiency {
   std::optional<double> misaligned_gemm_share;  // 16-bit GEMM time with M, N or K not a multiple of 8
   std::optional<double> misaligned_gemm_removable_share;  // that time x (1 - its roof share)
   std::optional<double> unfused_attention_share;  // bmm + softmax time when no fused attention runs
+  std::optional<double> matrix16_share;         // 16-bit GEMM/conv/attention time, whatever the device
   std::optional<double> fp8_eligible_share;     // 16-bit matrix time on a device with FP8 math
   std::optional<std::string> at_roof;           // set when the leading operators are near their roof
   std::vector<EfficiencyRow> operators;         // by GPU time, at most 20
