@@ -153,6 +153,8 @@ StatusOr<TuneSetup> make_setup(const TuneArgs& a, const std::vector<std::string>
   const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
   if (n <= 0) return Internal("cannot resolve /proc/self/exe");
   s.runner.self_exe = std::string(buf, static_cast<size_t>(n));
+  // An empty --out names no folder (as for `run` and `analyze`): bad usage before anything is created.
+  if (a.out.empty()) return InvalidArgument("--out: empty folder name");
   s.out = a.out;
   s.runner.out_dir = s.out;
   s.runner.run_args = a.run_args;

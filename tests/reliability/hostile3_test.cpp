@@ -277,6 +277,10 @@ TEST_F(Hostile3, AnEmptyOutFolderIsBadUsageForRunAsForAnalyze) {
   EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
   const Result a = run({"analyze", small_trace("t.json").string(), "--out", ""});
   EXPECT_EQ(a.rc, 2) << a.err;
+  // tune too: one line naming --out, not ": cannot create output folder: Invalid argument".
+  const Result t = run({"tune", "--out", "", "--", "true", "{num_workers}"});
+  EXPECT_EQ(t.rc, 2) << t.err;
+  expect_one_line(t.err, {"--out", "empty folder name"});
 }
 
 // ---- item 17: every usage error is one sanitized line -------------------------------------------------

@@ -148,7 +148,8 @@ bool open_file_locked() {
                 static_cast<long long>(now_ns() % 1000000000000LL),
                 static_cast<int>(protocol::kCaptureFileExtension.size()), protocol::kCaptureFileExtension.data());
   G.path = G.cfg.out_dir + name;
-  G.fd = ::open(G.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // A new file, never opened through what was there (a planted symlink or FIFO of the same name): O_EXCL, O_NOFOLLOW.
+  G.fd = ::open(G.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   // A program that closed its stdout or stderr would otherwise print into the capture file.
   G.fd = above_stdio(G.fd);
   if (G.fd < 0) {
