@@ -158,7 +158,11 @@ TEST_F(Process, WhatTheCommandLeavesInItsGroupIsStoppedWhenItEnds) {
   pp::StopPolicy policy;
   policy.grace_s = 0.3;
   const auto t0 = std::chrono::steady_clock::now();
-  auto r = pp::run_process(sh("(trap '' TERM; exec sleep 30) & echo $! > \"$D/grandchild\"; exit 3"), policy);
+  // The command exits only once the grandchild ignores SIGTERM: otherwise the group's SIGTERM could reach the
+  // subshell before its trap and end it at once (a race seen about 1 run in 9).
+  auto r = pp::run_process(sh("(trap '' TERM; : > \"$D/ready\"; exec sleep 30) & echo $! > \"$D/grandchild\"; "
+                              "while [ ! -e \"$D/ready\" ]; do sleep 0.01; done; exit 3"),
+                           policy);
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->exit_code, 3);
