@@ -253,10 +253,9 @@ Report build_typed_report(const trace::Trace& t, const AnalysisOptions& options)
   }
   {
     // The memory section covers the whole capture (every step, not only the steady ones).
-    const LoopRanges loop = loop_ranges(t, si.main_pid, si.main_tid);
-    const PhaseIndex pidx = phase_index(loop);
+    // The steps section's phase ranges of the main thread (computed once there).
     int64_t rejected = 0;
-    r.memory = memory_section(t, si.steps, has_phases(loop) ? &pidx : nullptr, &rejected);
+    r.memory = memory_section(t, si.steps, sec.phase_ranges ? &*sec.phase_ranges : nullptr, &rejected);
     if (!t.memory.empty()) mem_rejected = rejected;
     // gpu.memory takes the main GPU's figures from it (a reconstructed peak includes the baseline).
     if (r.memory) {

@@ -68,7 +68,9 @@ StepsSection steps_section(const trace::Trace& t, const TraceIndex& idx, const S
 
   const LoopRanges loop = loop_ranges(t, si.main_pid, si.main_tid);
   const bool phases = has_phases(loop);
-  const PhaseIndex pidx = phases ? phase_index(loop) : PhaseIndex{};
+  if (phases) out.phase_ranges = phase_index(loop);
+  static const PhaseIndex kNoPhases;
+  const PhaseIndex& pidx = phases ? *out.phase_ranges : kNoPhases;
 
   StepBreakdown sum;
   PhaseSplit phase_sum;

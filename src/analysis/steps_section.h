@@ -14,6 +14,9 @@ struct StepsSection {
   RoleValues breakdown, breakdown_ms;
   std::optional<Phases> phases;
   std::vector<Step> steady;  // the steady-state steps: the windows every other section is computed over
+  // The main training thread's phase ranges (forward, backward, optimizer, data wait); null when the trace has
+  // none. The memory section places its peak in them.
+  std::optional<PhaseIndex> phase_ranges;
   // Backward ranges per optimizer-bounded step (median), when the steps are optimizer-bounded, hold backward
   // ranges and one optimizer step each; 0 otherwise.
   int64_t accumulation = 0;

@@ -134,19 +134,9 @@ StatusOr<Trace> load_with_fallback(const LoadOptions& options, Load&& load) {
   return again;
 }
 
+// f() returns a StatusOr (one trace, or the traces of a set); an exception becomes its status.
 template <typename F>
-StatusOr<Trace> guarded(const std::string& name, F&& f) {
-  try {
-    return f();
-  } catch (const std::bad_alloc&) {
-    return ResourceExhausted(name + ": out of memory while loading");
-  } catch (const std::exception& e) {
-    return Internal(name + ": unexpected error while loading: " + e.what());
-  }
-}
-
-template <typename F>
-StatusOr<std::vector<Trace>> guarded_set(const std::string& name, F&& f) {
+auto guarded(const std::string& name, F&& f) -> decltype(f()) {
   try {
     return f();
   } catch (const std::bad_alloc&) {
@@ -198,7 +188,7 @@ StatusOr<Trace> load_trace(const std::filesystem::path& path, const LoadOptions&
 StatusOr<std::vector<Trace>> load_trace_set(const std::filesystem::path& path, const LoadOptions& options) {
   const std::string name = path.string();
   if (nsys::is_report_path(path))
-    return guarded_set(name, [&] { return nsys::load_report(path, options); });
+    return guarded(name, [&] { return nsys::load_report(path, options); });
   std::string head(kSniffBytes, '\0');
   {
     std::ifstream in(path, std::ios::binary);
@@ -212,7 +202,7 @@ StatusOr<std::vector<Trace>> load_trace_set(const std::filesystem::path& path, c
     candidates = reg.list;
   }
   for (const Importer& imp : candidates)
-    if (imp.load_set && imp.sniff && imp.sniff(head)) return guarded_set(name, [&] { return imp.load_set(path, options); });
+    if (imp.load_set && imp.sniff && imp.sniff(head)) return guarded(name, [&] { return imp.load_set(path, options); });
   auto one = load_trace(path, options);
   if (!one.ok()) return one.status();
   std::vector<Trace> out;
