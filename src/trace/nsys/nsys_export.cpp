@@ -33,6 +33,11 @@ constexpr const char* kOsrt = "OSRT_API";
 
 int64_t pid_of(int64_t gid) { return (gid >> 24) & 0xFFFFFF; }
 int64_t tid_of(int64_t gid) { return gid & 0xFFFFFF; }
+// The pid and tid of a CPU-thread row from its globalTid in column `col` (0, 0 when NULL).
+void set_thread(Event& e, const Stmt& row, int col) {
+  e.pid = row.null(col) ? 0 : pid_of(row.i64(col));
+  e.tid = row.null(col) ? 0 : tid_of(row.i64(col));
+}
 int64_t process_key(int64_t gid) { return gid >> 24; }  // host + process
 
 bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
@@ -207,6 +212,8 @@ class Reader {
   Status read_meta();
   OpInputs inputs(std::string_view sizes);
   Group& group(int64_t key) { return groups_[key]; }
+  // A CPU-thread row's process group from its globalTid in column `col` (NULL: the group of unknown process).
+  Group& thread_group(const Stmt& row, int col) { return group(row.null(col) ? -1 : process_key(row.i64(col))); }
 
   Db& db_;
   Kinds kinds_;
@@ -374,8 +381,7 @@ Status Reader::read_api(const char* table, bool driver_table) {
   Status s;
   std::unordered_map<StringId, std::pair<StringId, bool>> clean;  // raw name -> stripped name, is driver
   while (st->step(&s)) {
-    const int64_t gid = st->i64(2, -1);
-    Group& g = group(st->null(2) ? -1 : process_key(gid));
+    Group& g = thread_group(*st, 2);
     ++g.c.rows;
     if (st->null(0) || st->null(1)) {
       ++g.c.malformed;
@@ -384,8 +390,7 @@ Status Reader::read_api(const char* table, bool driver_table) {
     Event e;
     e.start_ns = st->i64(0);
     e.dur_ns = duration(e.start_ns, st->i64(1), &g.c.negative);
-    e.pid = st->null(2) ? 0 : pid_of(gid);
-    e.tid = st->null(2) ? 0 : tid_of(gid);
+    set_thread(e, *st, 2);
     e.correlation = st->i64(3, -1);
     auto raw = name_at(*st, 4);
     if (!raw.ok()) return raw.status();
@@ -425,11 +430,10 @@ Status Reader::read_nvtx() {
   st->reset();
   while (st->step(&s)) {
     const int64_t type = st->i64(2, -1);
-    const int64_t gid = st->i64(3, -1);
     const int col = st->null(4) ? 5 : 4;
     const bool range = kinds_.nvtx_ranges.count(type) != 0, mark = kinds_.nvtx_marks.count(type) != 0;
     if (!range && !mark) continue;  // categories, thread names and other bookkeeping rows
-    Group& g = group(st->null(3) ? -1 : process_key(gid));
+    Group& g = thread_group(*st, 3);
     ++g.c.rows;
     if (st->null(0)) {
       ++g.c.malformed;
@@ -442,8 +446,7 @@ Status Reader::read_nvtx() {
     Event e;
     e.start_ns = st->i64(0);
     e.dur_ns = mark ? 0 : duration(e.start_ns, st->i64(1), &g.c.negative);
-    e.pid = st->null(3) ? 0 : pid_of(gid);
-    e.tid = st->null(3) ? 0 : tid_of(gid);
+    set_thread(e, *st, 3);
     // Inline text is parsed before interning: emit_nvtx makes every range's text unique ("op_id = N").
     std::string_view text;
     StringId registered = 0;
@@ -494,8 +497,7 @@ Status Reader::read_osrt() {
   if (!st.ok()) return st.status();
   Status s;
   while (st->step(&s)) {
-    const int64_t gid = st->i64(2, -1);
-    Group& g = group(st->null(2) ? -1 : process_key(gid));
+    Group& g = thread_group(*st, 2);
     ++g.c.rows;
     if (st->null(0) || st->null(1)) {
       ++g.c.malformed;
@@ -505,8 +507,7 @@ Status Reader::read_osrt() {
     e.start_ns = st->i64(0);
     int64_t ignored = 0;
     e.dur_ns = duration(e.start_ns, st->i64(1), &ignored);
-    e.pid = st->null(2) ? 0 : pid_of(gid);
-    e.tid = st->null(2) ? 0 : tid_of(gid);
+    set_thread(e, *st, 2);
     e.cat = Category::kOther;
     auto n = name_at(*st, 3);
     if (!n.ok()) return n.status();
