@@ -208,7 +208,9 @@ TEST_F(NsysExports, RealExportGivesOneTracePerProcessWithRanksAndVersion) {
                         std::to_string(t.meta.main_pid)),
               r);
     for (const Event& e : t.events)
-      if (e.is_gpu) ASSERT_EQ(e.device, r);
+      if (e.is_gpu) {
+        ASSERT_EQ(e.device, r);
+      }
   }
   // emit_nvtx names: "aten::mm, op_id = 7" comes out as the operator aten::mm on the CPU thread.
   bool mm = false, fsdp = false;
@@ -296,7 +298,9 @@ TEST_F(NsysExports, OlderSchemaVariantLoads) {
       EXPECT_EQ(e.copy_kind, CopyKind::kHtoD);
       EXPECT_EQ(e.src_mem, MemoryKind::kPageable);  // nsys numbering without ENUM tables: 0 pageable
     }
-    if (e.cat == Category::kSync) EXPECT_EQ(e.sync_kind, SyncKind::kStreamSync);
+    if (e.cat == Category::kSync) {
+      EXPECT_EQ(e.sync_kind, SyncKind::kStreamSync);
+    }
     if (e.cat == Category::kCpuOp) {
       EXPECT_EQ(t.name(e), "aten::mm");
       ASSERT_NE(e.inputs, 0u);
