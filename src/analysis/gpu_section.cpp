@@ -195,11 +195,10 @@ Gpu gpu_section(const Ctx& c, std::set<std::string>& missing) {
   // Idle time (HTA classes), as fractions of the summed per-stream idle gaps.
   const IdleBreakdown idle = idle_breakdown(t, idx, dev, c.si.steps);
   const double isum = static_cast<double>(idle.total());
-  g.idle = GpuIdle{r6(1.0 - busy_in / total), frac_or_null(double(idle.host_wait), isum),
-                   frac_or_null(double(idle.kernel_wait), isum), frac_or_null(double(idle.other), isum)};
   // Per-stream gaps may overlap another stream's work: subtracting them can only undercount the unqueued idle.
-  g.idle->unqueued_fraction =
-      r6(std::clamp((total - busy_in - double(idle.kernel_wait) - double(idle.other)) / total, 0.0, 1.0));
+  g.idle = GpuIdle{r6(1.0 - busy_in / total), frac_or_null(double(idle.host_wait), isum),
+                   frac_or_null(double(idle.kernel_wait), isum), frac_or_null(double(idle.other), isum),
+                   r6(std::clamp((total - busy_in - double(idle.kernel_wait) - double(idle.other)) / total, 0.0, 1.0))};
 
   // Copies by direction.
   struct Dir { int64_t n = 0, bytes = 0, pageable = 0, pinned = 0; TimeNs time = 0; TimeNs time_with_bytes = 0; bool unknown_bytes = false; };

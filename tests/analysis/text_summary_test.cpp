@@ -59,7 +59,7 @@ TEST(TextSummary, PlanFirstThenRecommendationsWithMinorFoldedAndNotesLast) {
                        rec("ddp", "DDP", "note", "note", 4.0, "4 GPUs", "GPUs in the device list")};
   Plan& fixes = r.plan.emplace();
   fixes.bottleneck = Bottleneck::kGpuCompute;
-  fixes.steps = {PlanStep{"amp", "Use AMP", 0.6, 0.6, 2.5, 2.5}};
+  fixes.steps = {PlanStep{"amp", "Use AMP", 0.6, 0.6, 2.5, 2.5, "measured", std::nullopt, false}};
   fixes.combined_speedup_max = 2.5;
   std::ostringstream out;
   report::write_text_summary(r, out, {});
