@@ -306,6 +306,7 @@ struct Fired {
   std::string level = "measured";  // measured | check | note
   std::string level_note;          // why it is a check or a note
   bool addresses = false;          // relieves the verdict's bottleneck
+  bool skews_others = false;       // its condition inflates shares other fixes of its group are bounded on
   Group group = Group::kSecondary;
   std::string reason;
 };
@@ -378,6 +379,7 @@ bool material(const Fired& f) { return !f.outcome.gain_known || f.outcome.share 
 bool before(const Fired& a, const Fired& b) {
   if (a.group != b.group) return a.group < b.group;
   if (a.group == Group::kPrimary && material(a) != material(b)) return material(a);
+  if (a.skews_others != b.skews_others) return a.skews_others;
   const bool am = a.level == "measured", bm = b.level == "measured";
   if (am != bm) return am;
   const int ac = a.rule->cost.rank(), bc = b.rule->cost.rank();
@@ -479,6 +481,28 @@ std::vector<Fired> rank_rules(const RuleSet& rules, const nlohmann::json& report
                detail::format_value(expr::Value::Number(f.outcome.speedup), "x").value_or("?") +
                ") removes under 3% of the step (it addresses the bottleneck, behind the material fixes that do)" +
                (f.level == "check" ? "; a check: " + f.level_note : std::string());
+  }
+  // A fix whose condition inflates the measured shares of roles (rule "skews") goes ahead of the fixes of its
+  // group whose gain comes from those roles: their bounds were measured under that condition, and whether they
+  // still hold shows only after it is fixed.
+  for (auto& f : fired) {
+    if (f.rule->skews.empty()) continue;
+    std::vector<std::string> after;
+    for (const auto& g : fired) {
+      if (&g == &f || g.group != f.group || !g.rule->skews.empty()) continue;
+      const bool drawn = std::any_of(g.rule->gain_from.begin(), g.rule->gain_from.end(), [&](const std::string& role) {
+        return std::find(f.rule->skews.begin(), f.rule->skews.end(), role) != f.rule->skews.end();
+      });
+      if (drawn) after.push_back(g.rule->id);
+    }
+    if (after.empty()) continue;
+    f.skews_others = true;
+    const std::string behind = "; a check, behind measured fixes of its group: ";
+    if (auto at = f.reason.find(behind); at != std::string::npos) f.reason.replace(at, behind.size(), "; a check: ");
+    std::sort(after.begin(), after.end());
+    std::string names;
+    for (const auto& id : after) names += (names.empty() ? "" : ", ") + id;
+    f.reason += "; ahead of " + names + ": " + f.rule->skews_text;
   }
   std::sort(fired.begin(), fired.end(), before);
   return fired;

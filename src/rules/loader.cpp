@@ -23,7 +23,7 @@ const std::set<std::string>& known_keys() {
   static const std::set<std::string> k = {"$schema", "format_version", "id",    "title",      "tier",
                                           "when",    "evidence",       "gain",  "fix",        "caveats",
                                           "references", "knobs",       "description", "addresses",
-                                          "cost",    "unverified", "assume"};
+                                          "cost",    "unverified", "assume", "skews"};
   return k;
 }
 
@@ -209,6 +209,30 @@ Status read_standing(const json& j, const Errors& err, Rule& r) {
   return Status::Ok();
 }
 
+// "skews" (format 1.3): {"roles": [breakdown roles], "text": why}: the condition the rule fixes inflates the
+// measured shares of those roles, so fixes bounded on them come after it (the engine's ranking).
+Status read_skews(const json& j, const Errors& err, Rule& r) {
+  auto s = j.find("skews");
+  if (s == j.end()) return Status::Ok();
+  if (!s->is_object()) return err.at("/skews", "\"skews\" must be an object {roles, text}");
+  for (auto it = s->begin(); it != s->end(); ++it)
+    if (it.key() != "roles" && it.key() != "text")
+      return err.at("/skews/" + it.key(), "unknown key \"" + it.key() + "\" in \"skews\" (roles, text)");
+  auto roles = s->find("roles");
+  if (roles == s->end() || !roles->is_array() || roles->empty())
+    return err.at("/skews", "\"skews.roles\" must be a non-empty array of breakdown roles");
+  for (size_t i = 0; i < roles->size(); ++i) {
+    if (!(*roles)[i].is_string() || !is_breakdown_role((*roles)[i].get<std::string>()))
+      return err.at("/skews/roles/" + std::to_string(i),
+                    "\"skews.roles\" items must be breakdown roles (kernel, memcpy, memset, communication, runtime, "
+                    "data_loading, cpu, other)");
+    r.skews.push_back((*roles)[i].get<std::string>());
+  }
+  if (!s->contains("text") || !read_text(s->at("text"), r.skews_text) || r.skews_text.empty())
+    return err.at("/skews", "\"skews.text\" must be a non-empty string (why the other fixes' shares are inflated)");
+  return Status::Ok();
+}
+
 // "assume" (format 1.2): [{metric, value, when?, text, confirm?}], what to assume when a fact is unknown.
 Status read_assumptions(const json& j, const Errors& err, Rule& r) {
   auto a = j.find("assume");
@@ -326,6 +350,7 @@ StatusOr<Rule> parse_rule(std::string_view text, const std::string& file) {
   r.tier = tier->get<int>();
   PT_RETURN_IF_ERROR(read_standing(j, err, r));
   PT_RETURN_IF_ERROR(read_assumptions(j, err, r));
+  PT_RETURN_IF_ERROR(read_skews(j, err, r));
 
   auto when = j.find("when");
   if (when == j.end() || !when->is_string() || when->get<std::string>().empty())

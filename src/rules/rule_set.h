@@ -81,6 +81,11 @@ struct Rule {
   std::vector<Unverified> unverified;
   std::vector<Assumption> assume;
   Mechanism mechanism = Mechanism::kNone;
+  // Format 1.3: breakdown roles whose measured shares the condition this rule fixes inflates (e.g. an
+  // oversubscribed CPU slows the operators and the DataLoader workers alike): when it fires, it ranks ahead of
+  // the fixes of its group whose gain comes from those roles, since their bounds were measured under it.
+  std::vector<std::string> skews;
+  std::string skews_text;  // why
   expr::Expression when;
   std::vector<Template> evidence;
   expr::Expression removable_share;  // gain: speedup_max = 1 / (1 - clamp(removable_share, 0, kMaxRemovable))

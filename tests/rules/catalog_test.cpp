@@ -94,6 +94,43 @@ TEST_P(RuleCase, SilentOnNearMisses) {
   }
 }
 
+// An oversubscribed CPU inflates both the operators' and the DataLoader workers' times (rule "skews"): its fix
+// leads the input-pipeline fixes bounded on those times, whether the verdict came out input_pipeline or
+// cpu_only (which of the two a short run of such a program shows depends on the machine's load), and a check
+// that leads is not described as standing behind measured fixes. With cores to spare the skew is gone and the
+// input-pipeline fixes lead again.
+TEST(CatalogRanking, OversubscriptionLeadsTheFixesBoundedOnTheTimesItInflates) {
+  ASSERT_TRUE(catalog());
+  const json* fires = nullptr;
+  for (const auto& c : cases().at("cases"))
+    if (c.at("rule") == "cpu-oversubscription") fires = &c.at("fires")[2];
+  ASSERT_NE(fires, nullptr);
+  for (const char* bottleneck : {"input_pipeline", "cpu_only"}) {
+    SCOPED_TRACE(bottleneck);
+    json report = cases().at("base");
+    report.merge_patch(*fires);
+    report.merge_patch({{"verdict", {{"bottleneck", bottleneck}}},
+                        {"facts", {{"dataloader", {{"prefetch_factor", 2}, {"persistent_workers", false}}}}}});
+    const json recs = recommend(*catalog(), report);
+    ASSERT_FALSE(recs.empty());
+    EXPECT_EQ(recs[0].at("id"), "cpu-oversubscription") << recs.dump(1);
+    const std::string why = recs[0].at("rank_reason").get<std::string>();
+    if (std::string(bottleneck) == "input_pipeline") {
+      EXPECT_EQ(why.find("behind measured"), std::string::npos) << why;
+      ASSERT_NE(find_rec(recs, "prefetch-persistent-workers"), nullptr) << recs.dump(1);
+      EXPECT_NE(why.find("ahead of"), std::string::npos) << why;
+      EXPECT_NE(why.find("prefetch-persistent-workers"), std::string::npos) << why;
+    }
+    report.merge_patch({{"facts", {{"cpu", {{"cores", 64}}}}}});
+    const json spare = recommend(*catalog(), report);
+    EXPECT_EQ(find_rec(spare, "cpu-oversubscription"), nullptr) << spare.dump(1);
+    if (std::string(bottleneck) == "input_pipeline") {
+      ASSERT_FALSE(spare.empty());
+      EXPECT_NE(spare[0].at("id"), "cpu-oversubscription");
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Catalog, RuleCase,
                          ::testing::Values("use-gpu", "dataloader-workers", "pin-memory",
                                            "prefetch-persistent-workers", "create-on-device", "fused-adamw",

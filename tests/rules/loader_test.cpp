@@ -89,10 +89,13 @@ TEST(Catalog, EveryRuleHasFixesCaveatsReferencesAndAGainRationale) {
     for (const auto& ref : r.references) EXPECT_EQ(ref.rfind("https://", 0), 0u) << ref;
     EXPECT_FALSE(r.gain_rationale.empty());
     EXPECT_GE(r.evidence.size(), 1u);
-    // 1.2 adds assume, gain.mechanism and unverified.confirm; a rule that uses none of them may stay 1.1.
+    // 1.2 adds assume, gain.mechanism and unverified.confirm, 1.3 skews; a rule that uses none of them may stay
+    // at the version it was written in.
     const std::string fv = r.json.value("format_version", "");
-    EXPECT_TRUE(fv == "1.1" || fv == "1.2") << fv;
-    if (!r.assume.empty() || r.mechanism != detail::Mechanism::kNone) {
+    EXPECT_TRUE(fv == "1.1" || fv == "1.2" || fv == "1.3") << fv;
+    if (!r.skews.empty()) {
+      EXPECT_EQ(fv, "1.3");
+    } else if (!r.assume.empty() || r.mechanism != detail::Mechanism::kNone) {
       EXPECT_EQ(fv, "1.2");
     }
     // Format 1.1: every built-in says which bottlenecks it relieves, what it costs and where its gain comes from.
@@ -240,7 +243,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"mechanism", replace(rule_text("x"), "\"rationale\": \"all of it\"", "\"mechanism\": \"cpu\", \"rationale\": \"all of it\""), 8,
                 "\"gain.mechanism\" must be"},
         BadCase{"unverified_confirm", with_key("\"unverified\": [{\"when\": \"true\", \"text\": \"t\", \"confirm\": 3}]"), 12,
-                "\"unverified.confirm\" must be a string"}),
+                "\"unverified.confirm\" must be a string"},
+        // Format 1.3: skews.
+        BadCase{"skews_role", with_key("\"skews\": {\"roles\": [\"gpu\"], \"text\": \"t\"}"), 12,
+                "\"skews.roles\" items must be breakdown roles"},
+        BadCase{"skews_text", with_key("\"skews\": {\"roles\": [\"cpu\"]}"), 12, "\"skews.text\" must be a non-empty string"},
+        BadCase{"skews_key", with_key("\"skews\": {\"roles\": [\"cpu\"], \"text\": \"t\", \"why\": 1}"), 12,
+                "unknown key \"why\" in \"skews\""}),
     [](const ::testing::TestParamInfo<BadCase>& info) { return std::string(info.param.name); });
 
 TEST(UserRules, DuplicateIdAcrossFilesNamesBothFiles) {
