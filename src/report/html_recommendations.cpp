@@ -66,7 +66,7 @@ void write_one(Html& h, const analysis::Recommendation& rec, bool open, bool cpp
   if (group == "primary") h.raw("<span class=\"badge addresses\">addresses the bottleneck</span>");
   if (level == "check") h.raw("<span class=\"badge check\">check</span>");
   if (!id.empty()) h.raw("<code class=\"rule-id\">").text(id).raw("</code>");
-  const std::string gain = speedup_text(rec.estimated_speedup_max);
+  const std::string gain = rec.removable_share ? speedup_text(rec.estimated_speedup_max) : std::string("bound unknown");
   if (!gain.empty() && group != "note") h.raw("<span class=\"gain\">").text(gain).raw("</span>");
   h.raw("</summary>\n");
   h.raw("<p class=\"rank-reason\"><b>Why here:</b> ").text(rec.rank_reason).raw("</p>\n");

@@ -293,7 +293,8 @@ void write_recommendations(const Report& r, std::ostream& out, const Style& st) 
   for (const auto& rec : r.recommendations) {
     const std::string id = text(rec.id);
     if (rec.group == "minor") {
-      minor += (minor.empty() ? "" : ", ") + id + " " + fmt("%.2fx", rec.estimated_speedup_max);
+      minor += (minor.empty() ? "" : ", ") + id + " " +
+               (rec.removable_share ? fmt("%.2fx", rec.estimated_speedup_max) : std::string("bound unknown"));
       continue;
     }
     if (rec.group == "note") {
@@ -301,7 +302,8 @@ void write_recommendations(const Report& r, std::ostream& out, const Style& st) 
       continue;
     }
     out << "  " << ++i << ". [" << id << "] " << text(rec.title);
-    out << "  (up to " << fmt("%.2fx", rec.estimated_speedup_max) << ")";
+    // An unknown bound is said so, never shown as "up to 1.00x".
+    out << (rec.removable_share ? "  (up to " + fmt("%.2fx", rec.estimated_speedup_max) + ")" : std::string("  (bound unknown)"));
     if (rec.evidence_level == "check") out << "  " << st.c("33", "CHECK");
     out << "\n";
     if (!rec.evidence.empty()) out << "     " << st.dim(text(rec.evidence[0])) << "\n";
