@@ -33,7 +33,7 @@ const char* kCatalogIds[] = {"use-gpu", "dataloader-workers", "pin-memory", "pre
                              "channels-last", "batch-size", "gradient-accumulation", "activation-checkpointing",
                              "cuda-graphs", "ddp", "fsdp", "comm-overlap", "keep-caching-allocator",
                              "cpu-threads", "cpu-bf16-autocast", "cpu-oversubscription", "fuse-memory-bound",
-                             "tensor-core-shapes", "fused-attention", "fp8-matmul"};
+                             "tensor-core-shapes", "fused-attention", "fp8-matmul", "h2d-overlap-resident"};
 
 TEST(Catalog, BuiltInHasEveryCatalogIdWithItsTier) {
   auto set = load_rules();
