@@ -117,13 +117,15 @@ DataQuality data_quality_section(const trace::Trace& t, const TraceIndex& idx, s
     for (size_t i : *list) {
       const Event& e = t.events[i];
       if (e.correlation < 0) { ++gpu_without_corr; continue; }
-      if (!idx.runtime_by_correlation.count(e.correlation)) ++unmatched;
+      if (idx.runtime_of(e.correlation) == TraceIndex::Correlation::kNone) ++unmatched;
     }
   }
   for (size_t i : idx.runtimes) {
     const Event& e = t.events[i];
-    if (e.correlation >= 0 && is_launch_call(runtime_base_name(t.name(e))) && !idx.gpu_by_correlation.count(e.correlation))
-      ++unmatched;
+    if (e.correlation < 0) continue;
+    const TraceIndex::Correlation* c = idx.correlation(e.correlation);
+    if (c != nullptr && c->gpu_count > 0) continue;  // matched: the name need not be looked at
+    if (is_launch_call(runtime_base_name(t.name(e)))) ++unmatched;
   }
   if (gpu_without_corr > 0) missing.insert("correlation_ids");
   const auto& q = t.quality;

@@ -110,8 +110,8 @@ Gpu gpu_section(const Ctx& c, std::set<std::string>& missing) {
     a.count++;
     a.total += k.dur_ns;
     // Classify each distinct (kernel name, launching operator) pair once: traces repeat names a lot.
-    const auto op_it = k.external_id >= 0 ? idx.op_by_external_id.find(k.external_id) : idx.op_by_external_id.end();
-    const trace::StringId op_id = op_it == idx.op_by_external_id.end() ? 0 : t.events[op_it->second].name;
+    const size_t* op_it = idx.op_by_external_id.find(k.external_id);
+    const trace::StringId op_id = op_it == nullptr ? 0 : t.events[*op_it].name;
     const uint64_t key = (uint64_t{k.name} << 32) | op_id;
     auto cls_it = cls_cache.find(key);
     if (cls_it == cls_cache.end()) cls_it = cls_cache.emplace(key, classify_kernel(n, t.strings.get(op_id))).first;
@@ -124,8 +124,8 @@ Gpu gpu_section(const Ctx& c, std::set<std::string>& missing) {
     if (cls & kFp32) fp32 += k.dur_ns;
     if (cls & kConv) conv += k.dur_ns;
     if (!opt_ranges.empty() && k.correlation >= 0) {
-      auto rt = idx.runtime_by_correlation.find(k.correlation);
-      if (rt != idx.runtime_by_correlation.end() && in_opt(t.events[rt->second].start_ns)) { opt_t += k.dur_ns; ++opt_n; }
+      const size_t rt = idx.runtime_of(k.correlation);
+      if (rt != TraceIndex::Correlation::kNone && in_opt(t.events[rt].start_ns)) { opt_t += k.dur_ns; ++opt_n; }
     }
   }
   int64_t nmemset = 0;

@@ -14,7 +14,6 @@ Host host_section(const Ctx& c, const RoleRanges& roles) {
   int64_t launches = 0, syncs = 0, outliers = 0, allocs = 0;
   TimeNs launch_t = 0, sync_t = 0, alloc_t = 0;
   std::vector<double> delays;
-  std::unordered_map<int64_t, TimeNs> first_gpu_start;  // by correlation id
   Intervals sync_iv, alloc_iv;
   for (size_t i : idx.runtimes) {
     const Event& e = t.events[i];
@@ -29,18 +28,10 @@ Host host_section(const Ctx& c, const RoleRanges& roles) {
     if (is_launch_call(n)) {
       ++launches;
       launch_t += e.dur_ns;
-      auto g = idx.gpu_by_correlation.find(e.correlation);
-      if (e.correlation >= 0 && g != idx.gpu_by_correlation.end()) {
-        // The first GPU start of a correlation id is computed once: a hostile or merged trace can give one
-        // id to many launches and many kernels, and a scan per launch was quadratic (80k: 87 s).
-        auto [cached, fresh] = first_gpu_start.try_emplace(e.correlation, 0);
-        if (fresh) {
-          TimeNs first = t.events[g->second.front()].start_ns;
-          for (size_t gi : g->second) first = std::min(first, t.events[gi].start_ns);
-          cached->second = first;
-        }
-        delays.push_back((cached->second - e.start_ns) / 1e3);
-      }
+      // The first GPU start of each correlation id comes from the index (computed once there: a hostile or
+      // merged trace can give one id to many launches and many kernels).
+      if (const TraceIndex::Correlation* g = idx.correlation(e.correlation); g != nullptr && g->gpu_count > 0)
+        delays.push_back((g->gpu_first - e.start_ns) / 1e3);
     } else if (is_sync_call(n)) {
       ++syncs;
       sync_t += e.dur_ns;

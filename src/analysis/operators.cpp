@@ -160,13 +160,11 @@ OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex&
       if (dev != device || !in_window(g.start_ns)) continue;
       out.gpu_ns += g.dur_ns;
       size_t op = kNone, mod = kNone;
-      if (g.external_id >= 0)
-        if (auto it = idx.op_by_external_id.find(g.external_id); it != idx.op_by_external_id.end()) op = it->second;
-      if (g.correlation >= 0)
-        if (auto rt = idx.runtime_by_correlation.find(g.correlation); rt != idx.runtime_by_correlation.end()) {
-          if (op == kNone) op = op_of_call[rt->second];
-          mod = module_of_call[rt->second];
-        }
+      if (const size_t* it = idx.op_by_external_id.find(g.external_id)) op = *it;
+      if (const size_t rt = idx.runtime_of(g.correlation); rt != TraceIndex::Correlation::kNone) {
+        if (op == kNone) op = op_of_call[rt];
+        mod = module_of_call[rt];
+      }
       const bool kernel = g.cat == Category::kKernel;
       uint8_t cls = 0;
       if (kernel) {
