@@ -15,24 +15,31 @@ Host host_section(const Ctx& c, const RoleRanges& roles) {
   TimeNs launch_t = 0, sync_t = 0, alloc_t = 0;
   std::vector<double> delays;
   Intervals sync_iv, alloc_iv;
+  // The kind of each distinct runtime call name, found once per name (traces repeat a few names a lot).
+  enum : uint8_t { kKnown = 1, kAlloc = 2, kLaunch = 4, kSync = 8 };
+  std::vector<uint8_t> kind_of(t.strings.size(), 0);  // by StringId
   for (size_t i : idx.runtimes) {
     const Event& e = t.events[i];
     if (e.is_gpu || !c.in_window(e.start_ns)) continue;
-    const std::string_view n = runtime_base_name(t.name(e));
+    uint8_t& kind = kind_of[e.name];
+    if (!(kind & kKnown)) {
+      const std::string_view n = runtime_base_name(t.name(e));
+      kind = kKnown | (is_allocator_call(n) ? kAlloc : 0) | (is_launch_call(n) ? kLaunch : 0) | (is_sync_call(n) ? kSync : 0);
+    }
     if (e.dur_ns > 50'000) ++outliers;
-    if (is_allocator_call(n)) {
+    if (kind & kAlloc) {
       ++allocs;
       alloc_t += e.dur_ns;
       alloc_iv.push_back({e.start_ns, e.end_ns()});
     }
-    if (is_launch_call(n)) {
+    if (kind & kLaunch) {
       ++launches;
       launch_t += e.dur_ns;
       // The first GPU start of each correlation id comes from the index (computed once there: a hostile or
       // merged trace can give one id to many launches and many kernels).
       if (const TraceIndex::Correlation* g = idx.correlation(e.correlation); g != nullptr && g->gpu_count > 0)
         delays.push_back((g->gpu_first - e.start_ns) / 1e3);
-    } else if (is_sync_call(n)) {
+    } else if (kind & kSync) {
       ++syncs;
       sync_t += e.dur_ns;
       sync_iv.push_back({e.start_ns, e.end_ns()});

@@ -32,9 +32,10 @@ bool is_memory_operator(const trace::Trace& t, const trace::Event& e) {
 
 struct Node {
   size_t event = 0;
-  int parent = -1;  // -1: the thread's root
+  int parent = -1;  // -1: the thread's root; a merged node's children keep it until the merge pass re-points them
+  int first_child = -1;  // the first child (the only one when child_count is 1)
+  int child_count = 0;
   bool op = false, processed = false, merged = false;
-  std::vector<int> children;
 };
 
 // Device index in the section: one per (type, id) pair the plugin names alike (any non-CPU type is "GPU<id>").
@@ -100,21 +101,29 @@ Attribution attribute(const trace::Trace& t, const std::vector<const MemorySampl
       n.op = is_memory_operator(t, e);
       nodes.push_back(n);
       const int id = static_cast<int>(nodes.size()) - 1;
-      if (n.parent >= 0) nodes[n.parent].children.push_back(id);
+      if (n.parent >= 0 && nodes[n.parent].child_count++ == 0) nodes[n.parent].first_child = id;
       stack.push_back(id);
     }
-    // Merge a range with its single same-named child (torch.autograd.profiler's _remove_dup_nodes).
+    // Merge a range with its single same-named child (torch.autograd.profiler's _remove_dup_nodes): the node
+    // takes over the child's children (counts here, no child lists: one allocation per range cost more than
+    // the rest of the tree).
     for (int id = base; id < static_cast<int>(nodes.size()); ++id) {
       if (nodes[id].merged) continue;
-      while (nodes[id].children.size() == 1) {
-        const int c = nodes[id].children[0];
+      while (nodes[id].child_count == 1) {
+        const int c = nodes[id].first_child;
         const auto& pe = t.events[nodes[id].event];
         const auto& ce = t.events[nodes[c].event];
         if (pe.name != ce.name || pe.cat != Category::kCpuOp || ce.cat != Category::kCpuOp) break;
         nodes[c].merged = true;
-        nodes[id].children = std::move(nodes[c].children);
-        for (int g : nodes[id].children) nodes[g].parent = id;
+        nodes[id].child_count = nodes[c].child_count;
+        nodes[id].first_child = nodes[c].first_child;
       }
+    }
+    // Children of a merged node belong to the node it merged into. Parents come before their children, so one
+    // forward pass re-points every chain of merges.
+    for (int id = base; id < static_cast<int>(nodes.size()); ++id) {
+      const int p = nodes[id].parent;
+      if (p >= 0 && nodes[p].merged) nodes[id].parent = nodes[p].parent;
     }
     // Place the thread's samples: a sweep over the ranges in start order with the stack of open ones.
     auto sit = samples_by_thread.find(thread);

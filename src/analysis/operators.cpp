@@ -79,8 +79,9 @@ OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex&
       const Event &x = t.events[a], &y = t.events[b];
       return x.start_ns != y.start_ns ? x.start_ns < y.start_ns : x.dur_ns > y.dur_ns;
     });
-    std::vector<size_t>& cs = calls[key];
-    std::sort(cs.begin(), cs.end(), [&](size_t a, size_t b) { return t.events[a].start_ns < t.events[b].start_ns; });
+    // Already in start order: collected in event order (trace::Trace::finalize sorts the events by start), and
+    // calls starting together resolve alike.
+    const std::vector<size_t>& cs = calls[key];
     std::vector<size_t> ops, mods;  // open ranges, innermost last
     auto close_until = [&](std::vector<size_t>& stack, TimeNs ts) {
       while (!stack.empty() && t.events[stack.back()].end_ns() <= ts) stack.pop_back();
