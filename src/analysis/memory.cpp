@@ -150,19 +150,28 @@ Attribution attribute(const trace::Trace& t, const std::vector<const MemorySampl
       out.sample_op[si] = d;  // a node index until the end of attribute()
     }
   }
-  self.assign(nodes.size() * ndev, SelfMetrics{});
-  for (size_t si = 0; si < samples.size(); ++si) {
-    const int d = out.sample_op[si];
-    if (d >= 0) self[static_cast<size_t>(d) * ndev + dev_index.at(key_of(*samples[si]))].add(samples[si]->bytes_delta);
-  }
   // A range is reached when a sample lies in it or in a range below it; the plugin's traversal visits the
   // top-level ranges and the children of reached ones (so only those count as calls).
   for (size_t i = nodes.size(); i-- > 0;)
     if (nodes[i].processed && !nodes[i].merged && nodes[i].parent >= 0) nodes[nodes[i].parent].processed = true;
+  // Metrics only for the reached ranges (every sample's range and its ancestors; any other range's are all 0):
+  // compact[node] is its row in self / incl, or -1.
+  std::vector<int> compact(nodes.size(), -1);
+  size_t nreached = 0;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (nodes[i].processed && !nodes[i].merged) compact[i] = static_cast<int>(nreached++);
+  self.assign(nreached * ndev, SelfMetrics{});
+  for (size_t si = 0; si < samples.size(); ++si) {
+    const int d = out.sample_op[si];
+    if (d >= 0)
+      self[static_cast<size_t>(compact[static_cast<size_t>(d)]) * ndev + dev_index.at(key_of(*samples[si]))].add(samples[si]->bytes_delta);
+  }
   std::vector<SelfMetrics> incl = self;  // children come after their parent: accumulate backwards
   for (size_t i = nodes.size(); i-- > 0;) {
-    if (nodes[i].merged || nodes[i].parent < 0) continue;
-    for (size_t d = 0; d < ndev; ++d) incl[static_cast<size_t>(nodes[i].parent) * ndev + d].add(incl[i * ndev + d]);
+    if (compact[i] < 0 || nodes[i].parent < 0) continue;
+    const size_t from = static_cast<size_t>(compact[i]) * ndev;
+    const size_t to = static_cast<size_t>(compact[static_cast<size_t>(nodes[i].parent)]) * ndev;
+    for (size_t d = 0; d < ndev; ++d) incl[to + d].add(incl[from + d]);
   }
   std::unordered_map<trace::StringId, int64_t> calls;
   for (size_t i = 0; i < nodes.size(); ++i) {
@@ -175,8 +184,8 @@ Attribution attribute(const trace::Trace& t, const std::vector<const MemorySampl
     for (size_t i = 0; i < nodes.size(); ++i) {
       const Node& n = nodes[i];
       if (n.merged || !n.op || !n.processed) continue;
-      const SelfMetrics& s = self[i * ndev + d];
-      const SelfMetrics& c = incl[i * ndev + d];
+      const SelfMetrics& s = self[static_cast<size_t>(compact[i]) * ndev + d];
+      const SelfMetrics& c = incl[static_cast<size_t>(compact[i]) * ndev + d];
       if (!s.any() && !c.any()) continue;
       const auto& e = t.events[n.event];
       MemoryOperator& r = rows[e.name];
