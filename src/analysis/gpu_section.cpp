@@ -87,7 +87,7 @@ Gpu gpu_section(const Ctx& c, std::set<std::string>& missing) {
   };
   struct Agg { int64_t count = 0; TimeNs total = 0; };
   std::unordered_map<uint64_t, uint8_t> cls_cache;
-  std::map<std::string, Agg> by_name;
+  std::vector<Agg> by_name_id(t.strings.size());  // by kernel name StringId; keyed by text after the loop
   // SM efficiency inputs: (start, end, blocks per SM) and occupancy (start, end, fraction).
   struct Valued { TimeNs s, e; double v; };
   std::vector<Valued> bps, occ;
@@ -106,7 +106,7 @@ Gpu gpu_section(const Ctx& c, std::set<std::string>& missing) {
     ++nkern;
     durs_us.push_back(k.dur_ns / 1e3);
     if (k.dur_ns < 10'000) ++nshort;
-    auto& a = by_name[n];
+    auto& a = by_name_id[k.name];
     a.count++;
     a.total += k.dur_ns;
     // Classify each distinct (kernel name, launching operator) pair once: traces repeat names a lot.
@@ -238,6 +238,13 @@ Gpu gpu_section(const Ctx& c, std::set<std::string>& missing) {
   }
 
   // Top kernels by total time in the steps.
+  std::map<std::string, Agg> by_name;
+  for (size_t id = 0; id < by_name_id.size(); ++id) {
+    if (by_name_id[id].count == 0) continue;
+    Agg& a = by_name[t.strings.get(static_cast<trace::StringId>(id))];
+    a.count += by_name_id[id].count;
+    a.total += by_name_id[id].total;
+  }
   std::vector<std::pair<std::string, Agg>> rows(by_name.begin(), by_name.end());
   std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
     return a.second.total != b.second.total ? a.second.total > b.second.total : a.first < b.first;

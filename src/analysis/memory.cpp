@@ -76,10 +76,16 @@ Attribution attribute(const trace::Trace& t, const std::vector<const MemorySampl
   out.sample_op.assign(samples.size(), -1);
   // Ranges per thread, in (start, longer first) order (trace::Trace::finalize sorted the events so).
   std::map<std::pair<int64_t, int64_t>, std::vector<size_t>> by_thread;
+  std::pair<int64_t, int64_t> last_key{};
+  std::vector<size_t>* last = nullptr;  // the list of the previous range's thread: ranges come in runs
   for (size_t i = 0; i < t.events.size(); ++i) {
     const auto& e = t.events[i];
     if (e.is_gpu || (e.cat != Category::kCpuOp && e.cat != Category::kUserAnnotation)) continue;
-    by_thread[{e.pid, e.tid}].push_back(i);
+    if (last == nullptr || last_key.first != e.pid || last_key.second != e.tid) {
+      last_key = {e.pid, e.tid};
+      last = &by_thread[last_key];
+    }
+    last->push_back(i);
   }
   std::map<std::pair<int64_t, int64_t>, std::vector<size_t>> samples_by_thread;
   for (size_t i = 0; i < samples.size(); ++i) samples_by_thread[{samples[i]->pid, samples[i]->tid}].push_back(i);

@@ -55,14 +55,35 @@ OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex&
 
   // Per thread: its operators and module ranges, and the runtime calls to resolve.
   std::map<ThreadKey, std::vector<size_t>> ranges, calls;
+  // The lists of the previous event's thread: host events come in runs of one thread.
+  ThreadKey last_key{0, 0};
+  bool have_last = false;
+  std::vector<size_t>*last_ranges = nullptr, *last_calls = nullptr;
+  // is_module_range's answer once per (name, annotation or Python function): [StringId * 2 + python].
+  std::vector<int8_t> module_name(t.strings.size() * 2, -1);
   for (size_t i = 0; i < t.events.size(); ++i) {
     const Event& e = t.events[i];
     if (e.is_gpu) continue;
-    if (e.cat == Category::kCpuOp || ((e.cat == Category::kUserAnnotation || e.cat == Category::kPythonFunction) &&
-                                      is_module_range(e, t.name(e))))
-      ranges[{e.pid, e.tid}].push_back(i);
-    else if (e.cat == Category::kRuntime || e.cat == Category::kDriver)
-      calls[{e.pid, e.tid}].push_back(i);
+    bool range = e.cat == Category::kCpuOp;
+    if (!range && (e.cat == Category::kUserAnnotation || e.cat == Category::kPythonFunction)) {
+      int8_t& m = module_name[size_t{e.name} * 2 + (e.cat == Category::kPythonFunction)];
+      if (m < 0) m = is_module_range(e, t.name(e)) ? 1 : 0;
+      range = m == 1;
+    }
+    const bool call = !range && (e.cat == Category::kRuntime || e.cat == Category::kDriver);
+    if (!range && !call) continue;
+    if (!have_last || last_key.pid != e.pid || last_key.tid != e.tid) {
+      last_key = {e.pid, e.tid};
+      have_last = true;
+      last_ranges = last_calls = nullptr;
+    }
+    if (range) {
+      if (last_ranges == nullptr) last_ranges = &ranges[last_key];
+      last_ranges->push_back(i);
+    } else {
+      if (last_calls == nullptr) last_calls = &calls[last_key];
+      last_calls->push_back(i);
+    }
   }
   // Indexed by event: runtime call -> innermost op / module event (kNone if none); cpu_op -> self time.
   constexpr size_t kNone = SIZE_MAX;
