@@ -73,6 +73,8 @@ TraceIndex build_index(const trace::Trace& t) {
       busy_by_device[e.device >= 0 ? e.device : static_cast<int32_t>(e.pid)] += e.dur_ns;
     }
   }
+  idx.correlation_slot.pack();
+  idx.op_by_external_id.pack();
   idx.has_gpu_activity = !busy_by_device.empty();
   idx.has_cpu_ops = !idx.cpu_ops.empty();
   TimeNs best = -1;
