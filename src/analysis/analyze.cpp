@@ -117,13 +117,18 @@ DataQuality data_quality_section(const trace::Trace& t, const TraceIndex& idx, s
     for (size_t i : *list) {
       const Event& e = t.events[i];
       if (e.correlation < 0) { ++gpu_without_corr; continue; }
-      if (!idx.runtime_by_correlation.count(e.correlation)) ++unmatched;
+      if (idx.runtime_of(e.correlation) == TraceIndex::Correlation::kNone) ++unmatched;
     }
   }
+  std::vector<int8_t> launch_name(t.strings.size(), -1);  // by StringId: -1 unknown, 0 no, 1 a launch call
   for (size_t i : idx.runtimes) {
     const Event& e = t.events[i];
-    if (e.correlation >= 0 && is_launch_call(runtime_base_name(t.name(e))) && !idx.gpu_by_correlation.count(e.correlation))
-      ++unmatched;
+    if (e.correlation < 0) continue;
+    const TraceIndex::Correlation* c = idx.correlation(e.correlation);
+    if (c != nullptr && c->gpu_count > 0) continue;  // matched: the name need not be looked at
+    int8_t& launch = launch_name[e.name];
+    if (launch < 0) launch = is_launch_call(runtime_base_name(t.name(e))) ? 1 : 0;
+    if (launch) ++unmatched;
   }
   if (gpu_without_corr > 0) missing.insert("correlation_ids");
   const auto& q = t.quality;

@@ -111,8 +111,8 @@ IdleBreakdown idle_breakdown(const trace::Trace& t, const TraceIndex& idx, int32
       if (gap <= 0) continue;  // back-to-back or overlapping records: no idle time
       bool host_wait = false;
       if (cur.correlation >= 0) {
-        auto rt = idx.runtime_by_correlation.find(cur.correlation);
-        if (rt != idx.runtime_by_correlation.end()) host_wait = t.events[rt->second].start_ns > prev_end;
+        const size_t rt = idx.runtime_of(cur.correlation);
+        if (rt != TraceIndex::Correlation::kNone) host_wait = t.events[rt].start_ns > prev_end;
       }
       if (host_wait) out.host_wait += gap;
       else if (gap < kernel_wait_ns) out.kernel_wait += gap;

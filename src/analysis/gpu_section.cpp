@@ -87,7 +87,7 @@ Gpu gpu_section(const Ctx& c, std::set<std::string>& missing) {
   };
   struct Agg { int64_t count = 0; TimeNs total = 0; };
   std::unordered_map<uint64_t, uint8_t> cls_cache;
-  std::map<std::string, Agg> by_name;
+  std::vector<Agg> by_name_id(t.strings.size());  // by kernel name StringId; keyed by text after the loop
   // SM efficiency inputs: (start, end, blocks per SM) and occupancy (start, end, fraction).
   struct Valued { TimeNs s, e; double v; };
   std::vector<Valued> bps, occ;
@@ -106,12 +106,12 @@ Gpu gpu_section(const Ctx& c, std::set<std::string>& missing) {
     ++nkern;
     durs_us.push_back(k.dur_ns / 1e3);
     if (k.dur_ns < 10'000) ++nshort;
-    auto& a = by_name[n];
+    auto& a = by_name_id[k.name];
     a.count++;
     a.total += k.dur_ns;
     // Classify each distinct (kernel name, launching operator) pair once: traces repeat names a lot.
-    const auto op_it = k.external_id >= 0 ? idx.op_by_external_id.find(k.external_id) : idx.op_by_external_id.end();
-    const trace::StringId op_id = op_it == idx.op_by_external_id.end() ? 0 : t.events[op_it->second].name;
+    const size_t* op_it = idx.op_by_external_id.find(k.external_id);
+    const trace::StringId op_id = op_it == nullptr ? 0 : t.events[*op_it].name;
     const uint64_t key = (uint64_t{k.name} << 32) | op_id;
     auto cls_it = cls_cache.find(key);
     if (cls_it == cls_cache.end()) cls_it = cls_cache.emplace(key, classify_kernel(n, t.strings.get(op_id))).first;
@@ -124,8 +124,8 @@ Gpu gpu_section(const Ctx& c, std::set<std::string>& missing) {
     if (cls & kFp32) fp32 += k.dur_ns;
     if (cls & kConv) conv += k.dur_ns;
     if (!opt_ranges.empty() && k.correlation >= 0) {
-      auto rt = idx.runtime_by_correlation.find(k.correlation);
-      if (rt != idx.runtime_by_correlation.end() && in_opt(t.events[rt->second].start_ns)) { opt_t += k.dur_ns; ++opt_n; }
+      const size_t rt = idx.runtime_of(k.correlation);
+      if (rt != TraceIndex::Correlation::kNone && in_opt(t.events[rt].start_ns)) { opt_t += k.dur_ns; ++opt_n; }
     }
   }
   int64_t nmemset = 0;
@@ -238,6 +238,13 @@ Gpu gpu_section(const Ctx& c, std::set<std::string>& missing) {
   }
 
   // Top kernels by total time in the steps.
+  std::map<std::string, Agg> by_name;
+  for (size_t id = 0; id < by_name_id.size(); ++id) {
+    if (by_name_id[id].count == 0) continue;
+    Agg& a = by_name[t.strings.get(static_cast<trace::StringId>(id))];
+    a.count += by_name_id[id].count;
+    a.total += by_name_id[id].total;
+  }
   std::vector<std::pair<std::string, Agg>> rows(by_name.begin(), by_name.end());
   std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
     return a.second.total != b.second.total ? a.second.total > b.second.total : a.first < b.first;

@@ -14,34 +14,32 @@ Host host_section(const Ctx& c, const RoleRanges& roles) {
   int64_t launches = 0, syncs = 0, outliers = 0, allocs = 0;
   TimeNs launch_t = 0, sync_t = 0, alloc_t = 0;
   std::vector<double> delays;
-  std::unordered_map<int64_t, TimeNs> first_gpu_start;  // by correlation id
   Intervals sync_iv, alloc_iv;
+  // The kind of each distinct runtime call name, found once per name (traces repeat a few names a lot).
+  enum : uint8_t { kKnown = 1, kAlloc = 2, kLaunch = 4, kSync = 8 };
+  std::vector<uint8_t> kind_of(t.strings.size(), 0);  // by StringId
   for (size_t i : idx.runtimes) {
     const Event& e = t.events[i];
     if (e.is_gpu || !c.in_window(e.start_ns)) continue;
-    const std::string_view n = runtime_base_name(t.name(e));
+    uint8_t& kind = kind_of[e.name];
+    if (!(kind & kKnown)) {
+      const std::string_view n = runtime_base_name(t.name(e));
+      kind = kKnown | (is_allocator_call(n) ? kAlloc : 0) | (is_launch_call(n) ? kLaunch : 0) | (is_sync_call(n) ? kSync : 0);
+    }
     if (e.dur_ns > 50'000) ++outliers;
-    if (is_allocator_call(n)) {
+    if (kind & kAlloc) {
       ++allocs;
       alloc_t += e.dur_ns;
       alloc_iv.push_back({e.start_ns, e.end_ns()});
     }
-    if (is_launch_call(n)) {
+    if (kind & kLaunch) {
       ++launches;
       launch_t += e.dur_ns;
-      auto g = idx.gpu_by_correlation.find(e.correlation);
-      if (e.correlation >= 0 && g != idx.gpu_by_correlation.end()) {
-        // The first GPU start of a correlation id is computed once: a hostile or merged trace can give one
-        // id to many launches and many kernels, and a scan per launch was quadratic (80k: 87 s).
-        auto [cached, fresh] = first_gpu_start.try_emplace(e.correlation, 0);
-        if (fresh) {
-          TimeNs first = t.events[g->second.front()].start_ns;
-          for (size_t gi : g->second) first = std::min(first, t.events[gi].start_ns);
-          cached->second = first;
-        }
-        delays.push_back((cached->second - e.start_ns) / 1e3);
-      }
-    } else if (is_sync_call(n)) {
+      // The first GPU start of each correlation id comes from the index (computed once there: a hostile or
+      // merged trace can give one id to many launches and many kernels).
+      if (const TraceIndex::Correlation* g = idx.correlation(e.correlation); g != nullptr && g->gpu_count > 0)
+        delays.push_back((g->gpu_first - e.start_ns) / 1e3);
+    } else if (kind & kSync) {
       ++syncs;
       sync_t += e.dur_ns;
       sync_iv.push_back({e.start_ns, e.end_ns()});

@@ -32,9 +32,10 @@ bool is_memory_operator(const trace::Trace& t, const trace::Event& e) {
 
 struct Node {
   size_t event = 0;
-  int parent = -1;  // -1: the thread's root
+  int parent = -1;  // -1: the thread's root; a merged node's children keep it until the merge pass re-points them
+  int first_child = -1;  // the first child (the only one when child_count is 1)
+  int child_count = 0;
   bool op = false, processed = false, merged = false;
-  std::vector<int> children;
 };
 
 // Device index in the section: one per (type, id) pair the plugin names alike (any non-CPU type is "GPU<id>").
@@ -75,10 +76,16 @@ Attribution attribute(const trace::Trace& t, const std::vector<const MemorySampl
   out.sample_op.assign(samples.size(), -1);
   // Ranges per thread, in (start, longer first) order (trace::Trace::finalize sorted the events so).
   std::map<std::pair<int64_t, int64_t>, std::vector<size_t>> by_thread;
+  std::pair<int64_t, int64_t> last_key{};
+  std::vector<size_t>* last = nullptr;  // the list of the previous range's thread: ranges come in runs
   for (size_t i = 0; i < t.events.size(); ++i) {
     const auto& e = t.events[i];
     if (e.is_gpu || (e.cat != Category::kCpuOp && e.cat != Category::kUserAnnotation)) continue;
-    by_thread[{e.pid, e.tid}].push_back(i);
+    if (last == nullptr || last_key.first != e.pid || last_key.second != e.tid) {
+      last_key = {e.pid, e.tid};
+      last = &by_thread[last_key];
+    }
+    last->push_back(i);
   }
   std::map<std::pair<int64_t, int64_t>, std::vector<size_t>> samples_by_thread;
   for (size_t i = 0; i < samples.size(); ++i) samples_by_thread[{samples[i]->pid, samples[i]->tid}].push_back(i);
@@ -100,21 +107,29 @@ Attribution attribute(const trace::Trace& t, const std::vector<const MemorySampl
       n.op = is_memory_operator(t, e);
       nodes.push_back(n);
       const int id = static_cast<int>(nodes.size()) - 1;
-      if (n.parent >= 0) nodes[n.parent].children.push_back(id);
+      if (n.parent >= 0 && nodes[n.parent].child_count++ == 0) nodes[n.parent].first_child = id;
       stack.push_back(id);
     }
-    // Merge a range with its single same-named child (torch.autograd.profiler's _remove_dup_nodes).
+    // Merge a range with its single same-named child (torch.autograd.profiler's _remove_dup_nodes): the node
+    // takes over the child's children (counts here, no child lists: one allocation per range cost more than
+    // the rest of the tree).
     for (int id = base; id < static_cast<int>(nodes.size()); ++id) {
       if (nodes[id].merged) continue;
-      while (nodes[id].children.size() == 1) {
-        const int c = nodes[id].children[0];
+      while (nodes[id].child_count == 1) {
+        const int c = nodes[id].first_child;
         const auto& pe = t.events[nodes[id].event];
         const auto& ce = t.events[nodes[c].event];
         if (pe.name != ce.name || pe.cat != Category::kCpuOp || ce.cat != Category::kCpuOp) break;
         nodes[c].merged = true;
-        nodes[id].children = std::move(nodes[c].children);
-        for (int g : nodes[id].children) nodes[g].parent = id;
+        nodes[id].child_count = nodes[c].child_count;
+        nodes[id].first_child = nodes[c].first_child;
       }
+    }
+    // Children of a merged node belong to the node it merged into. Parents come before their children, so one
+    // forward pass re-points every chain of merges.
+    for (int id = base; id < static_cast<int>(nodes.size()); ++id) {
+      const int p = nodes[id].parent;
+      if (p >= 0 && nodes[p].merged) nodes[id].parent = nodes[p].parent;
     }
     // Place the thread's samples: a sweep over the ranges in start order with the stack of open ones.
     auto sit = samples_by_thread.find(thread);
@@ -141,19 +156,28 @@ Attribution attribute(const trace::Trace& t, const std::vector<const MemorySampl
       out.sample_op[si] = d;  // a node index until the end of attribute()
     }
   }
-  self.assign(nodes.size() * ndev, SelfMetrics{});
-  for (size_t si = 0; si < samples.size(); ++si) {
-    const int d = out.sample_op[si];
-    if (d >= 0) self[static_cast<size_t>(d) * ndev + dev_index.at(key_of(*samples[si]))].add(samples[si]->bytes_delta);
-  }
   // A range is reached when a sample lies in it or in a range below it; the plugin's traversal visits the
   // top-level ranges and the children of reached ones (so only those count as calls).
   for (size_t i = nodes.size(); i-- > 0;)
     if (nodes[i].processed && !nodes[i].merged && nodes[i].parent >= 0) nodes[nodes[i].parent].processed = true;
+  // Metrics only for the reached ranges (every sample's range and its ancestors; any other range's are all 0):
+  // compact[node] is its row in self / incl, or -1.
+  std::vector<int> compact(nodes.size(), -1);
+  size_t nreached = 0;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (nodes[i].processed && !nodes[i].merged) compact[i] = static_cast<int>(nreached++);
+  self.assign(nreached * ndev, SelfMetrics{});
+  for (size_t si = 0; si < samples.size(); ++si) {
+    const int d = out.sample_op[si];
+    if (d >= 0)
+      self[static_cast<size_t>(compact[static_cast<size_t>(d)]) * ndev + dev_index.at(key_of(*samples[si]))].add(samples[si]->bytes_delta);
+  }
   std::vector<SelfMetrics> incl = self;  // children come after their parent: accumulate backwards
   for (size_t i = nodes.size(); i-- > 0;) {
-    if (nodes[i].merged || nodes[i].parent < 0) continue;
-    for (size_t d = 0; d < ndev; ++d) incl[static_cast<size_t>(nodes[i].parent) * ndev + d].add(incl[i * ndev + d]);
+    if (compact[i] < 0 || nodes[i].parent < 0) continue;
+    const size_t from = static_cast<size_t>(compact[i]) * ndev;
+    const size_t to = static_cast<size_t>(compact[static_cast<size_t>(nodes[i].parent)]) * ndev;
+    for (size_t d = 0; d < ndev; ++d) incl[to + d].add(incl[from + d]);
   }
   std::unordered_map<trace::StringId, int64_t> calls;
   for (size_t i = 0; i < nodes.size(); ++i) {
@@ -166,8 +190,8 @@ Attribution attribute(const trace::Trace& t, const std::vector<const MemorySampl
     for (size_t i = 0; i < nodes.size(); ++i) {
       const Node& n = nodes[i];
       if (n.merged || !n.op || !n.processed) continue;
-      const SelfMetrics& s = self[i * ndev + d];
-      const SelfMetrics& c = incl[i * ndev + d];
+      const SelfMetrics& s = self[static_cast<size_t>(compact[i]) * ndev + d];
+      const SelfMetrics& c = incl[static_cast<size_t>(compact[i]) * ndev + d];
       if (!s.any() && !c.any()) continue;
       const auto& e = t.events[n.event];
       MemoryOperator& r = rows[e.name];

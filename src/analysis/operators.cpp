@@ -55,14 +55,35 @@ OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex&
 
   // Per thread: its operators and module ranges, and the runtime calls to resolve.
   std::map<ThreadKey, std::vector<size_t>> ranges, calls;
+  // The lists of the previous event's thread: host events come in runs of one thread.
+  ThreadKey last_key{0, 0};
+  bool have_last = false;
+  std::vector<size_t>*last_ranges = nullptr, *last_calls = nullptr;
+  // is_module_range's answer once per (name, annotation or Python function): [StringId * 2 + python].
+  std::vector<int8_t> module_name(t.strings.size() * 2, -1);
   for (size_t i = 0; i < t.events.size(); ++i) {
     const Event& e = t.events[i];
     if (e.is_gpu) continue;
-    if (e.cat == Category::kCpuOp || ((e.cat == Category::kUserAnnotation || e.cat == Category::kPythonFunction) &&
-                                      is_module_range(e, t.name(e))))
-      ranges[{e.pid, e.tid}].push_back(i);
-    else if (e.cat == Category::kRuntime || e.cat == Category::kDriver)
-      calls[{e.pid, e.tid}].push_back(i);
+    bool range = e.cat == Category::kCpuOp;
+    if (!range && (e.cat == Category::kUserAnnotation || e.cat == Category::kPythonFunction)) {
+      int8_t& m = module_name[size_t{e.name} * 2 + (e.cat == Category::kPythonFunction)];
+      if (m < 0) m = is_module_range(e, t.name(e)) ? 1 : 0;
+      range = m == 1;
+    }
+    const bool call = !range && (e.cat == Category::kRuntime || e.cat == Category::kDriver);
+    if (!range && !call) continue;
+    if (!have_last || last_key.pid != e.pid || last_key.tid != e.tid) {
+      last_key = {e.pid, e.tid};
+      have_last = true;
+      last_ranges = last_calls = nullptr;
+    }
+    if (range) {
+      if (last_ranges == nullptr) last_ranges = &ranges[last_key];
+      last_ranges->push_back(i);
+    } else {
+      if (last_calls == nullptr) last_calls = &calls[last_key];
+      last_calls->push_back(i);
+    }
   }
   // Indexed by event: runtime call -> innermost op / module event (kNone if none); cpu_op -> self time.
   constexpr size_t kNone = SIZE_MAX;
@@ -79,8 +100,9 @@ OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex&
       const Event &x = t.events[a], &y = t.events[b];
       return x.start_ns != y.start_ns ? x.start_ns < y.start_ns : x.dur_ns > y.dur_ns;
     });
-    std::vector<size_t>& cs = calls[key];
-    std::sort(cs.begin(), cs.end(), [&](size_t a, size_t b) { return t.events[a].start_ns < t.events[b].start_ns; });
+    // Already in start order: collected in event order (trace::Trace::finalize sorts the events by start), and
+    // calls starting together resolve alike.
+    const std::vector<size_t>& cs = calls[key];
     std::vector<size_t> ops, mods;  // open ranges, innermost last
     auto close_until = [&](std::vector<size_t>& stack, TimeNs ts) {
       while (!stack.empty() && t.events[stack.back()].end_ns() <= ts) stack.pop_back();
@@ -160,13 +182,11 @@ OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex&
       if (dev != device || !in_window(g.start_ns)) continue;
       out.gpu_ns += g.dur_ns;
       size_t op = kNone, mod = kNone;
-      if (g.external_id >= 0)
-        if (auto it = idx.op_by_external_id.find(g.external_id); it != idx.op_by_external_id.end()) op = it->second;
-      if (g.correlation >= 0)
-        if (auto rt = idx.runtime_by_correlation.find(g.correlation); rt != idx.runtime_by_correlation.end()) {
-          if (op == kNone) op = op_of_call[rt->second];
-          mod = module_of_call[rt->second];
-        }
+      if (const size_t* it = idx.op_by_external_id.find(g.external_id)) op = *it;
+      if (const size_t rt = idx.runtime_of(g.correlation); rt != TraceIndex::Correlation::kNone) {
+        if (op == kNone) op = op_of_call[rt];
+        mod = module_of_call[rt];
+      }
       const bool kernel = g.cat == Category::kKernel;
       uint8_t cls = 0;
       if (kernel) {

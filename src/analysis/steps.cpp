@@ -30,6 +30,11 @@ const char* to_string(StepSource s) {
 TraceIndex build_index(const trace::Trace& t) {
   TraceIndex idx;
   std::map<int32_t, TimeNs> busy_by_device;
+  auto correlation_of = [&](int64_t id) -> TraceIndex::Correlation& {
+    auto [slot, fresh] = idx.correlation_slot.try_emplace(id, static_cast<uint32_t>(idx.correlations.size()));
+    if (fresh) idx.correlations.emplace_back();
+    return idx.correlations[*slot];
+  };
   for (size_t i = 0; i < t.events.size(); ++i) {
     const Event& e = t.events[i];
     switch (e.cat) {
@@ -40,12 +45,15 @@ TraceIndex build_index(const trace::Trace& t) {
       case Category::kRuntime:
       case Category::kDriver:
         idx.runtimes.push_back(i);
-        if (e.correlation >= 0) idx.runtime_by_correlation.emplace(e.correlation, i);
+        if (e.correlation >= 0) {
+          TraceIndex::Correlation& c = correlation_of(e.correlation);
+          if (c.runtime == TraceIndex::Correlation::kNone) c.runtime = i;
+        }
         break;
       case Category::kCpuOp:
         idx.cpu_ops.push_back(i);
         // Events are sorted by start (enclosing first): a later match is nested deeper, keep the innermost.
-        if (e.external_id >= 0) idx.op_by_external_id[e.external_id] = i;
+        if (e.external_id >= 0) *idx.op_by_external_id.try_emplace(e.external_id, i).first = i;
         break;
       case Category::kUserAnnotation:
         if (!idx.has_phase_ranges) {
@@ -56,10 +64,17 @@ TraceIndex build_index(const trace::Trace& t) {
       default: break;
     }
     if (e.cat == Category::kKernel || e.cat == Category::kMemcpy || e.cat == Category::kMemset) {
-      if (e.correlation >= 0) idx.gpu_by_correlation[e.correlation].push_back(i);
+      if (e.correlation >= 0) {
+        TraceIndex::Correlation& c = correlation_of(e.correlation);
+        c.gpu_first = c.gpu_count == 0 ? e.start_ns : std::min(c.gpu_first, e.start_ns);
+        c.gpu_last = c.gpu_count == 0 ? e.end_ns() : std::max(c.gpu_last, e.end_ns());
+        ++c.gpu_count;
+      }
       busy_by_device[e.device >= 0 ? e.device : static_cast<int32_t>(e.pid)] += e.dur_ns;
     }
   }
+  idx.correlation_slot.pack();
+  idx.op_by_external_id.pack();
   idx.has_gpu_activity = !busy_by_device.empty();
   idx.has_cpu_ops = !idx.cpu_ops.empty();
   TimeNs best = -1;
@@ -112,14 +127,10 @@ void adjust_to_device(const trace::Trace& t, const TraceIndex& idx, StepInfo& in
   const TimeNs kMax = std::numeric_limits<TimeNs>::max();
   const TimeNs kMin = std::numeric_limits<TimeNs>::min();
   std::vector<std::pair<TimeNs, TimeNs>> device(steps.size(), {kMax, kMin});
-  // Per correlation id, the span and count of its GPU activities, computed once: a hostile or merged trace
-  // can give one id to many launches and many kernels, and a scan per launch was quadratic (80k: 87 s).
-  struct Span {
-    TimeNs first, last;
-    int64_t count;
-  };
-  std::unordered_map<int64_t, Span> spans;
-  std::unordered_set<int64_t> matched;  // correlation ids whose GPU activities a step claimed
+  // The span and count of each correlation id's GPU activities come from the index (computed once there: a
+  // hostile or merged trace can give one id to many launches and many kernels). matched: by correlation slot,
+  // the ids whose GPU activities a step claimed.
+  std::vector<char> matched(idx.correlations.size(), 0);
   bool any = false;
   for (size_t s = 0; s < steps.size(); ++s) {
     auto it = std::lower_bound(idx.runtimes.begin(), idx.runtimes.end(), steps[s].host_start,
@@ -127,22 +138,12 @@ void adjust_to_device(const trace::Trace& t, const TraceIndex& idx, StepInfo& in
     for (; it != idx.runtimes.end() && t.events[*it].start_ns < steps[s].host_end; ++it) {
       const Event& rt = t.events[*it];
       if (rt.end_ns() > steps[s].host_end || rt.correlation < 0) continue;
-      auto g = idx.gpu_by_correlation.find(rt.correlation);
-      if (g == idx.gpu_by_correlation.end()) continue;
-      auto [span, fresh] = spans.try_emplace(rt.correlation, Span{kMax, kMin, 0});
-      if (fresh) {
-        for (size_t gi : g->second) {
-          const Event& ge = t.events[gi];
-          span->second.first = std::min(span->second.first, ge.start_ns);
-          span->second.last = std::max(span->second.last, ge.end_ns());
-          ++span->second.count;
-        }
-      }
-      if (span->second.count == 0) continue;
-      device[s].first = std::min(device[s].first, span->second.first);
-      device[s].second = std::max(device[s].second, span->second.last);
-      matched.insert(rt.correlation);
-      steps[s].device_activities += span->second.count;
+      const TraceIndex::Correlation* span = idx.correlation(rt.correlation);
+      if (span == nullptr || span->gpu_count == 0) continue;
+      device[s].first = std::min(device[s].first, span->gpu_first);
+      device[s].second = std::max(device[s].second, span->gpu_last);
+      matched[static_cast<size_t>(span - idx.correlations.data())] = 1;
+      steps[s].device_activities += span->gpu_count;
       any = true;
     }
   }
@@ -154,7 +155,8 @@ void adjust_to_device(const trace::Trace& t, const TraceIndex& idx, StepInfo& in
     auto consider = [&](const std::vector<size_t>& list) {
       for (size_t gi : list) {
         const Event& ge = t.events[gi];
-        if ((ge.correlation < 0 || !matched.count(ge.correlation)) && ge.end_ns() < device[0].first)
+        const TraceIndex::Correlation* c = idx.correlation(ge.correlation);
+        if ((c == nullptr || !matched[static_cast<size_t>(c - idx.correlations.data())]) && ge.end_ns() < device[0].first)
           prev_end = std::max(prev_end, ge.end_ns());
       }
     };

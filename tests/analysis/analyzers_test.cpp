@@ -32,6 +32,39 @@ TEST(Intervals, MergeIntersectSubtract) {
   EXPECT_EQ(total_length(clip_intervals(m, 4, 12)), 1 + 2);
 }
 
+// The flat id map behind TraceIndex's lookups, in both layouts: hashed (ids spread wide) and packed into an
+// array (ids within 4x their number), and an insert after packing.
+TEST(IdMap, HashedPackedAndInsertAfterPack) {
+  IdMap<size_t> dense, sparse;
+  for (int64_t k = 100; k < 1100; ++k) EXPECT_TRUE(dense.try_emplace(k, static_cast<size_t>(k * 3)).second);
+  for (int64_t k = 0; k < 1000; ++k) sparse.try_emplace(k * 1'000'003, static_cast<size_t>(k));
+  EXPECT_FALSE(dense.try_emplace(500, 7).second);  // present: the first value stays
+  for (IdMap<size_t>* m : {&dense, &sparse}) {
+    for (int pass = 0; pass < 2; ++pass) {  // before and after pack()
+      EXPECT_EQ(m->size(), 1000u);
+      EXPECT_EQ(m->find(-1), nullptr);
+      EXPECT_EQ(m->find(99), nullptr);
+      EXPECT_EQ(m->find(std::numeric_limits<int64_t>::max()), nullptr);
+      m->pack();
+    }
+  }
+  for (int64_t k = 100; k < 1100; ++k) {
+    ASSERT_NE(dense.find(k), nullptr);
+    EXPECT_EQ(*dense.find(k), size_t(k * 3));
+  }
+  EXPECT_EQ(dense.find(1100), nullptr);
+  for (int64_t k = 0; k < 1000; ++k) {
+    ASSERT_NE(sparse.find(k * 1'000'003), nullptr);
+    EXPECT_EQ(*sparse.find(k * 1'000'003), size_t(k));
+  }
+  EXPECT_EQ(sparse.find(1), nullptr);
+  EXPECT_TRUE(dense.try_emplace(5'000'000'000, 1).second);  // back to a hash table
+  EXPECT_EQ(dense.size(), 1001u);
+  EXPECT_EQ(*dense.find(5'000'000'000), 1u);
+  EXPECT_EQ(*dense.find(777), 777u * 3);
+  EXPECT_EQ(dense.find(99), nullptr);
+}
+
 TEST(Classify, RuntimeNamesAndKernels) {
   EXPECT_EQ(runtime_base_name("cudaLaunchKernel_v7000"), "cudaLaunchKernel");
   EXPECT_EQ(runtime_base_name("cudaStreamSynchronize_v3020"), "cudaStreamSynchronize");

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "profile_train/analysis/id_map.h"
 #include "profile_train/analysis/report.h"
 #include "profile_train/trace/model.h"
 
@@ -92,9 +93,28 @@ struct StepInfo {
 // Shared lookups built once per trace (indices into trace.events).
 struct TraceIndex {
   std::vector<size_t> kernels, memcpys, memsets, syncs, runtimes, cpu_ops;  // runtimes include driver calls
-  std::unordered_map<int64_t, size_t> runtime_by_correlation;
-  std::unordered_map<int64_t, std::vector<size_t>> gpu_by_correlation;  // kernel/memcpy/memset
-  std::unordered_map<int64_t, size_t> op_by_external_id;  // innermost cpu_op carrying an external id
+  // One correlation id: its first runtime / driver call and what its GPU activities (kernel, memcpy, memset, on
+  // any device) span, computed once here so that no analyzer walks the activities of an id again.
+  struct Correlation {
+    static constexpr size_t kNone = SIZE_MAX;
+    size_t runtime = kNone;  // the first runtime call carrying the id, kNone if none
+    TimeNs gpu_first = 0;    // earliest GPU activity start (valid when gpu_count > 0)
+    TimeNs gpu_last = 0;     // latest GPU activity end (valid when gpu_count > 0)
+    int64_t gpu_count = 0;   // GPU activities carrying the id
+  };
+  IdMap<uint32_t> correlation_slot;        // correlation id -> index into `correlations`
+  std::vector<Correlation> correlations;
+  IdMap<size_t> op_by_external_id;         // innermost cpu_op carrying an external id
+  // The id's entry, or nullptr (negative ids, ids no runtime call or GPU activity carries).
+  const Correlation* correlation(int64_t id) const {
+    const uint32_t* s = correlation_slot.find(id);
+    return s == nullptr ? nullptr : &correlations[*s];
+  }
+  // The runtime call of a correlation id (index into trace.events), or Correlation::kNone.
+  size_t runtime_of(int64_t id) const {
+    const Correlation* c = correlation(id);
+    return c == nullptr ? Correlation::kNone : c->runtime;
+  }
   int32_t main_device = -1;  // device with the most GPU busy time (-1 if no GPU activity)
   bool has_gpu_activity = false;
   bool has_cpu_ops = false;

@@ -1,0 +1,122 @@
+// IdMap: an open-addressing hash map from a non-negative 64-bit id (a correlation id, an external id) to a small
+// value, for the per-event lookups of the analysis. One flat array of keys and one of values, linear probing,
+// at most half full: no node per entry (std::unordered_map's one allocation per id cost more than the lookups
+// themselves on big traces), and nothing to free one by one.
+#pragma once
+
+#include <cstddef>
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace profile_train::analysis {
+
+template <class V>
+class IdMap {
+ public:
+  // The value of `key`, or nullptr. Negative keys are never stored: they find nothing.
+  const V* find(int64_t key) const {
+    if (key < 0 || size_ == 0) return nullptr;
+    if (dense_) {
+      const uint64_t at = static_cast<uint64_t>(key) - static_cast<uint64_t>(min_);
+      return key >= min_ && at < present_.size() && present_[at] ? &vals_[at] : nullptr;
+    }
+    for (size_t at = slot(key);; at = (at + 1) & mask_) {
+      if (keys_[at] == key) return &vals_[at];
+      if (keys_[at] == kEmpty) return nullptr;
+    }
+  }
+  V* find(int64_t key) { return const_cast<V*>(std::as_const(*this).find(key)); }
+  bool contains(int64_t key) const { return find(key) != nullptr; }
+  // Inserts `value` under `key` (>= 0) unless the key is present; returns the stored value and whether it is new.
+  std::pair<V*, bool> try_emplace(int64_t key, V value) {
+    if (dense_) unpack();
+    if ((size_ + 1) * 2 > keys_.size()) grow();
+    for (size_t at = slot(key);; at = (at + 1) & mask_) {
+      if (keys_[at] == key) return {&vals_[at], false};
+      if (keys_[at] == kEmpty) {
+        keys_[at] = key;
+        vals_[at] = std::move(value);
+        ++size_;
+        return {&vals_[at], true};
+      }
+    }
+  }
+  V& operator[](int64_t key) { return *try_emplace(key, V{}).first; }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  // Once filled: when the ids cover a range at most 4x their number (a trace's ids mostly count up), stores the
+  // values in one array indexed by id - min, so that lookups in id order read memory in order instead of at
+  // hashed places. Ids spread wider (a hostile or merged trace) keep the hash table. A later insert undoes it.
+  void pack() {
+    if (dense_ || size_ == 0) return;
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (int64_t k : keys_)
+      if (k != kEmpty) lo = std::min(lo, k), hi = std::max(hi, k);
+    const uint64_t span = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo) + 1;
+    if (span > 4 * static_cast<uint64_t>(size_) + 64) return;
+    std::vector<char> present(span, 0);
+    std::vector<V> vals(span, V{});
+    for (size_t i = 0; i < keys_.size(); ++i) {
+      if (keys_[i] == kEmpty) continue;
+      const size_t at = static_cast<size_t>(static_cast<uint64_t>(keys_[i]) - static_cast<uint64_t>(lo));
+      present[at] = 1;
+      vals[at] = std::move(vals_[i]);
+    }
+    keys_.clear();
+    keys_.shrink_to_fit();
+    vals_ = std::move(vals);
+    present_ = std::move(present);
+    min_ = lo;
+    dense_ = true;
+  }
+
+ private:
+  void unpack() {
+    std::vector<char> present = std::move(present_);
+    std::vector<V> vals = std::move(vals_);
+    present_.clear();
+    vals_.clear();
+    keys_.clear();
+    dense_ = false;
+    const size_t n = size_;
+    size_ = 0;
+    mask_ = 0;
+    shift_ = 64;
+    while (keys_.size() < 2 * n + 2) keys_.resize(keys_.empty() ? 16 : keys_.size() * 2);
+    const size_t cap = keys_.size();
+    keys_.assign(cap, kEmpty);
+    vals_.assign(cap, V{});
+    mask_ = cap - 1;
+    shift_ = 64 - static_cast<unsigned>(__builtin_ctzll(cap));
+    for (size_t i = 0; i < present.size(); ++i)
+      if (present[i]) try_emplace(min_ + static_cast<int64_t>(i), std::move(vals[i]));
+  }
+  static constexpr int64_t kEmpty = -1;
+  size_t slot(int64_t key) const {
+    // Fibonacci hashing: ids are often consecutive; the multiply spreads them over the high bits.
+    return static_cast<size_t>((static_cast<uint64_t>(key) * 0x9E3779B97F4A7C15ull) >> shift_);
+  }
+  void grow() {
+    std::vector<int64_t> keys = std::move(keys_);
+    std::vector<V> vals = std::move(vals_);
+    const size_t cap = keys.empty() ? 16 : keys.size() * 2;
+    keys_.assign(cap, kEmpty);
+    vals_.assign(cap, V{});
+    mask_ = cap - 1;
+    shift_ = 64 - static_cast<unsigned>(__builtin_ctzll(cap));
+    size_ = 0;
+    for (size_t i = 0; i < keys.size(); ++i)
+      if (keys[i] != kEmpty) try_emplace(keys[i], std::move(vals[i]));
+  }
+  std::vector<int64_t> keys_;
+  std::vector<V> vals_;
+  size_t mask_ = 0, size_ = 0;
+  unsigned shift_ = 64;
+  bool dense_ = false;         // pack(): vals_[id - min_] where present_[id - min_]
+  std::vector<char> present_;
+  int64_t min_ = 0;
+};
+
+}  // namespace profile_train::analysis
