@@ -3,7 +3,9 @@
 Loaded by profile_train_shim.py next to it; its hooks are called from the shim's forward, backward, optimizer
 step and step boundary. Everything is read from the tensors and the allocator's host-side counters; nothing
 here synchronizes with a GPU beyond what torch.cuda.max_memory_allocated / memory_allocated /
-reset_peak_memory_stats do (they read the caching allocator's counters on the host).
+reset_peak_memory_stats do (they read the caching allocator's counters on the host). The one visible effect on
+the program: with the per-step reset, a program that reads torch.cuda.max_memory_allocated itself sees the peak
+since the current step began, not since the start (facts.gpu.memory_peak_bytes keeps the run's).
 
   parameter_bytes (by dtype)  the top-level model's parameters (each storage once)
   gradient_bytes              their .grad tensors, read after an optimizer step (before zero_grad frees them)
