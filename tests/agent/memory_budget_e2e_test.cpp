@@ -133,6 +133,10 @@ TEST(MemoryBudget, KnownMlpWithAdamW) {
   ASSERT_TRUE(b["fit"].is_string()) << b.dump();
   EXPECT_EQ(b["fit"].get<std::string>().rfind("batch 64 fits with ", 0), 0u) << b["fit"];
   EXPECT_NE(r.log.find("memory budget (CPU)"), std::string::npos) << r.log;
+  // report.html shows the split and the fit line.
+  const std::string html = slurp(r.out / "run" / "report.html");
+  EXPECT_NE(html.find("<section id=\"memory-budget\"><h2>Memory budget (CPU)</h2>"), std::string::npos);
+  EXPECT_NE(html.find(b["fit"].get<std::string>()), std::string::npos);
 
   // No leak: no growth named.
   EXPECT_EQ(i64(b["growth_per_step_bytes"]), 0) << r.report["facts"]["memory"]["steps"].dump();
