@@ -173,3 +173,18 @@ TEST(MemoryBudget, PlantedLeakIsNamedAsGrowth) {
   EXPECT_TRUE(b["growth_source"].is_string()) << b.dump();
   EXPECT_NE(r.log.find("across steps (a leak?)"), std::string::npos) << r.log;
 }
+
+// The shim's GPU branch without a GPU (tests/agent/data/memory_facts_gpu_path.py: torch.cuda's counters scripted):
+// one peak per step with a reset at each step's start, the allocated series, and the run's peak kept for
+// facts.gpu.memory_peak_bytes.
+TEST(MemoryBudget, ShimGpuBranchWithScriptedCounters) {
+  if (!have_torch()) GTEST_SKIP() << "no Python with torch at " << kPython.string();
+  const fs::path script = fs::path(PT_SOURCE_DIR) / "tests" / "agent" / "data" / "memory_facts_gpu_path.py";
+  const fs::path shim = fs::path(PT_SOURCE_DIR) / "src" / "agent" / "python";
+  const fs::path out = fresh_dir("membudget_gpu_branch") / "out.txt";
+  const std::string cmd = "'" + kPython.string() + "' '" + script.string() + "' '" + shim.string() + "' > '" +
+                          out.string() + "' 2>&1";
+  const int rc = std::system(cmd.c_str());
+  EXPECT_EQ(rc, 0) << slurp(out);
+  EXPECT_EQ(slurp(out), "ok\n");
+}
