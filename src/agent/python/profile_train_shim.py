@@ -62,6 +62,7 @@ _OVERRIDE_KEYS = {
 _OVERRIDE_BATCH_SIZE = "dataloader.batch_size"
 _MODULE_RANGES = "profile_train_module_ranges"  # the module next to this file (no dotted literal: knobs_test)
 _MEMORY = "profile_train_memory"  # facts.memory: parameter, gradient, optimizer state and activation bytes
+_MEMORY_VOLATILE = ("steps", "rss_peak_bytes", "ram_available_bytes")  # facts.memory keys that move every step
 _OVERRIDE_AMP = "amp.dtype"
 
 
@@ -525,7 +526,12 @@ class _Shim:
                 cap = self.facts.get("capture", {})
                 seen = cap.get("steps_seen")
                 text = json.dumps(self.facts, default=str)
-                key = text.replace('"steps_seen": %s' % json.dumps(seen), "", 1) if seen is not None else text
+                key = text
+                mem = self.facts.get("memory")
+                if isinstance(mem, dict):  # its per-step figures, like steps_seen, are no change by themselves
+                    steady = {k: v for k, v in mem.items() if k not in _MEMORY_VOLATILE}
+                    key = json.dumps(dict(self.facts, memory=steady), default=str)
+                key = key.replace('"steps_seen": %s' % json.dumps(seen), "", 1) if seen is not None else key
                 return key, text
             except RuntimeError:
                 time.sleep(0.001)
