@@ -11,6 +11,7 @@
 #include "profile_train/analysis/analyzers.h"
 #include "profile_train/analysis/efficiency.h"
 #include "profile_train/analysis/memory.h"
+#include "profile_train/analysis/memory_budget.h"
 #include "profile_train/common/version.h"
 #include "profile_train/report/report_json.h"
 #include "report_context.h"
@@ -286,6 +287,8 @@ Report build_typed_report(const trace::Trace& t, const AnalysisOptions& options)
       r.gpu.memory.alloc_retries = (*gf)["alloc_retries"].get<int64_t>();
     if (gf->contains("ooms") && (*gf)["ooms"].is_number_integer()) r.gpu.memory.ooms = (*gf)["ooms"].get<int64_t>();
   }
+  // Static and activation memory, and the batch that fits (the shim's facts.memory).
+  r.memory_budget = memory_budget_section(r.facts, r.device);
   r.data_quality = data_quality_section(t, idx, missing);
   r.data_quality.notes.insert(r.data_quality.notes.end(), spec_notes.begin(), spec_notes.end());
   if (!t.memory.empty()) {

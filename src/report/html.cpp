@@ -539,6 +539,7 @@ std::string render_html(const Report& report, const trace::Trace* trace) {
     write_metrics(h, report);
   }
   detail::write_memory_timeline(h, report);
+  detail::write_memory_budget(h, report);
   if (gpu_panels) {
     write_copies(h, report);
     write_kernels(h, report);

@@ -78,5 +78,7 @@ void write_efficiency(Html& h, const analysis::Report& report);
 // html_memory.cpp: the memory timeline, live blocks at the peak and the per-operator table (nothing without
 // report.memory).
 void write_memory_timeline(Html& h, const analysis::Report& report);
+// The static/activation split and the fit line (report.memory_budget); nothing when absent.
+void write_memory_budget(Html& h, const analysis::Report& report);
 
 }  // namespace profile_train::report::detail

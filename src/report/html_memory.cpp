@@ -11,6 +11,7 @@ namespace profile_train::report::detail {
 
 namespace {
 
+using analysis::MemoryBudget;
 using analysis::MemoryDevice;
 using analysis::Report;
 
@@ -155,6 +156,37 @@ void write_device(Html& h, const Report& r, const MemoryDevice& d) {
 }
 
 }  // namespace
+
+void write_memory_budget(Html& h, const Report& r) {
+  if (!r.memory_budget) return;
+  const MemoryBudget& b = *r.memory_budget;
+  h.raw("<section id=\"memory-budget\"><h2>Memory budget (").text(b.device).raw(")</h2>\n");
+  h.raw("<table class=\"data mem-budget\"><tbody>\n");
+  auto row = [&](const char* label, std::optional<int64_t> v, const std::optional<std::string>& note) {
+    if (!v) return;
+    h.raw("<tr><td>").raw(label).raw("</td><td class=\"num\">").text(fmt_bytes(double(*v))).raw("</td><td class=\"hint\">");
+    if (note) h.text(*note);
+    h.raw("</td></tr>\n");
+  };
+  row("Parameters", b.parameter_bytes, std::nullopt);
+  row("Gradients", b.gradient_bytes, std::nullopt);
+  row("Optimizer state", b.optimizer_state_bytes, std::nullopt);
+  row("Static (sum)", b.static_bytes, std::nullopt);
+  row("Activations", b.activation_bytes, b.activation_source);
+  row("Activations per sample", b.activation_per_sample_bytes,
+      b.batch_size ? std::optional<std::string>("batch " + std::to_string(*b.batch_size)) : std::nullopt);
+  row("Peak", b.peak_bytes, b.peak_source);
+  row("Capacity", b.capacity_bytes, b.capacity_source);
+  row("Free", b.free_bytes, std::nullopt);
+  h.raw("</tbody></table>\n");
+  if (b.fit) h.raw("<p class=\"mem-fit\"><b>").text(*b.fit).raw("</b>");
+  if (b.fit && b.caveat) h.raw(" (").text(*b.caveat).raw(")");
+  if (b.fit) h.raw("</p>\n");
+  if (b.growth_per_step_bytes && *b.growth_per_step_bytes > 0 && b.growth_source)
+    h.raw("<p class=\"mem-growth\">Memory grows by ").text(fmt_bytes(double(*b.growth_per_step_bytes)))
+        .raw(" per step (").text(*b.growth_source).raw("): tensors kept from step to step?</p>\n");
+  h.raw("</section>\n");
+}
 
 void write_memory_timeline(Html& h, const Report& r) {
   if (!r.memory || r.memory->devices.empty()) return;

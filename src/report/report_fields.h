@@ -234,6 +234,29 @@ PT_REPORT_FIELDS(Memory) {
   v("phases", s.phases);
 }
 
+PT_REPORT_FIELDS(MemoryBudget) {
+  v("device", s.device);
+  v("batch_size", s.batch_size);
+  v("parameter_bytes", s.parameter_bytes);
+  v("gradient_bytes", s.gradient_bytes);
+  v("optimizer_state_bytes", s.optimizer_state_bytes);
+  v("static_bytes", s.static_bytes);
+  v("peak_bytes", s.peak_bytes);
+  v("peak_source", s.peak_source);
+  v("activation_bytes", s.activation_bytes);
+  v("activation_per_sample_bytes", s.activation_per_sample_bytes);
+  v("activation_source", s.activation_source);
+  v("capacity_bytes", s.capacity_bytes);
+  v("capacity_source", s.capacity_source);
+  v("free_bytes", s.free_bytes);
+  v("peak_fraction", s.peak_fraction);
+  v("samples_fit", s.samples_fit);
+  v("growth_per_step_bytes", s.growth_per_step_bytes);
+  v("growth_source", s.growth_source);
+  v("fit", s.fit);
+  v("caveat", s.caveat);
+}
+
 PT_REPORT_FIELDS(TopKernel) {
   v("name", s.name);
   v("count", s.count);
@@ -529,6 +552,7 @@ PT_REPORT_FIELDS(Report) {
   v("operators", s.operators);
   v("efficiency", s.efficiency);
   v.absent_if_unset("memory", s.memory);
+  v.absent_if_unset("memory_budget", s.memory_budget);
   v("facts", s.facts);
   v("data_quality", s.data_quality);
   v("recommendations", s.recommendations);

@@ -190,6 +190,18 @@ bool write_memory_line(const Report& r, std::ostream& out) {
   return true;
 }
 
+// The memory budget line (report.memory_budget): static and activation bytes, what fits, growth.
+void write_memory_budget_line(const Report& r, std::ostream& out) {
+  if (!r.memory_budget) return;
+  const MemoryBudget& b = *r.memory_budget;
+  out << "          memory budget (" << b.device << "): static " << bytes(static_cast<double>(b.static_bytes));
+  if (b.activation_bytes) out << ", activations " << bytes(static_cast<double>(*b.activation_bytes));
+  if (b.fit) out << "; " << *b.fit;
+  if (b.growth_per_step_bytes && *b.growth_per_step_bytes > 0)
+    out << "; grows " << bytes(static_cast<double>(*b.growth_per_step_bytes)) << "/step across steps (a leak?)";
+  out << "\n";
+}
+
 void write_gpu(const Report& r, std::ostream& out, const Style& st) {
   const Gpu& g = r.gpu;
   if (!g.utilization) {
@@ -361,6 +373,7 @@ void write_text_summary(const Report& r, std::ostream& out, const TextOptions& o
   write_steps(r, out, st);
   write_breakdown(r, out, st);
   write_gpu(r, out, st);
+  write_memory_budget_line(r, out);
   write_efficiency(r, out, st);
   write_host_and_comm(r, out, st);
   write_recommendations(r, out, st);

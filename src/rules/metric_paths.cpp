@@ -46,6 +46,11 @@ constexpr Leaf kFactLeaves[] = {
     {"facts.gpu.memory_total_bytes", T::kNumber},
     {"facts.gpu.memory_peak_bytes", T::kNumber},
     {"facts.gpu.used", T::kBool},
+    {"facts.memory.batch_size", T::kNumber},              // the shim's memory facts (see memory_budget)
+    {"facts.memory.parameter_bytes", T::kNumber},
+    {"facts.memory.gradient_bytes", T::kNumber},
+    {"facts.memory.optimizer_state_bytes", T::kNumber},
+    {"facts.memory.activation_saved_bytes", T::kNumber},
     {"facts.model.channels_last", T::kBool},
     {"facts.model.has_conv", T::kBool},
     {"facts.model.dataparallel", T::kBool},

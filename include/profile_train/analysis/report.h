@@ -212,6 +212,29 @@ struct Memory {
   std::vector<MemorySpan> phases;     // forward / backward / optimizer ranges, by phase name (at most kMemorySpans)
 };
 
+// memory_budget: static (parameters, gradients, optimizer state) and activation memory, and the batch that
+// fits (analysis/memory_budget.h). Absent when the shim recorded no parameter bytes.
+struct MemoryBudget {
+  std::string device;  // "GPU" | "CPU"
+  std::optional<int64_t> batch_size;
+  int64_t parameter_bytes = 0;
+  std::optional<int64_t> gradient_bytes, optimizer_state_bytes;
+  int64_t static_bytes = 0;  // parameters + gradients + optimizer state (those recorded)
+  std::optional<int64_t> peak_bytes;
+  std::optional<std::string> peak_source;
+  std::optional<int64_t> activation_bytes, activation_per_sample_bytes;
+  std::optional<std::string> activation_source;
+  std::optional<int64_t> capacity_bytes;
+  std::optional<std::string> capacity_source;
+  std::optional<int64_t> free_bytes;
+  std::optional<double> peak_fraction;  // peak / capacity
+  std::optional<int64_t> samples_fit;   // batch + free / activations per sample
+  std::optional<int64_t> growth_per_step_bytes;
+  std::optional<std::string> growth_source;
+  std::optional<std::string> fit;  // "batch 64 fits with 31 GiB free; about 120 samples would fit"
+  std::optional<std::string> caveat;
+};
+
 struct TopKernel {
   std::string name;
   int64_t count = 0;
@@ -456,6 +479,7 @@ struct Report {
   Operators operators;
   Efficiency efficiency;
   std::optional<Memory> memory;  // absent when unset (the trace has no usable memory sample)
+  std::optional<MemoryBudget> memory_budget;  // absent when unset (no shim memory facts)
   // Recorded facts (the Python shim's facts-<pid>.json, the workload's) merged over inferred ones. Kept as
   // JSON: the shim adds groups and keys over time, rules read them by dotted path, and a fixed struct would
   // drop what it does not know (reports/REPORT_FORMAT.md "facts" lists the known ones).

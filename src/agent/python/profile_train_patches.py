@@ -166,6 +166,7 @@ def install(torch, shim):
         if id(self) != S.model_id:
             return orig_call(self, *args, **kwargs)
         S.step_at_forward()
+        S.memory_hook("on_forward", args, kwargs)
         S.fwd_depth += 1
         S.nvtx.push("## forward ##")
         try:
@@ -194,6 +195,7 @@ def install(torch, shim):
             if S.bwd_depth or not S.active or S.is_worker or not S.training_thread():
                 return fn(*args, **kwargs)
             S.step_at_backward()
+            S.memory_hook("on_backward", args, kwargs)
             S.bwd_depth += 1
             S.nvtx.push("## backward ##")
             try:
@@ -259,6 +261,7 @@ def install(torch, shim):
             return
         opt._pt_step_range = False
         S.nvtx.pop()
+        S.memory_hook("on_optimizer_step", opt)
         S.step_after_optimizer(opt)
 
     opt_mod.register_optimizer_step_pre_hook(pre_step)

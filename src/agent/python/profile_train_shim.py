@@ -61,6 +61,8 @@ _OVERRIDE_KEYS = {
 }
 _OVERRIDE_BATCH_SIZE = "dataloader.batch_size"
 _MODULE_RANGES = "profile_train_module_ranges"  # the module next to this file (no dotted literal: knobs_test)
+_MEMORY = "profile_train_memory"  # facts.memory: parameter, gradient, optimizer state and activation bytes
+_MEMORY_VOLATILE = ("steps", "rss_peak_bytes", "ram_available_bytes")  # facts.memory keys that move every step
 _OVERRIDE_AMP = "amp.dtype"
 
 
@@ -265,6 +267,8 @@ class _Shim:
         self.torch = None
         self.lock = threading.Lock()
         self.errors = []
+        self.memory = None           # profile_train_memory.MemoryFacts, made by memory_hook on first use
+        self.memory_failed = False
         for word in unknown:
             self.note_error("module_ranges", ValueError("unknown option %r (known: backward)" % word))
 
@@ -333,6 +337,7 @@ class _Shim:
                 sys.stderr.flush()
                 raise SystemExit(0)
             return
+        self.memory_hook("at_step", self.step_index)
         self.nvtx.push("ProfilerStep#%d" % self.step_index)
         self.step_index += 1
         self.step_open = True
@@ -456,8 +461,11 @@ class _Shim:
                 props = torch.cuda.get_device_properties(dev)
                 gpu["name"] = props.name
                 gpu["memory_total_bytes"] = int(props.total_memory)
-                gpu["memory_peak_bytes"] = int(torch.cuda.max_memory_allocated(dev))
-                gpu["memory_reserved_peak_bytes"] = int(torch.cuda.max_memory_reserved(dev))
+                peak, reserved = int(torch.cuda.max_memory_allocated(dev)), int(torch.cuda.max_memory_reserved(dev))
+                if self.memory is not None:  # it resets the peaks per step: the run's are the largest seen
+                    peak, reserved = self.memory.gpu_peaks(peak, reserved)
+                gpu["memory_peak_bytes"] = peak
+                gpu["memory_reserved_peak_bytes"] = reserved
                 stats = torch.cuda.memory_stats(dev)  # the caching allocator's counters since start
                 gpu["alloc_retries"] = int(stats.get("num_alloc_retries", 0))
                 gpu["ooms"] = int(stats.get("num_ooms", 0))
@@ -478,6 +486,8 @@ class _Shim:
             if self.module_bw is not None and "module_ranges" in f["capture"]:
                 f["capture"]["module_ranges"].update(self.module_bw.facts())
             f["capture"]["nvtx_backend"] = self.nvtx.backend
+            if self.memory is not None:
+                f["memory"] = self.memory.facts()
         except Exception as e:  # facts are best effort
             self.note_error("facts", e)
 
@@ -516,7 +526,12 @@ class _Shim:
                 cap = self.facts.get("capture", {})
                 seen = cap.get("steps_seen")
                 text = json.dumps(self.facts, default=str)
-                key = text.replace('"steps_seen": %s' % json.dumps(seen), "", 1) if seen is not None else text
+                key = text
+                mem = self.facts.get("memory")
+                if isinstance(mem, dict):  # its per-step figures, like steps_seen, are no change by themselves
+                    steady = {k: v for k, v in mem.items() if k not in _MEMORY_VOLATILE}
+                    key = json.dumps(dict(self.facts, memory=steady), default=str)
+                key = key.replace('"steps_seen": %s' % json.dumps(seen), "", 1) if seen is not None else key
                 return key, text
             except RuntimeError:
                 time.sleep(0.001)
@@ -552,6 +567,19 @@ class _Shim:
             }
         except Exception as e:
             self.note_error("model", e)
+
+    def memory_hook(self, name, *args):
+        """profile_train_memory.MemoryFacts.<name>(*args) (facts.memory), on the training thread of the main
+        process; loaded on first use, and off for good after a failure to load."""
+        if self.memory_failed or self.is_worker or os.getpid() != self.pid or not self.out:
+            return
+        try:
+            if self.memory is None:
+                self.memory = _load_sibling(_MEMORY).MemoryFacts(self.torch, self)
+            getattr(self.memory, name)(*args)
+        except Exception as e:
+            self.memory_failed = True
+            self.note_error("memory", e)
 
     def install_module_ranges(self, model):
         """Ranges around each submodule down to self.module_depth: forward ranges from forward pre/post hooks
@@ -639,7 +667,7 @@ def _without_shim_frames(tb):
     here = os.path.abspath(__file__)
     if here.endswith((".pyc", ".pyo")):
         here = here[:-1]
-    ours = {here} | {os.path.join(os.path.dirname(here), name + ".py") for name in (_PATCHES, _MODULE_RANGES)}
+    ours = {here} | {os.path.join(os.path.dirname(here), name + ".py") for name in (_PATCHES, _MODULE_RANGES, _MEMORY)}
     kept = []
     while tb is not None:
         if os.path.abspath(tb.tb_frame.f_code.co_filename) not in ours:
