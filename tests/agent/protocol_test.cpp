@@ -92,7 +92,7 @@ TEST(Protocol, TheShimNamesItsStepsAndFactsFilesAsTheProtocolSays) {
 // "Defined once": C++ code uses the header's constants; a literal "PROFILE_TRAIN_..." or "profile_train:..."
 // anywhere else in src/ or include/ is a second definition.
 TEST(Protocol, NoCppSourceSpellsAProtocolStringItself) {
-  const fs::path header = kSource / "include" / "profile_train" / "agent" / "protocol.h";
+  const fs::path header = kSource / "include" / "profile_train" / "format" / "protocol.h";
   const std::regex literal("\"(PROFILE_TRAIN_[A-Z0-9_]+|profile_train:[a-z_]*)");
   std::vector<std::string> offenders;
   for (const fs::path& root : {kSource / "src", kSource / "include"}) {
