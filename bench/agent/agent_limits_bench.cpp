@@ -22,7 +22,7 @@
 #include <thread>
 #include <vector>
 
-#include "profile_train/agent/native_reader.h"
+#include "profile_train/trace/native_reader.h"
 
 namespace fs = std::filesystem;
 

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "profile_train/analysis/analyze.h"
+#include "profile_train/report/report_json.h"
 #include "profile_train/trace/importer.h"
 
 namespace pt_fuzz {
@@ -38,7 +39,7 @@ inline const nlohmann::json& sample_report() {
        "args": {"device": 0, "stream": 7, "correlation": 7, "grid": [80, 1, 1], "block": [256, 1, 1]}}]})";
     auto t = profile_train::trace::load_trace_bytes(trace, "sample.json");
     if (!t.ok()) __builtin_trap();
-    return profile_train::analysis::build_report(*t);
+    return profile_train::report::to_json(profile_train::analysis::build_typed_report(*t));
   }();
   return report;
 }

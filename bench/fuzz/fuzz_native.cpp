@@ -3,7 +3,7 @@
 // Invariants: never more events imported than seen, no negative duration or drop count.
 // Build and run: bench/fuzz/fuzz.sh native [SECONDS] (clang, -DPT_FUZZ=ON).
 #include "fuzz_common.h"
-#include "profile_train/agent/native_reader.h"
+#include "profile_train/trace/native_reader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace profile_train;
@@ -16,7 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (t->quality.dropped_records < 0) __builtin_trap();
     for (const auto& e : t->events)
       if (e.dur_ns < 0) __builtin_trap();
-    (void)analysis::build_report(*t);
+    (void)analysis::build_typed_report(*t);
   }
   (void)trace::native::read_capture_info(path);
   return 0;

@@ -14,7 +14,7 @@ import tempfile
 
 
 def fnv1a32(b):
-    """The chunk checksum of include/profile_train/agent/native_format.h (64-bit words, then bytes)."""
+    """The chunk checksum of include/profile_train/format/native_format.h (64-bit words, then bytes)."""
     h, m = 14695981039346656037, (1 << 64) - 1
     i = 0
     while i + 8 <= len(b):

@@ -1,4 +1,4 @@
-// build_report(): runs the analyzers and assembles the report exactly as reports/REPORT_FORMAT.md says.
+// build_typed_report(): runs the analyzers and assembles the report exactly as reports/REPORT_FORMAT.md says.
 // Every contract key is present; a value that cannot be computed is null and source.missing says why.
 #include "profile_train/analysis/analyze.h"
 
@@ -13,7 +13,6 @@
 #include "profile_train/analysis/memory.h"
 #include "profile_train/analysis/memory_budget.h"
 #include "profile_train/common/version.h"
-#include "profile_train/report/report_json.h"
 #include "report_context.h"
 #include "steps_section.h"
 
@@ -302,10 +301,6 @@ Report build_typed_report(const trace::Trace& t, const AnalysisOptions& options)
   // recommendations and plan are written with the rules (rules::apply_rules).
   r.verdict = decide_verdict(r);
   return r;
-}
-
-nlohmann::json build_report(const trace::Trace& t, const AnalysisOptions& options) {
-  return report::to_json(build_typed_report(t, options));
 }
 
 }  // namespace profile_train::analysis

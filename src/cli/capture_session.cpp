@@ -19,8 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "profile_train/agent/native_reader.h"
-#include "profile_train/agent/protocol.h"
+#include "profile_train/trace/native_reader.h"
+#include "profile_train/format/protocol.h"
 #include "profile_train/common/strings.h"
 #include "profile_train/platform/process.h"
 

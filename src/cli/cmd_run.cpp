@@ -25,7 +25,7 @@
 #include "commands.h"
 #include "job_summary.h"
 #include "pipeline.h"
-#include "profile_train/agent/native_reader.h"
+#include "profile_train/trace/native_reader.h"
 #include "profile_train/common/folder_lock.h"
 #include "profile_train/common/status.h"
 #include "profile_train/common/strings.h"

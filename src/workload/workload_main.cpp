@@ -11,7 +11,7 @@
 
 #include <torch/cuda.h>
 
-#include "profile_train/agent/protocol.h"
+#include "profile_train/format/protocol.h"
 #include "results.h"
 #include "train.h"
 

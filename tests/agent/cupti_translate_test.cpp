@@ -5,7 +5,7 @@
 
 #include "core/agent_internal.h"
 #include "cupti/translate.h"
-#include "profile_train/agent/native_reader.h"
+#include "profile_train/trace/native_reader.h"
 #include "profile_train/agent/recorder.h"
 #include "recorder_util.h"
 #include "test_util.h"

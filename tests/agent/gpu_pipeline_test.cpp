@@ -13,10 +13,11 @@
 
 #include "core/agent_internal.h"
 #include "cupti/translate.h"
-#include "profile_train/agent/native_reader.h"
+#include "profile_train/trace/native_reader.h"
 #include "profile_train/agent/recorder.h"
 #include "profile_train/analysis/analyze.h"
 #include "profile_train/rules/engine.h"
+#include "report_view.h"
 #include "recorder_util.h"
 #include "test_util.h"
 

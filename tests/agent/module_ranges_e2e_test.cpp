@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "profile_train/agent/native_reader.h"
+#include "profile_train/trace/native_reader.h"
 #include "test_util.h"
 
 using namespace pt_agent_test;

@@ -1,4 +1,4 @@
-// The run / agent / shim protocol (include/profile_train/agent/protocol.h) is the only spelling of its strings:
+// The run / agent / shim protocol (include/profile_train/format/protocol.h) is the only spelling of its strings:
 // the Python shim's source uses exactly the environment names and control marks marked for it there, and no
 // C++ source spells one of them out instead of using the header.
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "profile_train/agent/protocol.h"
+#include "profile_train/format/protocol.h"
 
 namespace fs = std::filesystem;
 namespace protocol = profile_train::agent::protocol;
@@ -92,7 +92,7 @@ TEST(Protocol, TheShimNamesItsStepsAndFactsFilesAsTheProtocolSays) {
 // "Defined once": C++ code uses the header's constants; a literal "PROFILE_TRAIN_..." or "profile_train:..."
 // anywhere else in src/ or include/ is a second definition.
 TEST(Protocol, NoCppSourceSpellsAProtocolStringItself) {
-  const fs::path header = kSource / "include" / "profile_train" / "agent" / "protocol.h";
+  const fs::path header = kSource / "include" / "profile_train" / "format" / "protocol.h";
   const std::regex literal("\"(PROFILE_TRAIN_[A-Z0-9_]+|profile_train:[a-z_]*)");
   std::vector<std::string> offenders;
   for (const fs::path& root : {kSource / "src", kSource / "include"}) {

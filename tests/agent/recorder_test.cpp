@@ -18,9 +18,9 @@
 #include <thread>
 
 #include "core/agent_internal.h"
-#include "profile_train/agent/native_format.h"
-#include "profile_train/agent/native_reader.h"
-#include "profile_train/agent/protocol.h"
+#include "profile_train/format/native_format.h"
+#include "profile_train/trace/native_reader.h"
+#include "profile_train/format/protocol.h"
 #include "profile_train/agent/recorder.h"
 #include "profile_train/common/version.h"
 #include "recorder_util.h"

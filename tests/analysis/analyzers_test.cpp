@@ -6,6 +6,7 @@
 
 #include "profile_train/analysis/analyze.h"
 #include "profile_train/analysis/analyzers.h"
+#include "report_view.h"
 #include "trace_builder.h"
 
 namespace profile_train::analysis {

@@ -10,6 +10,7 @@
 #include "mini_schema.h"
 #include "profile_train/analysis/analyze.h"
 #include "profile_train/trace/importer.h"
+#include "report_view.h"
 
 namespace profile_train::analysis {
 namespace {

@@ -5,6 +5,7 @@
 
 #include "mini_schema.h"
 #include "profile_train/analysis/analyze.h"
+#include "report_view.h"
 #include "trace_builder.h"
 
 namespace profile_train::analysis {

@@ -8,6 +8,7 @@
 
 #include "profile_train/analysis/analyze.h"
 #include "profile_train/analysis/analyzers.h"
+#include "report_view.h"
 #include "mini_schema.h"
 #include "trace_builder.h"
 
@@ -69,7 +70,7 @@ class Loop {
 };
 
 // The report of `t`, checked against reports/report.schema.json.
-nlohmann::json report(const trace::Trace& t) {
+nlohmann::json step_report(const trace::Trace& t) {
   static const profile_train::testing::MiniSchema schema([] {
     std::ifstream in(std::string(PT_SOURCE_DIR) + "/reports/report.schema.json");
     return nlohmann::json::parse(in);
@@ -112,7 +113,7 @@ trace::Trace prefetching_trainer(int optimizer_steps, int accum) {
 
 TEST(StepModel, PrefetchIsNotAccumulation) {
   const auto t = prefetching_trainer(12, 1);
-  const auto r = report(t);
+  const auto r = step_report(t);
   EXPECT_EQ(r["source"]["step_detection"], "optimizer_annotation");
   EXPECT_EQ(r["steps"]["count"], 12);
   EXPECT_EQ(r["facts"]["training"]["gradient_accumulation_steps"], 1) << r["facts"].dump();
@@ -124,7 +125,7 @@ TEST(StepModel, PrefetchIsNotAccumulation) {
 
 TEST(StepModel, PrefetchWithAccumulationCountsBackwardsPerOptimizerStep) {
   const auto t = prefetching_trainer(12, 4);
-  const auto r = report(t);
+  const auto r = step_report(t);
   EXPECT_EQ(r["steps"]["count"], 12);
   EXPECT_EQ(r["facts"]["training"]["gradient_accumulation_steps"], 4) << r["facts"].dump();
   EXPECT_EQ(backwards_per_step(t, r), std::vector<int>(12, 4));
@@ -142,7 +143,7 @@ TEST(StepModel, AllBatchesFetchedUpFrontStayInTheirStep) {
     l.opt();
   }
   const auto t = l.build();
-  const auto r = report(t);
+  const auto r = step_report(t);
   EXPECT_EQ(r["steps"]["count"], 6);
   EXPECT_EQ(r["facts"]["training"]["gradient_accumulation_steps"], 3);
   EXPECT_EQ(backwards_per_step(t, r), std::vector<int>(6, 3));
@@ -163,7 +164,7 @@ TEST(StepModel, EvaluationBetweenEpochsIsNoStep) {
     if (epoch == 0) eval_end = l.now();
   }
   const auto t = l.build();
-  const auto r = report(t);
+  const auto r = step_report(t);
   EXPECT_EQ(r["source"]["step_detection"], "optimizer_annotation");
   ASSERT_EQ(r["steps"]["count"], 10);
   for (const auto& s : r["steps"]["per_step"]) {
@@ -177,7 +178,7 @@ TEST(StepModel, EvaluationBetweenEpochsIsNoStep) {
 TEST(StepModel, LastOptimizerStepAtMaxStepsIsKept) {
   // Lightning / HF at max_steps: 40 optimizer steps, then the loop stops with the next batch prefetched.
   const auto t = prefetching_trainer(40, 1);
-  const auto r = report(t);
+  const auto r = step_report(t);
   EXPECT_EQ(r["steps"]["count"], 40);
 }
 
@@ -185,7 +186,7 @@ TEST(StepModel, TwoOptimizersOnOneBatchAreOneStep) {
   // dcgan style: the discriminator's and the generator's optimizer step on the same batch.
   Loop l;
   for (int s = 0; s < 5; ++s) l.fetch().fwd().bwd().fwd().bwd().opt().fwd().bwd().opt();
-  const auto r = report(l.build());
+  const auto r = step_report(l.build());
   EXPECT_EQ(r["steps"]["count"], 5);
   EXPECT_FALSE(r["facts"].contains("training")) << "three backward passes per step are no accumulation here";
 }
@@ -199,7 +200,7 @@ TEST(StepModel, ManualSgdWithoutOptimizerOrLoaderStepsAtBackwards) {
   for (int s = 0; s < 5; ++s) l.fwd(300);
   l.idle(20000);  // torch.save
   const auto t = l.build();
-  const auto r = report(t);
+  const auto r = step_report(t);
   EXPECT_EQ(r["source"]["step_detection"], "backward_annotation");
   ASSERT_EQ(r["steps"]["count"], 8);
   EXPECT_EQ(backwards_per_step(t, r), std::vector<int>(8, 1));
@@ -222,7 +223,7 @@ TEST(StepModel, RepeatingTopLevelRangesWithoutTrainingRanges) {
     b.annotation("log", 1000 + i * 1000 + 100, 10);  // nested
   }
   b.annotation("setup", 0, 50);
-  const auto r = report(b.build());
+  const auto r = step_report(b.build());
   EXPECT_EQ(r["source"]["step_detection"], "repeating_range");
   EXPECT_EQ(r["steps"]["count"], 5);
   EXPECT_NEAR(r["steps"]["median_ms"].get<double>(), 1.0, 1e-9);
@@ -241,7 +242,7 @@ TEST(StepModel, ProfilerStepsWithoutTrainingAreEvaluationAndLeftOut) {
     b.annotation("ProfilerStep#" + std::to_string(i), i * 1000, 1000);
     b.annotation("## forward ##", i * 1000 + 10, 300);
   }
-  const auto r = report(b.build());
+  const auto r = step_report(b.build());
   EXPECT_EQ(r["source"]["step_detection"], "profiler_step");
   EXPECT_EQ(r["steps"]["count"], 4);
 }
@@ -278,7 +279,7 @@ TEST(SteadyState, ReportFiguresCoverSteadyStepsAndListTheExcluded) {
   Loop l;
   l.fetch().fwd(500000).bwd().opt();  // a 0.5 s first forward (compilation)
   for (int s = 0; s < 9; ++s) l.fetch().fwd().bwd().opt();
-  const auto r = report(l.build());
+  const auto r = step_report(l.build());
   EXPECT_EQ(r["steps"]["count"], 10);
   const auto& ss = r["steps"]["steady_state"];
   EXPECT_EQ(ss["count"], 9);
@@ -297,7 +298,7 @@ TEST(SteadyState, ReportFiguresCoverSteadyStepsAndListTheExcluded) {
 TEST(Phases, SplitSumsToTheStepAndFollowsTheRanges) {
   Loop l;
   for (int s = 0; s < 6; ++s) l.fetch(100).zero(20).fwd(300).bwd(600).opt(200);
-  const auto r = report(l.build());
+  const auto r = step_report(l.build());
   const auto& p = r["phases"]["ms_per_step"];
   EXPECT_NEAR(p["data_wait"].get<double>(), 0.100, 1e-6);
   EXPECT_NEAR(p["forward"].get<double>(), 0.300, 1e-6);
@@ -331,7 +332,7 @@ TEST(Phases, ForwardAndBackwardInsideTheOptimizersClosureAreForwardAndBackward) 
     b.annotation("## forward ##", t + 115, 300);
     b.annotation("## backward ##", t + 420, 600);
   }
-  const auto r = report(b.build());
+  const auto r = step_report(b.build());
   EXPECT_EQ(r["steps"]["count"], 6) << r["steps"].dump();
   const auto& p = r["phases"]["ms_per_step"];
   EXPECT_NEAR(p["forward"].get<double>(), 0.300, 1e-6) << p.dump();
@@ -347,13 +348,13 @@ TEST(Phases, KinetoBackwardFromAutogradOperatorsAndNoPhasesWithoutRanges) {
     b.cpu_op("autograd::engine::evaluate_function: AddmmBackward0", i * 1000 + 400, 300, /*tid=*/2);
     b.annotation("Optimizer.step#SGD.step", i * 1000 + 800, 100);
   }
-  const auto r = report(b.build());
+  const auto r = step_report(b.build());
   EXPECT_EQ(r["phases"]["backward_from"], "autograd::engine::evaluate_function");
   EXPECT_NEAR(r["phases"]["ms_per_step"]["backward"].get<double>(), 0.3, 1e-6);
   EXPECT_EQ(r["phases"]["ms_per_step"]["forward"], nullptr);
   TraceBuilder none;
   none.annotation("ProfilerStep#0", 0, 1000).annotation("ProfilerStep#1", 1000, 1000);
-  EXPECT_TRUE(report(none.build())["phases"].is_null());
+  EXPECT_TRUE(step_report(none.build())["phases"].is_null());
 }
 
 TEST(StepModel, FirstStepCutByTheCaptureWindowIsDropped) {
@@ -365,7 +366,7 @@ TEST(StepModel, FirstStepCutByTheCaptureWindowIsDropped) {
     l.opt();
   }
   const auto t = l.build();
-  const auto r = report(t);
+  const auto r = step_report(t);
   EXPECT_EQ(r["steps"]["count"], 3);
   EXPECT_EQ(backwards_per_step(t, r), std::vector<int>(3, 4));
 }

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "profile_train/analysis/analyze.h"
+#include "report_view.h"
 #include "trace_builder.h"
 
 namespace profile_train::analysis {

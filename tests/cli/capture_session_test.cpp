@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "capture_session.h"
-#include "profile_train/agent/protocol.h"
+#include "profile_train/format/protocol.h"
 #include "profile_train/report/report_json.h"
 
 namespace fs = std::filesystem;

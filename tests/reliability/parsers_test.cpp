@@ -20,7 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "profile_train/agent/native_format.h"
+#include "profile_train/format/native_format.h"
 
 namespace reliability {
 

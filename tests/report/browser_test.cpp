@@ -17,6 +17,7 @@
 #include "profile_train/report/writers.h"
 #include "profile_train/rules/engine.h"
 #include "profile_train/trace/importer.h"
+#include "report_view.h"
 #include "synthetic.h"
 #include "test_util.h"
 

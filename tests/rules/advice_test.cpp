@@ -11,6 +11,7 @@
 #include "profile_train/analysis/analyze.h"
 #include "profile_train/report/writers.h"
 #include "profile_train/rules/engine.h"
+#include "report_view.h"
 #include "test_util.h"
 #include "trace_builder.h"
 

@@ -12,6 +12,7 @@
 #include "profile_train/analysis/analyze.h"
 #include "profile_train/rules/engine.h"
 #include "profile_train/trace/importer.h"
+#include "report_view.h"
 #include "test_util.h"
 
 namespace profile_train::rules {

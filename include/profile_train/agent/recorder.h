@@ -14,7 +14,7 @@
 #include <string>
 #include <string_view>
 
-#include "profile_train/agent/native_format.h"
+#include "profile_train/format/native_format.h"
 
 namespace profile_train::agent {
 

@@ -37,7 +37,4 @@ struct AnalysisOptions {
 // rules engine fills. Deterministic: the same trace gives the same report.
 Report build_typed_report(const trace::Trace& trace, const AnalysisOptions& options = {});
 
-// The same as report.json's JSON (report::to_json of the above): what the rules evaluate over.
-nlohmann::json build_report(const trace::Trace& trace, const AnalysisOptions& options = {});
-
 }  // namespace profile_train::analysis

@@ -1,7 +1,7 @@
 // The knob vocabulary, defined once: every setting `profile-train tune` can change in a training run, with
 // each spelling its consumers use -- the canonical name (rules/*.json "knobs", report.json
 // recommendations[].knobs, tune.json configs, {placeholders}), the key the Python shim reads from
-// PROFILE_TRAIN_OVERRIDES (agent/protocol.h), the built-in workload's flag --, its value domain and what it needs to act.
+// PROFILE_TRAIN_OVERRIDES (format/protocol.h), the built-in workload's flag --, its value domain and what it needs to act.
 // The rule loader, the tuner, the workload's option parser and (checked by tests/common/knobs_test.cpp)
 // the Python shim take their names from here.
 #pragma once
@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "profile_train/agent/protocol.h"
+#include "profile_train/format/protocol.h"
 #include "profile_train/common/status.h"
 
 namespace profile_train {

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "profile_train/tuner/process_runner.h"
+#include "profile_train/tuner/ray_placement.h"
 #include "profile_train/tuner/ray_client.h"
 #include "profile_train/tuner/trial.h"
 
@@ -35,25 +36,6 @@ struct RayRunnerOptions {
   // Ray cannot stop a PENDING job until it starts). Off for autoscaling clusters that add nodes on demand.
   bool check_resources = true;
 };
-
-// Where one measurement ran and what the Jobs API cost it (seconds).
-struct RayPlacement {
-  int trial_index = 0;
-  int repeat = 0;
-  std::string dir;                  // the driver's trial folder
-  std::string submission_id;
-  std::string node_id;              // Ray's driver_node_id
-  std::string host;                 // the worker's hostname (from the entry point)
-  std::string cuda_visible_devices; // as Ray set it for the job ("" without a GPU)
-  std::string gpu_name;             // the report's device.name ("" on the CPU)
-  std::string final_state;          // SUCCEEDED | FAILED | STOPPED | (none: never submitted)
-  double submit_s = 0;              // POST /api/jobs/ round trip
-  double queued_s = 0;              // submit -> first RUNNING seen (PENDING: waiting for resources + job start)
-  double running_s = 0;             // first RUNNING -> terminal state seen
-  double log_fetch_s = 0;           // GET .../logs round trip
-  int polls = 0;                    // status requests made
-};
-nlohmann::json to_json(const RayPlacement& p);
 
 // The shell entry point of a job: runs `argv` (each element single-quoted), then prints the markers and files.
 std::string ray_entrypoint(const std::vector<std::string>& argv, const std::string& worker_dir, const std::string& token);

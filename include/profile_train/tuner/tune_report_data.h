@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "profile_train/tuner/ray_runner.h"
+#include "profile_train/tuner/ray_placement.h"
 #include "profile_train/tuner/tuner.h"
 
 namespace profile_train::tuner {

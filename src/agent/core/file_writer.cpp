@@ -11,7 +11,7 @@
 #include <cstdlib>
 
 #include "core/recorder_state.h"
-#include "profile_train/agent/protocol.h"
+#include "profile_train/format/protocol.h"
 #include "profile_train/common/version.h"
 
 namespace profile_train::agent::detail {

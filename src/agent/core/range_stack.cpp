@@ -2,7 +2,7 @@
 // start/end ranges, marks (and the profile_train:* control marks), thread names. Every record goes to the
 // thread's own chunk (chunk_pool.cpp) without a lock.
 #include "core/recorder_state.h"
-#include "profile_train/agent/protocol.h"
+#include "profile_train/format/protocol.h"
 
 namespace profile_train::agent {
 

@@ -9,7 +9,7 @@
 #include <cstdlib>
 
 #include "core/recorder_state.h"
-#include "profile_train/agent/protocol.h"
+#include "profile_train/format/protocol.h"
 
 namespace profile_train::agent {
 

@@ -4,7 +4,7 @@
 #include <cstdio>
 
 #include "core/recorder_state.h"
-#include "profile_train/agent/protocol.h"
+#include "profile_train/format/protocol.h"
 
 namespace profile_train::agent {
 namespace detail {

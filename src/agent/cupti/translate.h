@@ -9,7 +9,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "profile_train/agent/native_format.h"
+#include "profile_train/format/native_format.h"
 
 namespace profile_train::agent::cupti {
 

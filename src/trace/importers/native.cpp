@@ -1,5 +1,5 @@
 // Native capture format reader (owner: agent component). Format: src/agent/FORMAT.md,
-// layout: include/profile_train/agent/native_format.h.
+// layout: include/profile_train/format/native_format.h.
 #include <algorithm>
 #include <cstring>
 #include <fstream>
@@ -10,8 +10,8 @@
 
 #include "importers/importers_internal.h"
 #include "importers/native_chunks.h"
-#include "profile_train/agent/native_format.h"
-#include "profile_train/agent/native_reader.h"
+#include "profile_train/format/native_format.h"
+#include "profile_train/trace/native_reader.h"
 
 namespace profile_train::trace {
 namespace native {

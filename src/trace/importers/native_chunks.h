@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "importers/importers_internal.h"
-#include "profile_train/agent/native_format.h"
+#include "profile_train/format/native_format.h"
 
 namespace profile_train::trace::native {
 

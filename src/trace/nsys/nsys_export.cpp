@@ -8,6 +8,8 @@
 // (+ TARGET_INFO_CUDA_DEVICE for the CUDA id and SM count) when the export has them; driver calls in
 // CUPTI_ACTIVITY_KIND_RUNTIME (by name) or a CUPTI_ACTIVITY_KIND_DRIVER table.
 // Serialized GlobalIds: bits 0-23 thread id, 24-47 process id, 48-63 host (vm).
+// This file: the driver (Reader::run), strings, devices and metadata; the activity tables: nsys_activity.cpp;
+// the shared helpers and the Reader class: nsys_reader.h.
 #include <algorithm>
 #include <cctype>
 #include <climits>
@@ -17,68 +19,12 @@
 #include <unordered_map>
 
 #include "nsys/nsys_importer.h"
+#include "nsys/nsys_reader.h"
 #include "nsys/sqlite_db.h"
 
 namespace profile_train::trace::nsys {
+namespace detail {
 namespace {
-
-constexpr const char* kKernel = "CUPTI_ACTIVITY_KIND_KERNEL";
-constexpr const char* kMemcpy = "CUPTI_ACTIVITY_KIND_MEMCPY";
-constexpr const char* kMemset = "CUPTI_ACTIVITY_KIND_MEMSET";
-constexpr const char* kRuntime = "CUPTI_ACTIVITY_KIND_RUNTIME";
-constexpr const char* kDriverTable = "CUPTI_ACTIVITY_KIND_DRIVER";
-constexpr const char* kSyncTable = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION";
-constexpr const char* kNvtx = "NVTX_EVENTS";
-constexpr const char* kOsrt = "OSRT_API";
-
-int64_t pid_of(int64_t gid) { return (gid >> 24) & 0xFFFFFF; }
-int64_t tid_of(int64_t gid) { return gid & 0xFFFFFF; }
-// The pid and tid of a CPU-thread row from its globalTid in column `col` (0, 0 when NULL).
-void set_thread(Event& e, const Stmt& row, int col) {
-  e.pid = row.null(col) ? 0 : pid_of(row.i64(col));
-  e.tid = row.null(col) ? 0 : tid_of(row.i64(col));
-}
-int64_t process_key(int64_t gid) { return gid >> 24; }  // host + process
-
-bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
-
-// end - start, 0 and *negative set when it is below zero or does not fit (a hostile file's timestamps).
-int64_t duration(int64_t start, int64_t end, int64_t* negative) {
-  int64_t d = 0;
-  if (__builtin_sub_overflow(end, start, &d) || d < 0) {
-    ++*negative;
-    return 0;
-  }
-  return d;
-}
-int64_t clamp_nonneg(int64_t v, int64_t hi) { return std::clamp<int64_t>(v, 0, hi); }
-
-// "cudaLaunchKernel_v7000" -> "cudaLaunchKernel" (nsys names API calls with their version suffix).
-std::string_view strip_version(std::string_view n) {
-  const size_t v = n.rfind("_v");
-  if (v == std::string_view::npos || v + 2 >= n.size()) return n;
-  for (size_t i = v + 2; i < n.size(); ++i)
-    if (n[i] < '0' || n[i] > '9') return n;
-  return n.substr(0, v);
-}
-
-// Kind tables: from the export's ENUM_* tables by symbol name when it has them, else nsys's numbering (the
-// same in every release that wrote no ENUM tables).
-struct Kinds {
-  std::unordered_map<int64_t, CopyKind> copy = {{1, CopyKind::kHtoD}, {2, CopyKind::kDtoH}, {3, CopyKind::kHtoD},
-                                                {4, CopyKind::kDtoH}, {5, CopyKind::kDtoD}, {6, CopyKind::kDtoD},
-                                                {7, CopyKind::kDtoD}, {8, CopyKind::kDtoD}, {9, CopyKind::kHtoH},
-                                                {10, CopyKind::kPtoP}};
-  std::unordered_map<int64_t, MemoryKind> mem = {{0, MemoryKind::kPageable}, {1, MemoryKind::kPinned},
-                                                 {2, MemoryKind::kDevice},   {3, MemoryKind::kDevice},
-                                                 {4, MemoryKind::kManaged},  {5, MemoryKind::kDevice},
-                                                 {6, MemoryKind::kManaged}};
-  std::unordered_map<int64_t, SyncKind> sync = {{1, SyncKind::kEventSync}, {2, SyncKind::kStreamWaitEvent},
-                                                {3, SyncKind::kStreamSync}, {4, SyncKind::kContextSync}};
-  std::set<int64_t> nvtx_ranges = {59, 60, 70, 71};  // push/pop, start/end (NVTX and NVTXT)
-  std::set<int64_t> nvtx_marks = {34, 65};
-  std::set<int64_t> nvtx_domains = {75};
-};
 
 template <typename Map, typename F>
 Status read_enum(Db& db, const char* table, Map& out, F classify) {
@@ -137,100 +83,9 @@ Status read_kinds(Db& db, Kinds& k) {
   return Status::Ok();
 }
 
-// PyTorch's emit_nvtx (nsys --pytorch=autograd-nvtx) names a range "aten::mm, seq = 3, op_id = 7, sizes = [...]";
-// record_function annotations come out the same way ("ProfilerStep#2, op_id = 9").
-struct TorchRange {
-  std::string_view name;
-  std::string_view sizes;  // "[[2, 3], [3]]" or empty
-  bool torch = false;
-};
-TorchRange parse_torch_range(std::string_view text) {
-  TorchRange r{text, {}, false};
-  size_t cut = std::string_view::npos;
-  for (const char* key : {", seq = ", ", op_id = ", ", sizes = "}) cut = std::min(cut, text.find(key));
-  if (cut == std::string_view::npos) return r;
-  r.torch = true;
-  r.name = text.substr(0, cut);
-  const size_t s = text.find(", sizes = ");
-  if (s != std::string_view::npos) {
-    std::string_view rest = text.substr(s + 10);
-    const size_t end = rest.find(", input_op_ids = ");
-    r.sizes = rest.substr(0, end);
-  }
-  return r;
-}
+std::string plural(int64_t n, const char* what) { return std::to_string(n) + " " + what + (n == 1 ? "" : "s"); }
 
-// record_function annotations among emit_nvtx ranges; everything else there is an operator.
-bool torch_annotation(std::string_view n) {
-  return contains(n, "#") || n.starts_with("FSDP::") || n.starts_with("DistributedDataParallel") ||
-         n.starts_with("nccl:") || n.starts_with("## ");
-}
-
-// NCCL's NVTX ranges ("ncclAllReduce", domain "NCCL") -> "nccl:all_reduce", PyTorch's name for the same call;
-// empty for other ranges.
-std::string nccl_collective(std::string_view text, bool nccl_domain) {
-  if (!text.starts_with("nccl") || text.size() < 5 || !std::isupper(static_cast<unsigned char>(text[4]))) {
-    if (!nccl_domain || text.empty() || text.starts_with("nccl:")) return {};
-  } else {
-    text.remove_prefix(4);
-  }
-  std::string out = "nccl:";
-  for (size_t i = 0; i < text.size(); ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (std::isupper(c) && i > 0 && out.back() != '_' && out.back() != ':') out += '_';
-    out += static_cast<char>(std::tolower(c));
-  }
-  return out;
-}
-
-// What the export lacked or how it was cut, per process.
-struct Counts {
-  int64_t rows = 0, imported = 0, malformed = 0, negative = 0, unended = 0, osrt = 0, missing_strings = 0;
-  int64_t torch_ops = 0, torch_annotations = 0, nvtx = 0, runtime = 0, gpu = 0, nccl_ranges = 0;
-  std::map<int64_t, int64_t> domains;  // NVTX domain id -> ranges
-};
-
-struct Group {
-  std::vector<Event> events;
-  Counts c;
-  int32_t first_device = INT32_MAX;
-  bool nccl = false;
-};
-
-class Reader {
- public:
-  explicit Reader(Db& db) : db_(db) {}
-  StatusOr<std::vector<Trace>> run();
-
- private:
-  StatusOr<StringId> name_at(Stmt& row, int col);
-  Status read_gpu(const char* table);
-  Status read_api(const char* table, bool driver_table);
-  Status read_nvtx();
-  Status read_osrt();
-  Status read_devices();
-  Status read_meta();
-  OpInputs inputs(std::string_view sizes);
-  Group& group(int64_t key) { return groups_[key]; }
-  // A CPU-thread row's process group from its globalTid in column `col` (NULL: the group of unknown process).
-  Group& thread_group(const Stmt& row, int col) { return group(row.null(col) ? -1 : process_key(row.i64(col))); }
-
-  Db& db_;
-  Kinds kinds_;
-  StringTable strings_;
-  std::vector<OpInputs> op_inputs_ = {OpInputs{}};
-  std::unordered_map<std::string, uint32_t> inputs_index_;
-  std::unordered_map<int64_t, StringId> string_ids_;  // export StringIds id -> our id
-  std::optional<Stmt> string_stmt_;
-  std::map<int64_t, Group> groups_;
-  std::map<std::pair<int64_t, int64_t>, int32_t> context_device_;  // (process key, context id) -> device  // process key (-1: no process id) -> its records
-  std::map<int64_t, std::string> domain_names_;
-  std::map<int64_t, std::string> process_names_;  // OS pid -> name
-  std::map<std::pair<int64_t, int64_t>, std::string> thread_names_;
-  std::vector<DeviceInfo> devices_;
-  std::map<std::string, std::string> export_meta_;
-  bool has_gpu_pids_ = false;
-};
+}  // namespace
 
 StatusOr<StringId> Reader::name_at(Stmt& row, int col) {
   if (row.null(col)) return StringId{0};
@@ -265,258 +120,6 @@ OpInputs Reader::inputs(std::string_view sizes) {
   OpInputs in;
   in.dims = strings_.intern(std::string(sizes) + (sizes.size() < kMaxInputsText && sizes.ends_with("]") ? "" : "..."));
   return in;
-}
-
-// Kernels, copies, memsets, synchronization: GPU pid = device, tid = stream.
-Status Reader::read_gpu(const char* table) {
-  if (!db_.has_table(table)) return Status::Ok();
-  const std::string t = table;
-  const bool kernel = t == kKernel, memcpy = t == kMemcpy, memset = t == kMemset;
-  has_gpu_pids_ = has_gpu_pids_ || db_.has_column(t, "globalPid");
-  std::string sql = "SELECT " + db_.col(t, "start") + "," + db_.col(t, "end") + "," + db_.col(t, "deviceId") + "," +
-                    db_.col(t, "streamId") + "," + db_.col(t, "correlationId") + "," + db_.col(t, "globalPid");
-  if (kernel)
-    sql += "," + db_.col(t, "demangledName") + "," + db_.col(t, "shortName") + "," + db_.col(t, "gridX") + "," +
-           db_.col(t, "gridY") + "," + db_.col(t, "gridZ") + "," + db_.col(t, "blockX") + "," + db_.col(t, "blockY") +
-           "," + db_.col(t, "blockZ") + "," + db_.col(t, "registersPerThread") + "," +
-           db_.col(t, "staticSharedMemory") + "," + db_.col(t, "dynamicSharedMemory");
-  else if (memcpy)
-    sql += "," + db_.col(t, "bytes") + "," + db_.col(t, "copyKind") + "," + db_.col(t, "srcKind") + "," +
-           db_.col(t, "dstKind");
-  else if (memset)
-    sql += "," + db_.col(t, "bytes") + "," + db_.col(t, "memKind");
-  else
-    sql += "," + db_.col(t, "syncType") + "," + db_.col(t, "deprecatedSyncType");
-  const int ctx_col = kernel ? 17 : memcpy ? 10 : 8;
-  sql += "," + db_.col(t, "contextId");
-  auto st = db_.prepare(sql + " FROM " + quote_ident(t));
-  if (!st.ok()) return st.status();
-  Status s;
-  while (st->step(&s)) {
-    const int64_t key = st->null(5) ? -1 : process_key(st->i64(5));
-    Group& g = group(key);
-    ++g.c.rows;
-    if (st->null(0) || st->null(1)) {
-      ++g.c.malformed;
-      continue;
-    }
-    Event e;
-    e.start_ns = st->i64(0);
-    e.dur_ns = duration(e.start_ns, st->i64(1), &g.c.negative);
-    e.is_gpu = true;
-    const int64_t dev = st->i64(2, 0);
-    e.device = dev >= 0 && dev < INT32_MAX ? static_cast<int32_t>(dev) : 0;
-    // Synchronization records say deviceId 0 whatever the device in some releases (nsys 2026.2: every sync
-    // record of a process on device 1); their context names the device its kernels and copies ran on.
-    const std::pair<int64_t, int64_t> ctx{key, st->i64(ctx_col, -1)};
-    if (!st->null(ctx_col)) {
-      if (t == kSyncTable) {
-        if (auto it = context_device_.find(ctx); it != context_device_.end()) e.device = it->second;
-      } else {
-        context_device_.emplace(ctx, e.device);
-      }
-    }
-    e.pid = e.device;
-    const int64_t stream = st->i64(3, 0);
-    e.tid = stream == 0xFFFFFFFFLL ? -1 : stream;
-    e.correlation = st->i64(4, -1);
-    g.first_device = std::min(g.first_device, e.device);
-    if (kernel) {
-      e.cat = Category::kKernel;
-      auto n = name_at(*st, st->null(6) ? 7 : 6);
-      if (!n.ok()) return n.status();
-      e.name = *n;
-      const auto dim = [&](int c) { return static_cast<uint64_t>(clamp_nonneg(st->i64(c, 1), INT32_MAX)); };
-      e.grid_blocks = dim(8) * dim(9) * dim(10);
-      e.block_threads = static_cast<uint32_t>(std::min<uint64_t>(dim(11) * dim(12) * dim(13), UINT32_MAX));
-      e.registers_per_thread = static_cast<int32_t>(std::clamp<int64_t>(st->i64(14, -1), -1, INT32_MAX));
-      if (!st->null(15) || !st->null(16))
-        e.shared_mem_bytes = static_cast<int32_t>(
-            std::min<int64_t>(clamp_nonneg(st->i64(15, 0), INT32_MAX) + clamp_nonneg(st->i64(16, 0), INT32_MAX), INT32_MAX));
-      if (contains(strings_.get(e.name), "nccl")) g.nccl = true;
-    } else if (memcpy) {
-      e.cat = Category::kMemcpy;
-      e.bytes = st->i64(6, -1);
-      auto ck = kinds_.copy.find(st->i64(7, -1));
-      e.copy_kind = ck == kinds_.copy.end() ? CopyKind::kUnknown : ck->second;
-      auto sk = st->null(8) ? kinds_.mem.end() : kinds_.mem.find(st->i64(8));
-      auto dk = st->null(9) ? kinds_.mem.end() : kinds_.mem.find(st->i64(9));
-      e.src_mem = sk == kinds_.mem.end() ? MemoryKind::kUnknown : sk->second;
-      e.dst_mem = dk == kinds_.mem.end() ? MemoryKind::kUnknown : dk->second;
-      static const char* kNames[] = {"Memcpy", "Memcpy HtoD", "Memcpy DtoH", "Memcpy DtoD", "Memcpy HtoH", "Memcpy PtoP"};
-      std::string n = kNames[static_cast<int>(e.copy_kind)];
-      if (e.copy_kind == CopyKind::kHtoD && e.src_mem != MemoryKind::kUnknown)
-        n += e.src_mem == MemoryKind::kPinned ? " (Pinned -> Device)" : e.src_mem == MemoryKind::kPageable ? " (Pageable -> Device)" : "";
-      if (e.copy_kind == CopyKind::kDtoH && e.dst_mem != MemoryKind::kUnknown)
-        n += e.dst_mem == MemoryKind::kPinned ? " (Device -> Pinned)" : e.dst_mem == MemoryKind::kPageable ? " (Device -> Pageable)" : "";
-      if (e.copy_kind == CopyKind::kDtoD) n += " (Device -> Device)";
-      e.name = strings_.intern(n);
-    } else if (memset) {
-      e.cat = Category::kMemset;
-      e.bytes = st->i64(6, -1);
-      auto mk = st->null(7) ? kinds_.mem.end() : kinds_.mem.find(st->i64(7));
-      e.dst_mem = mk == kinds_.mem.end() ? MemoryKind::kUnknown : mk->second;
-      e.name = strings_.intern("Memset (Device)");
-    } else {
-      e.cat = Category::kSync;
-      auto sk = kinds_.sync.find(st->null(6) ? st->i64(7, 0) : st->i64(6));
-      e.sync_kind = sk == kinds_.sync.end() ? SyncKind::kUnknown : sk->second;
-      static const char* kNames[] = {"cuda_sync", "Event Sync", "Stream Wait Event", "Stream Sync", "Context Sync"};
-      e.name = strings_.intern(kNames[static_cast<int>(e.sync_kind)]);
-    }
-    ++g.c.gpu;
-    ++g.c.imported;
-    g.events.push_back(e);
-  }
-  return s;
-}
-
-// CUDA runtime and driver calls on CPU threads (pid, tid from globalTid).
-Status Reader::read_api(const char* table, bool driver_table) {
-  if (!db_.has_table(table)) return Status::Ok();
-  const std::string t = table;
-  auto st = db_.prepare("SELECT " + db_.col(t, "start") + "," + db_.col(t, "end") + "," + db_.col(t, "globalTid") + "," +
-                        db_.col(t, "correlationId") + "," + db_.col(t, "nameId") + " FROM " + quote_ident(t));
-  if (!st.ok()) return st.status();
-  Status s;
-  std::unordered_map<StringId, std::pair<StringId, bool>> clean;  // raw name -> stripped name, is driver
-  while (st->step(&s)) {
-    Group& g = thread_group(*st, 2);
-    ++g.c.rows;
-    if (st->null(0) || st->null(1)) {
-      ++g.c.malformed;
-      continue;
-    }
-    Event e;
-    e.start_ns = st->i64(0);
-    e.dur_ns = duration(e.start_ns, st->i64(1), &g.c.negative);
-    set_thread(e, *st, 2);
-    e.correlation = st->i64(3, -1);
-    auto raw = name_at(*st, 4);
-    if (!raw.ok()) return raw.status();
-    auto it = clean.find(*raw);
-    if (it == clean.end()) {
-      const std::string_view n = strip_version(strings_.get(*raw));
-      const bool driver = driver_table || (n.starts_with("cu") && !n.starts_with("cuda"));
-      it = clean.emplace(*raw, std::make_pair(strings_.intern(n), driver)).first;
-    }
-    e.name = it->second.first;
-    e.cat = it->second.second ? Category::kDriver : Category::kRuntime;
-    ++g.c.runtime;
-    ++g.c.imported;
-    g.events.push_back(e);
-  }
-  return s;
-}
-
-Status Reader::read_nvtx() {
-  if (!db_.has_table(kNvtx)) return Status::Ok();
-  const std::string t = kNvtx;
-  auto st = db_.prepare("SELECT " + db_.col(t, "start") + "," + db_.col(t, "end") + "," + db_.col(t, "eventType") + "," +
-                        db_.col(t, "globalTid") + "," + db_.col(t, "text") + "," + db_.col(t, "textId") + "," +
-                        db_.col(t, "domainId") + " FROM " + quote_ident(t));
-  if (!st.ok()) return st.status();
-  Status s;
-  // Domain names first (their rows need not precede the ranges): NCCL's own ranges are told by theirs.
-  std::set<int64_t> nccl_domains;
-  while (st->step(&s)) {
-    if (!kinds_.nvtx_domains.count(st->i64(2, -1))) continue;
-    auto n = name_at(*st, st->null(4) ? 5 : 4);
-    if (!n.ok()) return n.status();
-    domain_names_[st->i64(6, 0)] = strings_.get(*n);
-    if (strings_.get(*n) == "NCCL") nccl_domains.insert(st->i64(6, 0));
-  }
-  PT_RETURN_IF_ERROR(s);
-  st->reset();
-  while (st->step(&s)) {
-    const int64_t type = st->i64(2, -1);
-    const int col = st->null(4) ? 5 : 4;
-    const bool range = kinds_.nvtx_ranges.count(type) != 0, mark = kinds_.nvtx_marks.count(type) != 0;
-    if (!range && !mark) continue;  // categories, thread names and other bookkeeping rows
-    Group& g = thread_group(*st, 3);
-    ++g.c.rows;
-    if (st->null(0)) {
-      ++g.c.malformed;
-      continue;
-    }
-    if (range && st->null(1)) {  // never ended inside the capture
-      ++g.c.unended;
-      continue;
-    }
-    Event e;
-    e.start_ns = st->i64(0);
-    e.dur_ns = mark ? 0 : duration(e.start_ns, st->i64(1), &g.c.negative);
-    set_thread(e, *st, 3);
-    // Inline text is parsed before interning: emit_nvtx makes every range's text unique ("op_id = N").
-    std::string_view text;
-    StringId registered = 0;
-    if (st->is_text(col)) {
-      text = st->text(col);
-    } else {
-      auto n = name_at(*st, col);
-      if (!n.ok()) return n.status();
-      registered = *n;
-      text = strings_.get(registered);
-    }
-    const TorchRange tr = parse_torch_range(text);
-    e.cat = Category::kUserAnnotation;
-    if (tr.torch) {
-      const bool annotation = torch_annotation(tr.name);
-      e.cat = annotation ? Category::kUserAnnotation : Category::kCpuOp;
-      ++(annotation ? g.c.torch_annotations : g.c.torch_ops);
-      const OpInputs in = inputs(tr.sizes);
-      e.name = strings_.intern(std::string(tr.name));
-      if (!annotation && in.dims != 0) {
-        const std::string key = strings_.get(in.dims);
-        auto [it, added] = inputs_index_.try_emplace(key, static_cast<uint32_t>(op_inputs_.size()));
-        if (added) op_inputs_.push_back(in);
-        e.inputs = it->second;
-      }
-    } else if (auto op = nccl_collective(text, nccl_domains.count(st->i64(6, 0)) != 0); !op.empty()) {
-      e.name = strings_.intern(op);  // as PyTorch names the host side of a collective: breakdown and facts know it
-      ++g.c.nccl_ranges;
-      g.nccl = true;
-    } else {
-      e.name = registered != 0 ? registered : strings_.intern(text);
-    }
-    ++g.c.nvtx;
-    ++g.c.domains[st->i64(6, 0)];
-    ++g.c.imported;
-    g.events.push_back(e);
-  }
-  return s;
-}
-
-// OS runtime calls (--trace=osrt): kept as kOther on their thread, so they show on the timeline without
-// counting as framework or CUDA time.
-Status Reader::read_osrt() {
-  if (!db_.has_table(kOsrt)) return Status::Ok();
-  const std::string t = kOsrt;
-  auto st = db_.prepare("SELECT " + db_.col(t, "start") + "," + db_.col(t, "end") + "," + db_.col(t, "globalTid") + "," +
-                        db_.col(t, "nameId") + " FROM " + quote_ident(t));
-  if (!st.ok()) return st.status();
-  Status s;
-  while (st->step(&s)) {
-    Group& g = thread_group(*st, 2);
-    ++g.c.rows;
-    if (st->null(0) || st->null(1)) {
-      ++g.c.malformed;
-      continue;
-    }
-    Event e;
-    e.start_ns = st->i64(0);
-    int64_t ignored = 0;
-    e.dur_ns = duration(e.start_ns, st->i64(1), &ignored);
-    set_thread(e, *st, 2);
-    e.cat = Category::kOther;
-    auto n = name_at(*st, 3);
-    if (!n.ok()) return n.status();
-    e.name = strings_.intern(strip_version(strings_.get(*n)));
-    ++g.c.osrt;
-    ++g.c.imported;
-    g.events.push_back(e);
-  }
-  return s;
 }
 
 Status Reader::read_devices() {
@@ -600,8 +203,6 @@ Status Reader::read_meta() {
   }
   return Status::Ok();
 }
-
-std::string plural(int64_t n, const char* what) { return std::to_string(n) + " " + what + (n == 1 ? "" : "s"); }
 
 StatusOr<std::vector<Trace>> Reader::run() {
   // Detected by content: a SQLite file is only an export when it has nsys's tables.
@@ -744,7 +345,7 @@ StatusOr<std::vector<Trace>> Reader::run() {
   return traces;
 }
 
-}  // namespace
+}  // namespace detail
 
 bool built_with_sqlite() { return true; }
 
@@ -756,7 +357,7 @@ StatusOr<std::vector<Trace>> load_export(const std::filesystem::path& path, cons
                              std::to_string(options.max_uncompressed_bytes));
   auto db = Db::open(path.string(), options.max_load_seconds);
   if (!db.ok()) return db.status();
-  Reader reader(**db);
+  detail::Reader reader(**db);
   return reader.run();
 }
 
@@ -766,7 +367,7 @@ StatusOr<std::vector<Trace>> load_export_bytes(std::string_view bytes, const std
     return ResourceExhausted(name + ": " + std::to_string(bytes.size()) + " bytes, more than the limit");
   auto db = Db::open_bytes(bytes, name, options.max_load_seconds);
   if (!db.ok()) return db.status();
-  Reader reader(**db);
+  detail::Reader reader(**db);
   return reader.run();
 }
 

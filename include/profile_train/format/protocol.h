@@ -2,6 +2,8 @@
 // (src/agent/python/profile_train_shim.py): environment variables, NVTX control marks, the step range prefix
 // and the names of the files in the capture folder. Defined here once; the shim cannot include a header, so
 // tests/agent/protocol_test.cpp checks that its source uses exactly the names marked for it below.
+// It lives in format/ (the contracts, below every room: common/knobs.h and the workload include it too); the
+// namespace keeps the name its users spell.
 #pragma once
 
 #include <string_view>
