@@ -41,7 +41,7 @@ import threading
 import time
 import weakref
 
-# Environment names and control marks: include/profile_train/agent/protocol.h (the one definition; its test,
+# Environment names and control marks: include/profile_train/format/protocol.h (the one definition; its test,
 # tests/agent/protocol_test.cpp, checks that this file uses exactly those it marks for the shim).
 _CONTROL_FLUSH = "profile_train:flush"
 _CONTROL_STOP = "profile_train:capture_stop"
