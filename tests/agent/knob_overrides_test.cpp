@@ -168,21 +168,18 @@ TEST(KnobOverrides, LightningLikeLoopCompiled) {
   EXPECT_EQ(r.report["steps"]["per_step"][0]["excluded"], "warm-up") << r.report["steps"].dump().substr(0, 600);
 }
 
-// compile together with the amp override is refused (a compiled backward under an autocast entered outside the
-// model failed inside the program's own backward with torch 2.11): the compile is reported, bf16 autocast
-// (which the amp override also applies on CPUs) runs, the program ends normally.
-TEST(KnobOverrides, CompileWithAmpIsRefusedAndBf16Runs) {
+// bf16 autocast through the amp override (which also serves CPUs with native bf16) on a program that computes its
+// loss after the model returns: mse_loss of the bf16 prediction against the fp32 target failed in backward ("Found
+// dtype Float but expected BFloat16") until the shim cast the model's half-precision outputs back to fp32.
+TEST(KnobOverrides, Bf16AutocastOnALossComputedOutsideTheModel) {
   REQUIRE_TORCH();
   const ProgramRun r = run_program("knob_lit_amp", "knob_lightning_like.py",
-                                   {R"(PROFILE_TRAIN_OVERRIDES={"model.compile": "default", "amp.dtype": "bf16"})"});
+                                   {R"(PROFILE_TRAIN_OVERRIDES={"amp.dtype": "bf16"})"});
   ASSERT_EQ(r.rc, 0) << r.log;
   const json& f = r.facts();
   ASSERT_TRUE(f.is_object()) << r.log;
-  EXPECT_NE(f["overrides_failed"].value("model.compile", "").find("not combined with the amp override"),
-            std::string::npos)
-      << f.dump(1);
   EXPECT_EQ(f["amp"]["dtype"], "bfloat16") << f["amp"].dump();
-  EXPECT_FALSE(f["model"].contains("compiled")) << f["model"].dump();
+  EXPECT_EQ(f["amp"]["autocast_enabled"], true);
   EXPECT_EQ(r.report["steps"]["count"], 12);
 }
 
