@@ -176,7 +176,8 @@ def install(torch, shim):
         if S.model_id is None:
             if not S.take_model(self):
                 return orig_call(self, *args, **kwargs)
-            apply_model_overrides(torch, S, self)
+            if len(S.models) == 1:  # the process's first model (a second training thread's keeps its own)
+                apply_model_overrides(torch, S, self)
         if id(self) != S.model_id:
             return orig_call(self, *args, **kwargs)
         if getattr(S, "cl_inputs", False):
@@ -188,7 +189,8 @@ def install(torch, shim):
             amp = S.overrides.get(_OVERRIDE_AMP)
             device_type = S.facts.get("params", {}).get("device") or "cpu"
             device_type = device_type.split(":")[0]
-            call = orig_call if getattr(S, "compiled_model", None) is None else compiled_call
+            compiled = getattr(S, "compiled_model", None) is not None and id(self) == S.compiled_id
+            call = compiled_call if compiled else orig_call
             if amp in ("bf16", "fp16", "off"):
                 dtype = torch.bfloat16 if amp == "bf16" else torch.float16
                 with torch.autocast(device_type=device_type, dtype=dtype, enabled=(amp != "off")):
@@ -477,7 +479,7 @@ def apply_model_overrides(torch, S, model):
                 # torch.compile(model) rather than model.compile(): nothing of the program's model changes (its
                 # state_dict keys, its __call__); the shim calls the compiled wrapper in the model's place.
                 compiled = torch.compile(model, mode=None if mode == "default" else mode)
-                S.compiled_model, S.compile_pending = compiled, True
+                S.compiled_model, S.compiled_id, S.compile_pending = compiled, id(model), True
                 S.facts.setdefault("model", {})["compiled"] = type(compiled).__name__
                 override_applied(S, _COMPILE, {"mode": mode, "module": type(model).__name__})
         except Exception as e:
