@@ -114,6 +114,8 @@ std::vector<std::string> CaptureSession::environment(const std::vector<std::stri
     if (!keep && (key == kCudaInjection || key == kNvtxInjection))
       std::cerr << "profile-train run: note: replacing " << kv << " (another tool's injection)\n";
     if (kOurs.count(key) && !keep) continue;
+    // --apply replaces any override the environment carries (the file is the whole configuration).
+    if (!o.overrides_json.empty() && (key == protocol::kEnvOverrides || key == protocol::kEnvApply)) continue;
     env.push_back(kv);
   }
   auto var = [](const char* name, const std::string& value) { return std::string(name) + "=" + value; };
@@ -123,6 +125,7 @@ std::vector<std::string> CaptureSession::environment(const std::vector<std::stri
   env.push_back(var(protocol::kEnvWarmupSteps, std::to_string(o.warmup_steps)));
   env.push_back(var(protocol::kEnvSteps, std::to_string(o.steps)));
   if (o.stop_after_steps) env.push_back(var(protocol::kEnvStopAfterSteps, "1"));
+  if (!o.overrides_json.empty()) env.push_back(var(protocol::kEnvOverrides, o.overrides_json));
   if (!o.shim_dir.empty()) {
     env.push_back("PYTHONPATH=" + o.shim_dir.string() + (old_pythonpath.empty() ? "" : ":" + old_pythonpath));
   } else if (!old_pythonpath.empty()) {

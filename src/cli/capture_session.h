@@ -25,6 +25,7 @@ struct CaptureOptions {
   bool stop_after_steps = false;      // the shim ends the program once the window is recorded
   bool no_cupti = false;              // leave CUDA injection (CUPTI) to another tool
   double kill_after_s = 10;           // grace between a stop (or the command's end) and SIGKILL of what is left
+  std::string overrides_json;         // --apply: PROFILE_TRAIN_OVERRIDES for the shim ("": the environment's own)
 };
 
 // The capture files of one rank (-1: not distributed), sorted by path.

@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -27,6 +28,7 @@
 #include "pipeline.h"
 #include "profile_train/trace/native_reader.h"
 #include "profile_train/common/folder_lock.h"
+#include "profile_train/common/knobs.h"
 #include "profile_train/common/status.h"
 #include "profile_train/common/strings.h"
 #include "profile_train/common/terminal.h"
@@ -54,6 +56,8 @@ struct RunOptions {
   std::vector<std::string> command;
   double kill_after_s = 10;    // grace between a stop signal (or the command's end) and SIGKILL of what is left
   bool validate_only = false;  // check the options and the command, launch nothing (used by `tune`)
+  std::string apply;           // --apply FILE: the shim's overrides (tune's apply.json)
+  std::string overrides_json;  // FILE's overrides, checked (validate_before_launch)
 };
 
 Status check_writable(const fs::path& dir) {
@@ -98,7 +102,7 @@ std::string summary_line(const std::string& who, const analysis::Report& report)
 
 // Everything that can be wrong with the options, checked before anything is launched: a typo must not cost
 // a training run. Prints one line and returns the exit code, or kExitOk.
-int validate_before_launch(const RunOptions& o, const fs::path& out, const fs::path& agent) {
+int validate_before_launch(RunOptions& o, const fs::path& out, const fs::path& agent) {
   auto fail = [](const Status& st, int rc) {
     std::cerr << "profile-train run: " << terminal_safe(st.message()) << " (nothing was launched)\n";
     return rc;
@@ -113,6 +117,18 @@ int validate_before_launch(const RunOptions& o, const fs::path& out, const fs::p
     return fail(InvalidArgument("--stop-after-steps ends Python programs through the shim; it cannot be combined "
                                 "with --no-python"),
                 kExitBadInput);
+  if (!o.apply.empty()) {
+    if (o.no_python)
+      return fail(InvalidArgument("--apply needs the Python shim; it cannot be combined with --no-python"), kExitBadInput);
+    std::ifstream in(o.apply);
+    if (!in) return fail(IoError("--apply " + o.apply + ": cannot read the file"), kExitBadInput);
+    std::ostringstream text;
+    text << in.rdbuf();
+    auto ov = parse_overrides_document(text.str());
+    if (!ov.ok()) return fail(InvalidArgument("--apply " + o.apply + ": " + ov.status().message()), kExitBadInput);
+    if (ov->empty()) return fail(InvalidArgument("--apply " + o.apply + ": no override in the file"), kExitBadInput);
+    o.overrides_json = ov->dump();
+  }
   if (Status st = check_writable(out); !st.ok()) return fail(st, kExitBadInput);
   std::vector<fs::path> rules_dirs(o.rules_dirs.begin(), o.rules_dirs.end());
   if (auto rules = rules::load_rules(rules_dirs); !rules.ok()) return fail(rules.status(), rules.status().exit_code());
@@ -138,7 +154,7 @@ int validate_before_launch(const RunOptions& o, const fs::path& out, const fs::p
   return kExitOk;
 }
 
-int run_command(const RunOptions& o) {
+int run_command(RunOptions& o) {
   // fs::absolute("") throws; an empty --out is bad usage, as for `analyze`.
   if (o.out_dir.empty()) {
     std::cerr << "profile-train run: --out: empty folder name (nothing was launched)\n";
@@ -165,6 +181,7 @@ int run_command(const RunOptions& o) {
   capture.stop_after_steps = o.stop_after_steps;
   capture.no_cupti = o.no_cupti;
   capture.kill_after_s = o.kill_after_s;
+  capture.overrides_json = o.overrides_json;
   auto session = CaptureSession(capture).run();
   if (!session.ok()) {
     // The capture folder is checked and the command started before anything runs: nothing was launched.
@@ -275,6 +292,10 @@ Runner add_run(CLI::App& app, std::vector<std::string> command) {
                   "what is left of it is SIGKILLed; also the grace for processes it leaves running (default 10)");
   sub->add_flag("--validate-only", opts->validate_only, "Check the options and the command, launch nothing")
       ->group("");  // for `tune`, which checks its --run-arg options this way before its first trial
+  sub->add_option("--apply", opts->apply,
+                  "Run the Python program with the knob overrides in FILE (tune's apply.json, or a JSON object "
+                  "override key -> value); facts.overrides_applied / overrides_failed in the report say what took "
+                  "effect. Launchers that take no wrapper: set PROFILE_TRAIN_APPLY=FILE in the environment instead");
   sub->add_option("command", opts->command, "The command to run (after --)")->expected(-1);
   auto after_dashes = std::make_shared<std::vector<std::string>>(std::move(command));
   sub->footer("Exit codes: 0 ok, 2 bad usage / bad rules / unwritable --out / command not found / nothing captured, "

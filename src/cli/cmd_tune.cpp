@@ -216,6 +216,28 @@ int run_tune(const TuneArgs& args, const std::vector<std::string>& workload_flag
   if (s.runner.target.kind == tn::TuneTarget::Kind::kCommand) {
     for (const auto& e : change.python) err << "    " << terminal_safe(e.code, true) << "\n";
   }
+  if (change.shim_overrides && result.best != result.baseline) {
+    // apply.json: the winner's overrides for `run --apply` (or PROFILE_TRAIN_APPLY), with what it was measured at
+    // and the code change that makes it permanent.
+    nlohmann::json apply = {{"overrides", *change.shim_overrides},
+                            {"config", best.config},
+                            {"speedup", {{"value", sp.value}, {"claimed", sp.claimed}}},
+                            {"python", nlohmann::json::array()}};
+    if (sp.low && sp.high) {
+      apply["speedup"]["low"] = *sp.low;
+      apply["speedup"]["high"] = *sp.high;
+    }
+    for (const auto& e : change.python) apply["python"].push_back({{"what", e.what}, {"code", e.code}});
+    const fs::path file = s.out / "apply.json";
+    Status w = write_file_atomic(file, apply.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+    if (!w.ok()) {
+      err << "profile-train tune: " << terminal_safe(w.message()) << "\n";
+    } else {
+      err << "  keep it without editing the program: profile-train run --apply " << terminal_safe(file.string())
+          << " -- " << terminal_safe(s.runner.target.args.empty() ? std::string("CMD") : s.runner.target.args[0])
+          << " ... (or PROFILE_TRAIN_APPLY=" << terminal_safe(file.string()) << " in its environment)\n";
+    }
+  }
   if (change.command) {
     err << "  command:";
     for (const auto& a : *change.command) err << " " << terminal_safe(a);

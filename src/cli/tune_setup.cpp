@@ -200,8 +200,13 @@ StatusOr<TuneSetup> make_setup(const TuneArgs& a, const std::vector<std::string>
     // which always need a value.
     bool want = placeholders.count(def.name) > 0;
     if (a.knobs.empty()) {
-      if (target.kind == tn::TuneTarget::Kind::kWorkload) want = def.in_default_space;
-      else if (placeholders.empty()) want = def.in_default_space && def.name != KnobName::kBatchSize;  // shim: asked only
+      // The guided search also gets the knobs it tries only where the diagnosis points to them (or last), each
+      // where this target can apply it.
+      const bool dflt = def.in_default_space || (a.strategy == "guided" && def.in_guided_space);
+      if (target.kind == tn::TuneTarget::Kind::kWorkload) want = dflt && !def.workload_flag.empty();
+      else if (placeholders.empty()) {
+        want = dflt && !def.override_key.empty() && def.name != KnobName::kBatchSize;  // shim: asked only
+      }
     }
     if (!want) continue;
     tn::KnobRange r;
@@ -252,6 +257,7 @@ StatusOr<TuneSetup> make_setup(const TuneArgs& a, const std::vector<std::string>
   o.confirm_repeats = a.confirm_repeats;
   o.min_gain = a.min_gain;
   o.host_bf16_native = host_bf16_native();
+  o.placeholders = placeholders;
   o.interrupted = interrupted;
   if (!a.max_memory.empty()) {
     auto b = parse_bytes(a.max_memory);

@@ -2,6 +2,9 @@
 // verdict point to, the compact diagnosis kept per trial in tune.json, and the values that cannot act here.
 #include <algorithm>
 #include <optional>
+#include <set>
+
+#include "profile_train/common/json_path.h"
 
 #include "profile_train/tuner/tuner.h"
 
@@ -76,9 +79,64 @@ Diagnosis summarize_diagnosis(const std::optional<analysis::Report>& report) {
   return d;
 }
 
+namespace {
+
+// Why `knob` (or one of its values) cannot act on the program the baseline ran, from the shim's facts; "" when
+// it can or when the facts cannot tell (no shim facts: the built-in workload, a trace without the shim).
+std::string program_cannot_act(const KnobDef& knob, const std::string& value, const nlohmann::json& facts) {
+  if (!bool_path(facts, {"capture", "shim"}).value_or(false)) return "";
+  auto has = [&](const char* key) { return facts.contains(key) && facts[key].is_object(); };
+  switch (knob.program_needs) {
+    case KnobProgramNeeds::kNothing: return "";
+    case KnobProgramNeeds::kDataLoader:
+      return has("dataloader") ? "" : "the program iterates no torch DataLoader (facts.dataloader absent)";
+    case KnobProgramNeeds::kConvModel:
+      if (!has("model")) return "the shim saw no top-level model (facts.model absent)";
+      return bool_path(facts, {"model", "has_conv"}).value_or(true) ? ""
+                                                                   : "the model has no convolution (facts.model.has_conv = false)";
+    case KnobProgramNeeds::kModel:
+      return has("model") ? "" : "the shim saw no top-level model (facts.model absent)";
+    case KnobProgramNeeds::kOptimizer: {
+      if (!has("optimizer")) return "the program steps no torch.optim optimizer (facts.optimizer absent)";
+      const std::string cls = string_path(facts, {"optimizer", "class"}).value_or("?");
+      if (value == "foreach" && !bool_path(facts, {"optimizer", "takes_foreach"}).value_or(true)) {
+        return cls + " takes no foreach= (facts.optimizer.takes_foreach = false)";
+      }
+      if (value == "fused" && !bool_path(facts, {"optimizer", "takes_fused"}).value_or(true)) {
+        return cls + " has no fused implementation (facts.optimizer.takes_fused = false)";
+      }
+      return "";
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
 std::vector<SkippedKnob> skipped_values(const KnobSpace& space, const std::optional<analysis::Report>& report,
-                                        std::optional<bool> host_bf16_native) {
+                                        std::optional<bool> host_bf16_native,
+                                        const std::set<std::string>& placeholders) {
   std::vector<SkippedKnob> out;
+  if (!report) return out;
+  // What the program lacks (facts of the shim): applied through an override only (a {placeholder} in the
+  // command is the program's own argument, whatever it does with it).
+  std::set<std::string> dropped_for_program;
+  for (const KnobRange& r : space) {
+    if (r.values.empty() || placeholders.count(r.def->name) || r.def->override_key.empty()) continue;
+    const std::string& base = r.values.front();
+    std::vector<std::string> drop;
+    std::string reason;
+    for (const auto& v : r.values) {
+      if (v == base) continue;
+      const std::string why = program_cannot_act(*r.def, v, report->facts);
+      if (why.empty()) continue;
+      drop.push_back(v);
+      if (reason.find(why) == std::string::npos) reason += (reason.empty() ? "" : "; ") + why;
+    }
+    if (drop.empty()) continue;
+    if (drop.size() + 1 == r.values.size()) dropped_for_program.insert(r.def->name);
+    out.push_back({r.def->name, drop, reason});
+  }
   const std::optional<bool> gpu = ran_on_gpu(report);
   if (gpu.value_or(true)) return out;
   std::optional<bool> bf16 = tuner_facts(*report).cpu_bf16_native;
@@ -90,7 +148,7 @@ std::vector<SkippedKnob> skipped_values(const KnobSpace& space, const std::optio
     return needs == KnobNeeds::kGpu || (needs == KnobNeeds::kGpuOrNativeBf16 && bf16.has_value() && !*bf16);
   };
   for (const KnobRange& r : space) {
-    if (r.values.empty()) continue;
+    if (r.values.empty() || dropped_for_program.count(r.def->name)) continue;
     const KnobDef& def = *r.def;
     const std::string& base = r.values.front();
     std::vector<std::string> drop;
@@ -111,7 +169,16 @@ std::vector<SkippedKnob> skipped_values(const KnobSpace& space, const std::optio
       }
       reason += (reason.empty() ? "" : "; ") + why;
     }
-    out.push_back({def.name, drop, reason});
+    // One entry per knob: a knob some of whose values the program already ruled out gets the rest appended.
+    auto same = std::find_if(out.begin(), out.end(), [&](const SkippedKnob& k) { return k.knob == def.name; });
+    if (same == out.end()) {
+      out.push_back({def.name, drop, reason});
+      continue;
+    }
+    for (const auto& v : drop) {
+      if (std::find(same->values.begin(), same->values.end(), v) == same->values.end()) same->values.push_back(v);
+    }
+    same->reason += "; " + reason;
   }
   return out;
 }

@@ -22,6 +22,14 @@ std::vector<std::string> auto_values_for(const KnobDef& def, unsigned cpu_count)
     // More workers than 2 x CPUs only adds contention; the ladder stops there.
     const long long cap = std::max(2LL, 2LL * static_cast<long long>(std::max(1u, cpu_count)));
     std::erase_if(values, [&](const std::string& v) { return std::stoll(v) > cap; });
+  } else if (def.name == KnobName::kThreads) {
+    // 0 (torch's own count, the baseline), then the powers of two up to the cores, and the cores themselves:
+    // more threads than cores only oversubscribe them.
+    const long long cores = std::max(1u, cpu_count);
+    std::erase_if(values, [&](const std::string& v) { return std::stoll(v) > cores; });
+    if (std::find(values.begin(), values.end(), std::to_string(cores)) == values.end()) {
+      values.push_back(std::to_string(cores));
+    }
   }
   return values;
 }

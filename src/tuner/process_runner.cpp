@@ -300,6 +300,13 @@ Measurement ProcessTrialRunner::run(const Config& config, const RunContext& ctx)
     m.message = failed_command_message(child.exit_code, tail, &m.exit_code);
     return m;
   }
+  if (m.report) {
+    if (std::string why = overrides_failed(*m.report); !why.empty()) {
+      m.status = RunStatus::kOverrideFailed;
+      m.message = why;
+      return m;
+    }
+  }
   if (known_batch_ <= 0) known_batch_ = batch_from_facts(m.report);
   Status st = metric_from_report(m.report, config, known_batch_, &m);
   if (st.ok()) {

@@ -374,6 +374,12 @@ void RayTrialRunner::finish(Slot& s) {
     set(RunStatus::kCrashed, failed_command_message(out.exit_code, out.log, &m.exit_code));
     return;
   }
+  if (m.report) {
+    if (std::string why = overrides_failed(*m.report); !why.empty()) {
+      set(RunStatus::kOverrideFailed, why);
+      return;
+    }
+  }
   if (known_batch_ <= 0) known_batch_ = batch_from_facts(m.report);
   Status st = metric_from_report(m.report, s.config, known_batch_, &m);
   if (st.ok()) {

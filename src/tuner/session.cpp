@@ -86,7 +86,7 @@ void Tuner::set_baseline(int index) {
   result_.baseline = index;
   if (space_adapted_) return;
   space_adapted_ = true;
-  result_.skipped = skipped_values(space_, trial(index).report, options_.host_bf16_native);
+  result_.skipped = skipped_values(space_, trial(index).report, options_.host_bf16_native, options_.placeholders);
   for (const SkippedKnob& s : result_.skipped) {
     for (KnobRange& r : space_) {
       if (r.def->name == s.knob) std::erase_if(r.values, [&](const std::string& v) {

@@ -19,6 +19,7 @@ std::string_view to_string(RunStatus status) {
     case RunStatus::kTimedOut: return "timed_out";
     case RunStatus::kNoMetric: return "no_metric";
     case RunStatus::kInterrupted: return "interrupted";
+    case RunStatus::kOverrideFailed: return "override_failed";
   }
   return "unknown";
 }
@@ -44,6 +45,17 @@ TunerFacts tuner_facts(const analysis::Report& report) {
   const std::optional<double> batch = number_path(f, {"dataloader", "batch_size"});
   if (batch && *batch >= 1) out.batch_size = static_cast<long long>(*batch);
   out.gpu_memory_peak_bytes = number_path(f, {"gpu", "memory_peak_bytes"});
+  return out;
+}
+
+std::string overrides_failed(const analysis::Report& report) {
+  const nlohmann::json& f = report.facts;
+  if (!f.is_object() || !f.contains("overrides_failed") || !f["overrides_failed"].is_object()) return "";
+  std::string out;
+  for (const auto& [key, why] : f["overrides_failed"].items()) {
+    out += (out.empty() ? "" : "; ") + std::string("override ") + key + " could not apply: " +
+           (why.is_string() ? why.get<std::string>() : why.dump());
+  }
   return out;
 }
 

@@ -132,6 +132,21 @@ CodeChange code_change(const Config& baseline, const Config& best, const TuneTar
     py.push_back({"TF32 matmul / convolution", "torch.backends.cuda.matmul.allow_tf32 = " + py_bool(changed[K::kTf32]) +
                                                    "\ntorch.backends.cudnn.allow_tf32 = " + py_bool(changed[K::kTf32])});
   }
+  if (changed.count(K::kThreads) && changed[K::kThreads] != "0") {
+    const std::string n = changed[K::kThreads];
+    py.push_back({"CPU thread pools (right after import torch)",
+                  "torch.set_num_threads(" + n + ")\ntorch.set_num_interop_threads(" + n + ")"});
+  }
+  if (changed.count(K::kOptimizerImpl) && changed[K::kOptimizerImpl] != "default") {
+    const std::string impl = changed[K::kOptimizerImpl];
+    py.push_back({impl == "fused" ? "fused optimizer step" : "multi-tensor (foreach) optimizer step",
+                  "optimizer = torch.optim.AdamW(model.parameters(), ..., " + impl + "=True)"});
+  }
+  if (changed.count(K::kCompile) && changed[K::kCompile] != "off") {
+    const std::string mode = changed[K::kCompile];
+    py.push_back({"torch.compile of the model", mode == "default" ? std::string("model = torch.compile(model)")
+                                                                  : "model = torch.compile(model, mode=\"" + mode + "\")"});
+  }
 
   // The command line with the best values (what to run from now on).
   if (target.kind == TuneTarget::Kind::kWorkload) {

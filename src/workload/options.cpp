@@ -91,6 +91,7 @@ StatusOr<ParseOutcome> parse_options(int argc, const char* const* argv) {
                "bottlenecks for profile-train"};
   app.name("profile-train-workload");
   std::string model = "cnn", pin = "0", amp = "off", optimizer = "adamw", fused = "0", foreach = "0";
+  std::string optimizer_impl;  // --optimizer-impl: the tuner's knob over --fused / --foreach
   std::string channels_last = "0", cudnn_benchmark = "0", tf32 = "0", device = "auto";
   WorkloadOptions o;
   int64_t seed = 0;
@@ -114,6 +115,8 @@ StatusOr<ParseOutcome> parse_options(int argc, const char* const* argv) {
   app.add_option("--optimizer", optimizer, "sgd|adam|adamw")->capture_default_str();
   app.add_option("--fused", fused, "0|1: fused optimizer kernel (ATen _fused_*)")->capture_default_str();
   app.add_option("--foreach", foreach, "0|1: multi-tensor optimizer (ATen _foreach_*)")->capture_default_str();
+  app.add_option("--optimizer-impl", optimizer_impl,
+                 "default|foreach|fused: one flag for --foreach / --fused (the tuner's optimizer_impl knob)");
   app.add_option("--channels-last", channels_last, "0|1")->capture_default_str();
   app.add_option("--cudnn-benchmark", cudnn_benchmark, "0|1")->capture_default_str();
   app.add_option("--tf32", tf32, "0|1: TF32 for cuBLAS and cuDNN")->capture_default_str();
@@ -197,6 +200,17 @@ StatusOr<ParseOutcome> parse_options(int argc, const char* const* argv) {
     if (!s.ok()) return s;
   }
   o.seed = static_cast<uint64_t>(seed);
+  if (!optimizer_impl.empty()) {
+    if (optimizer_impl == "foreach" || optimizer_impl == "fused") {
+      if ((optimizer_impl == "foreach" ? o.fused : o.foreach)) {
+        return InvalidArgument("--optimizer-impl " + optimizer_impl + " contradicts --" +
+                               (optimizer_impl == "foreach" ? "fused" : "foreach") + " 1");
+      }
+      (optimizer_impl == "foreach" ? o.foreach : o.fused) = true;
+    } else if (optimizer_impl != "default") {
+      return InvalidArgument("--optimizer-impl '" + optimizer_impl + "': expected default, foreach or fused");
+    }
+  }
   if (o.fused && o.foreach) return InvalidArgument("--fused 1 and --foreach 1 are exclusive: pick one");
   if (o.shape.image_size != 0 && o.shape.image_size < 8) {
     return InvalidArgument("--image-size must be at least 8 (the cnn halves the resolution twice)");

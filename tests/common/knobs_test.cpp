@@ -139,3 +139,25 @@ TEST(Knobs, WorkloadFlagsAreTheWorkloadsOptions) {
   }
   EXPECT_GT(with_flag, 0);
 }
+
+// `run --apply FILE`: tune's apply.json or a bare object, checked against the catalog and typed for the shim.
+TEST(Knobs, OverridesDocumentForRunApply) {
+  auto a = pt::parse_overrides_document(
+      R"({"overrides": {"torch.threads": 2, "optimizer.impl": "fused", "model.channels_last": "on",
+                        "model.compile": "cudagraphs", "amp.dtype": "bfloat16"}, "config": {"threads": "2"}})");
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  EXPECT_EQ((*a)["torch.threads"], 2);
+  EXPECT_EQ((*a)["optimizer.impl"], "fused");
+  EXPECT_EQ((*a)["model.channels_last"], true);
+  EXPECT_EQ((*a)["model.compile"], "reduce-overhead");
+  EXPECT_EQ((*a)["amp.dtype"], "bf16");
+  auto bare = pt::parse_overrides_document(R"({"dataloader.num_workers": 4})");
+  ASSERT_TRUE(bare.ok());
+  EXPECT_EQ((*bare)["dataloader.num_workers"], 4);
+  for (const char* bad : {R"({"torch.warp": 1})", R"({"torch.threads": -1})", R"({"model.compile": "turbo"})",
+                          R"({"overrides": [1]})", R"({"torch.threads": [2]})", "[]", "{nope"}) {
+    auto r = pt::parse_overrides_document(bad);
+    EXPECT_FALSE(r.ok()) << bad;
+    if (!r.ok()) EXPECT_EQ(r.status().message().find('\n'), std::string::npos);
+  }
+}

@@ -11,7 +11,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <cstdlib>
 #include <iterator>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -128,4 +130,90 @@ TEST(TuneEndToEnd, NoiseOnlyCandidateThroughRealProcessesIsNotAGain) {
   EXPECT_FALSE(doc["speedup"]["claimed"].get<bool>());
   EXPECT_NE(doc["change"]["summary"].get<std::string>().find("keep the baseline"), std::string::npos);
   fs::remove_all(out);
+}
+
+namespace {
+
+// `profile-train tune ARGS` run for real (skipped when the binary, Python with torch or `run` are missing);
+// returns tune.json (null on failure, with the log in *log).
+nlohmann::json tune_for_real(const std::string& name, const std::vector<std::string>& args,
+                             const std::vector<std::string>& env, std::string* log, int timeout_s = 400) {
+  const fs::path exe = fs::path(PT_BINARY_DIR) / "profile-train";
+  const fs::path out = fs::temp_directory_path() / ("pt_tune_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(out);
+  fs::create_directories(out);
+  std::vector<std::string> argv = {exe.string(), "tune", "--out", (out / "tune").string()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const auto r = pt::run_child(argv, env, out / "tune.log", timeout_s, nullptr, 2);
+  *log = pt::read_tail(out / "tune.log", 16384);
+  std::ifstream in(out / "tune" / "tune.json");
+  if (!r.started || r.exit_code != 0 || !in) return nullptr;
+  nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
+  return doc.is_discarded() ? nlohmann::json() : doc;
+}
+
+bool torch_available() {
+  const std::string cmd = std::string("'") + PT_PYTHON + "' -c 'import torch' >/dev/null 2>&1";
+  return fs::exists(fs::path(PT_BINARY_DIR) / "profile-train") && std::system(cmd.c_str()) == 0;
+}
+
+}  // namespace
+
+// issue 26 (b): on a nanoGPT-like program without a DataLoader, the guided search's default space loses its
+// DataLoader knobs from the baseline's facts (skipped, listed with the reason, never tried), and channels_last (no
+// convolution); what it tries are knobs that can act (threads, optimizer_impl). 2 trials, 1 run each + baseline.
+TEST(TuneEndToEnd, NanoGptLikeProgramSkipsTheDataLoaderKnobs) {
+  if (!torch_available()) GTEST_SKIP() << "needs the profile-train binary and " << PT_PYTHON << " with torch";
+  const fs::path script = fs::path(PT_SOURCE_DIR) / "tests" / "agent" / "data" / "knob_lm.py";
+  std::string log;
+  const nlohmann::json doc =
+      tune_for_real("nanogpt", {"--repeats", "1", "--baseline-repeats", "1", "--confirm-repeats", "0",
+                                "--max-trials", "2", "--trial-timeout", "120", "--", PT_PYTHON, script.string()},
+                    {"KNOB_STEPS=8"}, &log);
+  ASSERT_TRUE(doc.is_object()) << log;
+  if (doc["trials"][0]["status"] != "ok") GTEST_SKIP() << "baseline did not measure: " << doc["trials"][0].dump();
+  std::map<std::string, std::string> skipped;
+  for (const auto& k : doc["skipped_knobs"]) skipped[k["knob"]] = k["reason"];
+  EXPECT_EQ(skipped["num_workers"], "the program iterates no torch DataLoader (facts.dataloader absent)")
+      << doc["skipped_knobs"].dump(1);
+  EXPECT_EQ(skipped["channels_last"], "the model has no convolution (facts.model.has_conv = false)");
+  EXPECT_TRUE(skipped.count("pin_memory"));
+  for (const auto& t : doc["trials"]) {
+    EXPECT_EQ(t["config"].value("num_workers", "0"), "0") << t.dump();
+    EXPECT_EQ(t["config"].value("channels_last", "0"), "0") << t.dump();
+  }
+  ASSERT_GE(doc["trials"].size(), 2u) << log;
+  EXPECT_TRUE(doc["space"].contains("threads")) << doc["space"].dump();
+  EXPECT_TRUE(doc["space"].contains("optimizer_impl")) << doc["space"].dump();
+}
+
+// An override that cannot apply at run time (torch.compile without a working C++ compiler) fails only its own
+// trial, with the reason; the sweep goes on and the baseline stays the best.
+TEST(TuneEndToEnd, AnOverrideThatCannotApplyFailsOnlyItsTrial) {
+  if (!torch_available()) GTEST_SKIP() << "needs the profile-train binary and " << PT_PYTHON << " with torch";
+  const fs::path script = fs::path(PT_SOURCE_DIR) / "tests" / "agent" / "data" / "knob_lightning_like.py";
+  std::string log;
+  const nlohmann::json doc = tune_for_real(
+      "nocxx", {"--knob", "compile=off,default", "--knob", "threads=0,1", "--strategy", "grid", "--repeats", "1",
+                "--baseline-repeats", "1", "--confirm-repeats", "0", "--trial-timeout", "120", "--", PT_PYTHON,
+                script.string()},
+      {"KNOB_STEPS=8", "CXX=/bin/false", "TORCHINDUCTOR_FORCE_DISABLE_CACHES=1"}, &log);
+  ASSERT_TRUE(doc.is_object()) << log;
+  if (doc["trials"][0]["status"] != "ok") GTEST_SKIP() << "baseline did not measure: " << doc["trials"][0].dump();
+  int failed = 0, ok = 0;
+  for (const auto& t : doc["trials"]) {
+    if (t["config"]["compile"] == "default") {
+      EXPECT_EQ(t["status"], "override_failed") << t.dump();
+      EXPECT_NE(t["message"].get<std::string>().find("override model.compile could not apply: torch.compile failed"),
+                std::string::npos)
+          << t.dump();
+      ++failed;
+    } else {
+      EXPECT_EQ(t["status"], "ok") << t.dump();
+      ++ok;
+    }
+  }
+  EXPECT_EQ(failed, 2) << doc["trials"].dump(1);
+  EXPECT_EQ(ok, 2);
+  EXPECT_EQ(doc["best"]["config"]["compile"], "off");
 }

@@ -74,12 +74,19 @@ TEST(Placeholders, SubstitutedInsideArgvElementsOnlyForKnownKnobs) {
 
 TEST(Overrides, TypedJsonForTheShimSkippingPlaceholders) {
   const pt::Config c = {{"batch_size", "64"}, {"num_workers", "4"}, {"pin_memory", "1"}, {"amp", "bf16"},
-                        {"channels_last", "1"}};
+                        {"channels_last", "1"}, {"threads", "2"}, {"optimizer_impl", "fused"},
+                        {"compile", "reduce-overhead"}, {"tf32", "0"}, {"cudnn_benchmark", "1"}};
   const auto o = pt::overrides_for(c, {"batch_size"});
-  EXPECT_EQ(o.size(), 3u);
+  EXPECT_EQ(o.size(), 9u);
   EXPECT_EQ(o["dataloader.num_workers"], 4);
   EXPECT_EQ(o["dataloader.pin_memory"], true);
   EXPECT_EQ(o["amp.dtype"], "bf16");
+  EXPECT_EQ(o["model.channels_last"], true);
+  EXPECT_EQ(o["torch.threads"], 2);
+  EXPECT_EQ(o["optimizer.impl"], "fused");
+  EXPECT_EQ(o["model.compile"], "reduce-overhead");
+  EXPECT_EQ(o["backends.tf32"], false);
+  EXPECT_EQ(o["backends.cudnn_benchmark"], true);
   EXPECT_FALSE(o.contains("dataloader.batch_size"));
 }
 

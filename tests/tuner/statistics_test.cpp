@@ -3,6 +3,8 @@
 // "partial results" after a normal stop. Synthetic surfaces and a fake runner (no process, no GPU).
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <cmath>
 
 #include "profile_train/tuner/statistics.h"
@@ -295,6 +297,48 @@ TEST(SkippedKnobs, ReasonsNameWhatEachValueNeeds) {
   EXPECT_EQ(pt::skipped_values({range("amp=off,bf16")}, pt_test::typed(no_cpu_facts), false)[0].reason,
             "bf16 autocast is emulated on a CPU without AMX or AVX512-BF16 (this host's /proc/cpuinfo = false), "
             "slower than fp32");
+}
+
+// What the program lacks, from the shim's facts (issue 26): a nanoGPT-like program (no DataLoader, no convolution)
+// gets no DataLoader knob and no channels_last; an optimizer without a fused implementation loses only `fused`;
+// a {placeholder} knob and facts not written by the shim (the built-in workload) are never skipped this way.
+TEST(SkippedKnobs, OverridesThatCannotActOnThisProgram) {
+  const pt::KnobSpace space = {range("num_workers=0,2"), range("prefetch_factor=2,4"), range("channels_last=0,1"),
+                               range("optimizer_impl=default,foreach,fused"), range("threads=0,1"),
+                               range("compile=off,default")};
+  const json lm = {{"facts",
+                    {{"capture", {{"shim", true}}},
+                     {"gpu", {{"available", true}}},
+                     {"model", {{"class", "GPT"}, {"has_conv", false}}},
+                     {"optimizer", {{"class", "RMSprop"}, {"takes_foreach", true}, {"takes_fused", false}}}}}};
+  auto k = pt::skipped_values(space, pt_test::typed(lm), std::nullopt);
+  std::map<std::string, pt::SkippedKnob> by;
+  for (const auto& s : k) by[s.knob] = s;
+  ASSERT_EQ(k.size(), 4u) << k.size();
+  EXPECT_EQ(by["num_workers"].values, std::vector<std::string>{"2"});
+  EXPECT_EQ(by["num_workers"].reason, "the program iterates no torch DataLoader (facts.dataloader absent)");
+  EXPECT_EQ(by["prefetch_factor"].values, std::vector<std::string>{"4"});
+  EXPECT_EQ(by["channels_last"].reason, "the model has no convolution (facts.model.has_conv = false)");
+  EXPECT_EQ(by["optimizer_impl"].values, std::vector<std::string>{"fused"});
+  EXPECT_EQ(by["optimizer_impl"].reason, "RMSprop has no fused implementation (facts.optimizer.takes_fused = false)");
+  EXPECT_EQ(by.count("threads"), 0u);
+  EXPECT_EQ(by.count("compile"), 0u);
+  // A placeholder is the program's own argument: kept.
+  k = pt::skipped_values(space, pt_test::typed(lm), std::nullopt, {"num_workers"});
+  for (const auto& s : k) EXPECT_NE(s.knob, "num_workers");
+  // Facts without the shim (the built-in workload writes none of these): nothing skipped for the program.
+  json workload = lm;
+  workload["facts"]["capture"]["shim"] = false;
+  EXPECT_TRUE(pt::skipped_values(space, pt_test::typed(workload), std::nullopt).empty());
+  // Without a GPU, a knob the program already ruled out is listed once, and tf32 for the GPU.
+  json cpu = lm;
+  cpu["facts"]["gpu"]["available"] = false;
+  k = pt::skipped_values({range("num_workers=0,2"), range("pin_memory=0,1"), range("tf32=0,1")}, pt_test::typed(cpu),
+                         std::nullopt);
+  ASSERT_EQ(k.size(), 3u);
+  EXPECT_EQ(k[1].knob, "pin_memory");
+  EXPECT_EQ(k[1].reason, "the program iterates no torch DataLoader (facts.dataloader absent)");
+  EXPECT_EQ(k[2].knob, "tf32");
 }
 
 TEST(PartialResults, OnlyAfterAnInterruptNotAfterMaxTrials) {

@@ -86,6 +86,8 @@ TEST(WorkloadOptions, RejectsBadValuesNamingTheFlag) {
       {{"--model", "transformer", "--width", "100", "--heads", "8"}, "--heads"},
       {{"--model", "transformer", "--heads", "3"}, "--heads"},  // the default width 128
       {{"--host-work-us", "-1"}, "--host-work-us"},
+      {{"--optimizer-impl", "apex"}, "--optimizer-impl"},
+      {{"--optimizer-impl", "foreach", "--fused", "1"}, "--optimizer-impl"},
   };
   for (const auto& c : cases) {
     auto r = parse(c.args);
@@ -95,6 +97,21 @@ TEST(WorkloadOptions, RejectsBadValuesNamingTheFlag) {
     EXPECT_NE(r.status().message().find(c.flag), std::string::npos) << r.status().message();
     EXPECT_EQ(r.status().message().find('\n'), std::string::npos) << "one line: " << r.status().message();
   }
+}
+
+// The tuner's optimizer_impl knob sets --foreach / --fused through one flag (knobs.h: its workload_flag).
+TEST(WorkloadOptions, OptimizerImplIsOneFlagForForeachAndFused) {
+  auto f = parse({"--optimizer-impl", "fused"});
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_TRUE(f->options.fused);
+  EXPECT_FALSE(f->options.foreach);
+  auto e = parse({"--optimizer-impl", "foreach", "--foreach", "1"});
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  EXPECT_TRUE(e->options.foreach);
+  EXPECT_FALSE(e->options.fused);
+  auto d = parse({"--optimizer-impl", "default"});
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->options.foreach || d->options.fused);
 }
 
 TEST(WorkloadOptions, ShapeFlagsOverrideTheModelDefaults) {

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "profile_train/format/protocol.h"
 #include "profile_train/common/status.h"
 
@@ -31,6 +33,9 @@ struct KnobName {
   static constexpr char kChannelsLast[] = "channels_last";
   static constexpr char kCudnnBenchmark[] = "cudnn_benchmark";
   static constexpr char kTf32[] = "tf32";
+  static constexpr char kThreads[] = "threads";
+  static constexpr char kOptimizerImpl[] = "optimizer_impl";
+  static constexpr char kCompile[] = "compile";
 };
 
 enum class KnobKind {
@@ -45,6 +50,16 @@ enum class KnobNeeds {
   kNothing,
   kGpu,              // acts on a GPU only
   kGpuOrNativeBf16,  // a GPU, or a CPU that computes bf16 natively (AMX / AVX512-BF16); emulated otherwise
+};
+
+// What the training program must have for a knob's override to act on it at all, read from the baseline's
+// facts (values that cannot act are not tried; see tuner::skipped_values).
+enum class KnobProgramNeeds {
+  kNothing,
+  kDataLoader,   // a torch DataLoader (facts.dataloader): the DataLoader knobs
+  kConvModel,    // a model with a 2-D convolution (facts.model.has_conv): channels_last
+  kOptimizer,    // a torch.optim optimizer that steps (facts.optimizer): optimizer_impl
+  kModel,        // a top-level nn.Module called by the training loop (facts.model): compile
 };
 
 // A value with needs of its own (amp's fp16 and bf16), and why, in words.
@@ -69,6 +84,10 @@ struct KnobDef {
   std::string override_key;              // key in PROFILE_TRAIN_OVERRIDES; "" when the shim cannot apply it
   std::string workload_flag;             // flag of the built-in workload, e.g. "--batch-size"
   bool in_default_space = false;         // searched without an explicit --knob
+  // Also searched without an explicit --knob by the guided strategy (which tries what the diagnosis points to
+  // first and drops what cannot act on this program), not by the grid (whose size is the product of the space).
+  bool in_guided_space = false;
+  KnobProgramNeeds program_needs = KnobProgramNeeds::kNothing;  // only with an override (shim targets)
   // What every value other than the target's own needs (kGpu: pinned memory, cuDNN, TF32), and why.
   KnobNeeds needs = KnobNeeds::kNothing;
   std::string needs_why;                 // "pinned host memory only speeds up copies to a GPU"
@@ -97,5 +116,11 @@ StatusOr<std::string> canonical_value(const KnobDef& knob, std::string_view valu
 
 // What `value` of `knob` needs to act: its value_needs entry, else the knob's needs.
 KnobNeeds needs_of(const KnobDef& knob, std::string_view value);
+
+// The file of overrides `tune` writes next to tune.json (apply.json: {"overrides": {KEY: VALUE}, ...}) or a bare
+// {KEY: VALUE} object, as `profile-train run --apply FILE` reads it: every key an override key of the catalog,
+// every value in its knob's domain. Returns the object for PROFILE_TRAIN_OVERRIDES, values typed (integers as
+// numbers, booleans as true/false, choices as their canonical strings); InvalidArgument names the bad entry.
+StatusOr<nlohmann::json> parse_overrides_document(std::string_view text);
 
 }  // namespace profile_train

@@ -21,6 +21,10 @@ inline constexpr const char* kEnvBufferMb = "PROFILE_TRAIN_BUFFER_MB";       // 
 inline constexpr const char* kEnvFlushMs = "PROFILE_TRAIN_FLUSH_MS";         // agent writer period, ms
 // The tuner's knob overrides, a JSON object override_key -> value (the keys: common/knobs.h).
 inline constexpr const char* kEnvOverrides = "PROFILE_TRAIN_OVERRIDES";
+// A JSON file with the same object (or {"overrides": {...}}, the file `tune` writes), read when
+// PROFILE_TRAIN_OVERRIDES is unset: `profile-train run --apply FILE` sets it; launchers that take no wrapper set it
+// themselves.
+inline constexpr const char* kEnvApply = "PROFILE_TRAIN_APPLY";
 
 struct EnvVar {
   const char* name;
@@ -31,6 +35,7 @@ inline constexpr EnvVar kEnvVars[] = {
     {kEnvOut, true, true},           {kEnvWarmupSteps, true, true},   {kEnvSteps, true, true},
     {kEnvStopAfterSteps, false, true}, {kEnvModuleRanges, false, true}, {kEnvShim, false, true},
     {kEnvBufferMb, true, false},     {kEnvFlushMs, true, false},      {kEnvOverrides, false, true},
+    {kEnvApply, false, true},
 };
 
 // ---- NVTX control marks: marks whose text starts with kControlPrefix steer the agent and are not recorded ----

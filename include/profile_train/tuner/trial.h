@@ -26,6 +26,7 @@ enum class RunStatus {
   kTimedOut,     // hit the per-trial timeout, or stopped early as clearly slower than the best trial
   kNoMetric,     // exited 0 but no step time could be read (no report.json / no steps)
   kInterrupted,  // Ctrl-C during the measurement
+  kOverrideFailed,  // an override of the Python shim could not apply to this program (facts.overrides_failed)
 };
 std::string_view to_string(RunStatus status);
 
@@ -90,6 +91,10 @@ struct TunerFacts {
   std::optional<double> gpu_memory_peak_bytes; // facts.gpu.memory_peak_bytes
 };
 TunerFacts tuner_facts(const analysis::Report& report);
+
+// "override KEY could not apply: REASON; ..." from facts.overrides_failed (the shim ran the program without
+// them); "" when every override applied. Such a run measured something else than its configuration.
+std::string overrides_failed(const analysis::Report& report);
 
 // The batch size a report's facts record (facts.dataloader.batch_size), or 0 (also without a report).
 long long batch_from_facts(const std::optional<analysis::Report>& report);

@@ -42,6 +42,7 @@ struct TuneOptions {
   double slow_kill_factor = 4.0; // kill a measurement running > this x the best trial's (batch-scaled) time
   std::optional<double> max_memory_bytes;  // peak memory cap (trials above it count as over-memory)
   std::optional<bool> host_bf16_native;    // this CPU computes bf16 natively (for reports without facts.cpu)
+  std::set<std::string> placeholders;      // knobs set through {placeholders} in the command, not by the shim
   std::function<double()> now_s;           // clock in seconds (default: steady clock); injectable for tests
   const std::atomic<bool>* interrupted = nullptr;  // set by a SIGINT handler: stop after the current trial
   std::function<void(const Trial&, const class Tuner&)> on_trial;  // after every trial (progress line)
@@ -224,8 +225,12 @@ std::vector<DiagnosedKnob> diagnosed_knobs(const std::optional<analysis::Report>
 Diagnosis summarize_diagnosis(const std::optional<analysis::Report>& report);
 // The values of `space` (other than each knob's baseline value) that cannot act on the machine `report` ran
 // on: pin_memory, fp16 autocast, cudnn_benchmark and tf32 without a GPU; bf16 autocast without a GPU on a
-// CPU without native bf16 (facts.cpu.bf16_native, else `host_bf16_native`). Unknown facts skip nothing.
+// CPU without native bf16 (facts.cpu.bf16_native, else `host_bf16_native`); and, from the shim's facts, the
+// override values that cannot act on this program (KnobProgramNeeds: the DataLoader knobs without a DataLoader,
+// channels_last without a convolution, optimizer_impl without an optimizer that takes it, compile without a
+// model), except knobs given as a {placeholder} in `placeholders`. Unknown facts skip nothing.
 std::vector<SkippedKnob> skipped_values(const KnobSpace& space, const std::optional<analysis::Report>& report,
-                                        std::optional<bool> host_bf16_native);
+                                        std::optional<bool> host_bf16_native,
+                                        const std::set<std::string>& placeholders = {});
 
 }  // namespace profile_train::tuner

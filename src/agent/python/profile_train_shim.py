@@ -24,7 +24,10 @@ effort: a failure here disables the shim, never the user's program.
 
 Environment: PROFILE_TRAIN_OUT, PROFILE_TRAIN_WARMUP_STEPS, PROFILE_TRAIN_STEPS, PROFILE_TRAIN_STOP_AFTER_STEPS
 (1: raise SystemExit(0) at the step boundary after the window), PROFILE_TRAIN_OVERRIDES (JSON:
-dataloader.num_workers / pin_memory / batch_size / prefetch_factor / persistent_workers, amp.dtype off|bf16|fp16),
+dataloader.num_workers / pin_memory / batch_size / prefetch_factor / persistent_workers, amp.dtype off|bf16|fp16,
+torch.threads N, backends.tf32 / backends.cudnn_benchmark / model.channels_last true|false, model.compile
+off|default|reduce-overhead|max-autotune-no-cudagraphs, optimizer.impl default|foreach|fused; PROFILE_TRAIN_APPLY
+names a file holding the same object, for `profile-train run --apply`),
 PROFILE_TRAIN_MODULE_RANGES (DEPTH[,backward]: per-module forward [and backward] ranges, opt-in; how and what they
 cost: profile_train_module_ranges.py).
 """
@@ -58,6 +61,14 @@ _OVERRIDE_KEYS = {
     "dataloader.persistent_workers": "persistent_workers",
     "dataloader.batch_size": "batch_size",
     "amp.dtype": None,
+    # Applied by profile_train_patches.py's apply_* functions (reported in facts.overrides_applied, or
+    # facts.overrides_failed with the reason when one cannot act on this program).
+    "torch.threads": None,
+    "backends.tf32": None,
+    "backends.cudnn_benchmark": None,
+    "model.channels_last": None,
+    "model.compile": None,
+    "optimizer.impl": None,
 }
 _OVERRIDE_BATCH_SIZE = "dataloader.batch_size"
 _MODULE_RANGES = "profile_train_module_ranges"  # the module next to this file (no dotted literal: knobs_test)
@@ -75,6 +86,27 @@ def _module_ranges_spec(text):
         depth = 0
     words = [p for p in parts[1:] if p]
     return depth, "backward" in words, [w for w in words if w != "backward"]
+
+
+def _read_overrides():
+    """The override object: PROFILE_TRAIN_OVERRIDES (JSON), else the JSON file PROFILE_TRAIN_APPLY names (what
+    `tune` wrote for `profile-train run --apply`, for launchers that take no wrapper). Malformed: none."""
+    text = os.environ.get("PROFILE_TRAIN_OVERRIDES", "")
+    if not text:
+        path = os.environ.get("PROFILE_TRAIN_APPLY", "")
+        if path:
+            try:
+                with open(path) as fh:
+                    text = fh.read()
+            except OSError:
+                text = ""
+    try:
+        ov = json.loads(text or "{}")
+    except ValueError:
+        return {}
+    if isinstance(ov, dict) and isinstance(ov.get("overrides"), dict):
+        ov = ov["overrides"]  # the file `tune` writes: {"overrides": {...}, ...}
+    return ov if isinstance(ov, dict) else {}
 
 
 def _env_int(name, default=0):
@@ -241,12 +273,7 @@ class _Shim:
         self.module_depth, self.module_backward, unknown = _module_ranges_spec(
             os.environ.get("PROFILE_TRAIN_MODULE_RANGES", ""))
         self.module_bw = None
-        try:
-            self.overrides = json.loads(os.environ.get("PROFILE_TRAIN_OVERRIDES", "") or "{}")
-            if not isinstance(self.overrides, dict):
-                self.overrides = {}
-        except ValueError:
-            self.overrides = {}
+        self.overrides = _read_overrides()
         self.pid = os.getpid()
         self.is_worker = False
         self.active = True          # False once warmup + steps were emitted (bounded capture)
