@@ -22,6 +22,14 @@ double steady_now_s() {
 // and the bar is raised by it.
 double t_factor(int dof) { return dof > 0 ? t95(dof) / 1.96 : 1.0; }
 
+// One line: "loss 2.31 vs 1.12 (+1.19, bar 0.06, per sample seen)".
+std::string loss_summary(const LossComparison& l) {
+  if (l.non_finite) return "loss not finite";
+  return "loss " + format_significant(l.trial_mean) + " vs " + format_significant(l.baseline_mean) + " (" +
+         (l.difference >= 0 ? "+" : "") + format_significant(l.difference) + ", bar " +
+         format_significant(l.tolerance) + ", per " + (l.compared_by == "step" ? "step" : "sample seen") + ")";
+}
+
 double mean_of(const std::vector<double>& v) {
   double sum = 0;
   for (double x : v) sum += x;
@@ -99,6 +107,26 @@ void Tuner::set_baseline(int index) {
   }
 }
 
+// ---- the quality guard ---------------------------------------------------------------------------------
+
+const LossComparison& Tuner::update_loss(int index) {
+  Trial& t = result_.trials.at(index);
+  const int b = result_.baseline;
+  if (b < 0 || index == b) {
+    t.loss = LossComparison{};
+    t.loss.status = b == index ? "baseline" : "not recorded";
+    if (b < 0) t.loss.note = "no baseline to compare with";
+    return t.loss;
+  }
+  t.loss = compare_loss(trial(b).losses, t.losses, options_.loss_guard);
+  return t.loss;
+}
+
+bool Tuner::quality_blocks(int index) {
+  const LossComparison& l = update_loss(index);
+  return l.changes && !options_.allow_quality_change;
+}
+
 // ---- noise and significance ---------------------------------------------------------------------------
 
 std::vector<double> Tuner::log_ratios(int candidate, int reference) const {
@@ -174,6 +202,14 @@ double Tuner::threshold(int candidate, int reference) const {
 
 bool Tuner::better(int candidate, int reference) {
   if (!trial(candidate).ok() || !trial(reference).ok()) return false;
+  // The quality guard first: a faster step that learns worse is no win (quality.h).
+  if (update_loss(candidate).changes) {
+    const LossComparison& l = trial(candidate).loss;
+    note("trial #" + std::to_string(trial(candidate).index) + " changes the loss: " + loss_summary(l) +
+         (options_.allow_quality_change ? " (allowed by --allow-quality-change)"
+                                        : "; not kept (--allow-quality-change allows it)"));
+    if (!options_.allow_quality_change) return false;
+  }
   // More runs of trials already measured are no new trials: only the time budget and Ctrl-C stop them.
   const bool can_measure = !interrupted() && !time_spent();
   if (log_ratios(candidate, reference).empty() && log_ratios(reference, candidate).empty() && can_measure) {
@@ -318,6 +354,11 @@ bool Tuner::run_once(Trial& t, const std::string& phase, const std::string& role
   ++t.measurements;
   t.duration_s += m.duration_s;
   if (!m.dir.empty()) t.dirs.push_back(m.dir);
+  if (m.report && m.status == RunStatus::kOk && m.throughput > 0) {
+    long long batch = config_int(t.config, KnobName::kBatchSize, 0);
+    if (batch <= 0) batch = batch_from_facts(m.report);
+    t.losses.push_back(loss_from_report(*m.report, batch));
+  }
   if (m.report) t.report = std::move(m.report);
   if (m.status == RunStatus::kOk && options_.max_memory_bytes && m.peak_memory_bytes &&
       *m.peak_memory_bytes > *options_.max_memory_bytes) {
@@ -412,6 +453,12 @@ void Tuner::confirm_winner() {
   c.claimed = c.ran && c.estimate.interval_known() && c.estimate.low > 1.0 &&
               c.estimate.ratio - 1.0 > options_.min_gain;
   c.status = c.claimed ? "confirmed" : c.ran ? "not confirmed" : "not confirmed (the check's runs failed)";
+  // The guard again, with the baseline's runs of the check added to its spread.
+  if (c.claimed && quality_blocks(w)) {
+    c.claimed = false;
+    c.status = "not confirmed: changes the loss";
+    note("head-to-head: " + who + " changes the loss: " + loss_summary(trial(w).loss));
+  }
   note("head-to-head: x" + format_fixed(c.estimate.ratio, 3) + " (95% interval " + format_fixed(c.estimate.low, 3) +
        "-" + format_fixed(c.estimate.high, 3) + ", " + std::to_string(c.estimate.pairs) + " pairs): " + c.status +
        (c.claimed ? "" : "; keeping the baseline"));
@@ -433,6 +480,7 @@ TuneResult Tuner::run() {
   result_.complete = stop_.empty();
   result_.partial = stop_ == "interrupted" || result_.baseline < 0;
   result_.stop_reason = stop_.empty() ? "search finished" : stop_;
+  for (size_t i = 0; i < result_.trials.size(); ++i) update_loss(static_cast<int>(i));
   auto [sd, dof] = pooled_noise();
   result_.pooled_relative_sd = sd;
   result_.noise_samples = dof;

@@ -37,6 +37,22 @@ json to_json(const TuneTargetInfo& t) {
           {"applied_through", t.applied_through}};
 }
 
+json to_json(const LossRow& l) {
+  return {{"status", l.status},
+          {"compared_by", l.compared_by},
+          {"points", l.points},
+          {"baseline_runs", l.baseline_runs},
+          {"trial_runs", l.trial_runs},
+          {"non_finite", l.non_finite},
+          {"baseline_mean", or_null(l.baseline_mean)},
+          {"trial_mean", or_null(l.trial_mean)},
+          {"difference", or_null(l.difference)},
+          {"tolerance", or_null(l.tolerance)},
+          {"spread", or_null(l.spread)},
+          {"spread_dof", l.spread_dof},
+          {"note", l.note}};
+}
+
 json to_json(const TrialRow& t) {
   json j = {{"index", t.index},
             {"config", config_json(t.config)},
@@ -63,6 +79,7 @@ json to_json(const TrialRow& t) {
   }
   j["pairs"] = pairs;
   if (t.vs_baseline) j["vs_baseline"] = *t.vs_baseline;
+  j["loss"] = to_json(t.loss);
   if (t.placements) {
     json placements = json::array();
     for (const RayPlacement& p : *t.placements) placements.push_back(to_json(p));
@@ -193,6 +210,10 @@ json to_json(const TuneReport& r) {
   }
   doc["speedup"] = speedup;
   doc["change"] = r.change ? to_json(*r.change) : json(nullptr);
+  doc["quality"] = {{"allow_quality_change", r.quality.allow_quality_change},
+                    {"method", r.quality.method},
+                    {"winner", or_null(r.quality.winner)},
+                    {"loss", r.quality.loss ? to_json(*r.quality.loss) : json(nullptr)}};
   doc["log"] = r.log;
   if (r.execution) doc["execution"] = to_json(*r.execution);
   return doc;

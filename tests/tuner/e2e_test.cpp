@@ -90,6 +90,9 @@ TEST(TuneEndToEnd, FindsWorkersForAnUnmodifiedScriptThroughTheShim) {
   // The script itself was never edited: the change to make permanent is spelled out instead.
   ASSERT_TRUE(doc["change"]["python"].is_array() && !doc["change"]["python"].empty()) << doc.dump(2);
   EXPECT_NE(doc["change"]["python"][0]["code"].get<std::string>().find("num_workers=2"), std::string::npos);
+  // The quality guard does not flag a harmless knob: more workers deliver the same (seeded) batches.
+  EXPECT_EQ(doc["trials"][1]["loss"]["status"], "same loss") << doc["trials"][1]["loss"].dump(2);
+  EXPECT_EQ(doc["quality"]["loss"]["status"], "same loss") << doc["quality"].dump(2);
   EXPECT_TRUE(fs::exists(out / "tune" / "tune.html"));
   fs::remove_all(out);
 }
@@ -127,5 +130,55 @@ TEST(TuneEndToEnd, NoiseOnlyCandidateThroughRealProcessesIsNotAGain) {
   const nlohmann::json doc = pt::tune_json(r, {*pt::parse_knob_arg("pin_memory=0,1")}, ctx);
   EXPECT_FALSE(doc["speedup"]["claimed"].get<bool>());
   EXPECT_NE(doc["change"]["summary"].get<std::string>().find("keep the baseline"), std::string::npos);
+  fs::remove_all(out);
+}
+
+// The quality guard through real processes: a script that scales its learning rate with the batch size (the
+// linear scaling rule) diverges at batch_size=64, which is also 4x faster per sample (a fixed cost per batch).
+// Without the guard that trial wins; with it, it is marked "changes the loss" and the baseline is kept; with
+// --allow-quality-change the faster, diverging batch is the winner again (the guard, not the speed, decided).
+// 4 + 8 Python processes of about 3-5 s each.
+TEST(TuneEndToEnd, ABatchSizeThatMakesTheLossDivergeIsNeverTheWinner) {
+  const fs::path exe = fs::path(PT_BINARY_DIR) / "profile-train";
+  const fs::path python = PT_PYTHON;
+  const fs::path script = fs::path(PT_SOURCE_DIR) / "tests" / "tuner" / "data" / "lr_scaling_train.py";
+  if (!fs::exists(exe)) GTEST_SKIP() << "profile-train binary not built at " << exe;
+  if (!fs::exists(python)) GTEST_SKIP() << "no Python at " << python << " (PT_PYTHON)";
+  const fs::path out = fs::temp_directory_path() / ("pt_tune_guard_" + std::to_string(::getpid()));
+  fs::remove_all(out);
+  fs::create_directories(out);
+  auto tune = [&](const std::string& name, bool allow) {
+    std::vector<std::string> argv = {exe.string(), "tune", "--knob", "batch_size=16,64", "--repeats", "1",
+                                     "--baseline-repeats", "2", "--confirm-repeats", "2", "--max-trials", "2",
+                                     "--trial-timeout", "120", "--out", (out / name).string()};
+    if (allow) argv.push_back("--allow-quality-change");
+    for (const std::string& a : {std::string("--"), python.string(), script.string()}) argv.push_back(a);
+    const auto r = pt::run_child(argv, {"LR_TRAIN_STEPS=24"}, out / (name + ".log"), 300, nullptr, 2);
+    const std::string log = pt::read_tail(out / (name + ".log"), 16384);
+    EXPECT_TRUE(r.started);
+    EXPECT_EQ(r.exit_code, 0) << log;
+    std::ifstream in(out / name / "tune.json");
+    EXPECT_TRUE(in) << log;
+    return std::make_pair(in ? nlohmann::json::parse(in) : nlohmann::json(), log);
+  };
+  const auto [doc, log] = tune("guarded", false);
+  ASSERT_TRUE(doc.is_object() && doc["trials"].size() == 2u) << log;
+  if (doc["trials"][0]["status"] != "ok") GTEST_SKIP() << "the baseline did not measure: " << doc["trials"][0].dump();
+  const auto& diverging = doc["trials"][1];
+  ASSERT_EQ(diverging["config"]["batch_size"], "64");
+  EXPECT_GT(diverging["vs_baseline"].get<double>(), 1.5) << "the plant: the diverging batch must look faster";
+  EXPECT_EQ(diverging["loss"]["status"], "changes the loss") << diverging["loss"].dump(2);
+  EXPECT_EQ(diverging["loss"]["compared_by"], "samples seen");
+  EXPECT_EQ(doc["trials"][0]["loss"]["status"], "baseline");
+  EXPECT_EQ(doc["best"]["trial"], 1) << doc["log"].dump(2);
+  EXPECT_EQ(doc["quality"]["allow_quality_change"], false);
+  EXPECT_EQ(doc["quality"]["winner"], 1);
+  EXPECT_NE(log.find("trial #2 changes the loss"), std::string::npos) << log;
+
+  const auto [allowed, allowed_log] = tune("allowed", true);
+  ASSERT_TRUE(allowed.is_object() && allowed["trials"].size() == 2u) << allowed_log;
+  EXPECT_EQ(allowed["trials"][1]["loss"]["status"], "changes the loss");
+  EXPECT_EQ(allowed["best"]["trial"], 2) << allowed["log"].dump(2);
+  EXPECT_EQ(allowed["quality"]["loss"]["status"], "changes the loss");
   fs::remove_all(out);
 }

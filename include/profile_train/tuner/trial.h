@@ -14,6 +14,7 @@
 #include "profile_train/analysis/report.h"
 #include "profile_train/common/status.h"
 #include "profile_train/tuner/knobs.h"
+#include "profile_train/tuner/quality.h"
 #include "profile_train/tuner/statistics.h"
 
 namespace profile_train::tuner {
@@ -145,6 +146,8 @@ struct Trial {
   std::vector<std::string> dirs; // per-measurement output folders
   std::optional<Diagnosis> diagnosis;  // none until the trial is finished
   std::optional<analysis::Report> report;  // last report.json read (in memory only; not written into tune.json)
+  std::vector<LossCurve> losses; // the loss each successful run recorded (facts.loss; in memory only)
+  LossComparison loss;           // against the baseline (quality.h); "not recorded" for the baseline itself
   bool ok() const { return status == RunStatus::kOk && !values.empty(); }
 };
 

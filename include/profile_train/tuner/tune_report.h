@@ -30,12 +30,17 @@ namespace profile_train::tuner {
 //   trials[{index,config{knob:value},reason,status,throughput|null,stddev,relative_sd,values[],measurements,
 //           early_stopped,accepted,is_baseline,is_best,duration_s,peak_memory_bytes,message,dirs[],
 //           diagnosis{bottleneck,confidence,summary,recommendations[{id,title,knobs[]}]},
-//           pairs[{reference,reference_value,value,phase}],vs_baseline}],
+//           pairs[{reference,reference_value,value,phase}],vs_baseline,
+//           loss{status: baseline|not recorded|not compared|same loss|changes the loss,compared_by: samples seen|step,
+//                points,baseline_runs,trial_runs,non_finite,baseline_mean,trial_mean,difference,tolerance,spread,
+//                spread_dof,note} (the quality guard, quality.h; numbers null when not compared)}],
 //   per_knob{knob:[{value,trials,best_throughput,at_best_config}]},
 //   baseline|best {trial,config,throughput,stddev,repeats} | null,
 //   confirmation{candidate,ran,status,claimed,pairs,ratio,low,high,degrees_of_freedom,method} | null,
 //   speedup{value,low|null,high|null,claimed,interval} | null,
 //   change{summary,changes[{knob,from,to}],python[{what,code}],command[]?,shim_overrides{}?} | null,
+//   quality{allow_quality_change,method,winner|null,loss{...as trials[].loss}|null} (the best trial's loss against
+//           the baseline's),
 //   log[] (the search's decisions)
 //   execution{...} (1.x additive; how and where the trials ran: see ray_report.h add_execution)
 inline constexpr std::string_view kTuneSchemaVersion = "1.1";

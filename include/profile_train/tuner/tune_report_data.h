@@ -83,6 +83,24 @@ struct PairRow {
   std::string phase;  // "search" | "confirm"
 };
 
+// A trial's training loss against the baseline's (quality.h).
+struct LossRow {
+  std::string status;              // "baseline" | "not recorded" | "not compared" | "same loss" | "changes the loss"
+  std::string compared_by;         // "samples seen" | "step" | "" when not compared
+  int points = 0, baseline_runs = 0, trial_runs = 0, spread_dof = 0;
+  bool non_finite = false;
+  std::optional<double> baseline_mean, trial_mean, difference, tolerance, spread;  // null when not compared
+  std::string note;
+};
+
+// The quality guard of the session and the winner's loss comparison.
+struct QualityGuard {
+  bool allow_quality_change = false;
+  std::string method;
+  std::optional<int> winner;       // the best trial's index; null without one
+  std::optional<LossRow> loss;     // the best trial's loss against the baseline; null without a best trial
+};
+
 struct TrialRow {
   int index = 0;
   Config config;
@@ -98,6 +116,7 @@ struct TrialRow {
   std::optional<Diagnosis> diagnosis;          // null: the trial was never diagnosed
   std::vector<PairRow> pairs;
   std::optional<double> vs_baseline;           // absent when unset
+  LossRow loss;
   std::optional<std::vector<RayPlacement>> placements;  // absent when unset (Ray execution only)
 };
 
@@ -191,6 +210,7 @@ struct TuneReport {
   std::optional<ConfirmationRow> confirmation;
   std::optional<SpeedupRow> speedup;
   std::optional<CodeChange> change;
+  QualityGuard quality;
   std::vector<std::string> log;
   std::optional<Execution> execution;  // absent when unset
 };

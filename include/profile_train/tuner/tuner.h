@@ -42,6 +42,8 @@ struct TuneOptions {
   double slow_kill_factor = 4.0; // kill a measurement running > this x the best trial's (batch-scaled) time
   std::optional<double> max_memory_bytes;  // peak memory cap (trials above it count as over-memory)
   std::optional<bool> host_bf16_native;    // this CPU computes bf16 natively (for reports without facts.cpu)
+  bool allow_quality_change = false;       // a trial that changes the loss (quality.h) may still be the winner
+  LossGuardOptions loss_guard;
   std::function<double()> now_s;           // clock in seconds (default: steady clock); injectable for tests
   const std::atomic<bool>* interrupted = nullptr;  // set by a SIGINT handler: stop after the current trial
   std::function<void(const Trial&, const class Tuner&)> on_trial;  // after every trial (progress line)
@@ -141,6 +143,10 @@ class Tuner {
   PairedNoise paired_noise(int skip_candidate = -1, int skip_reference = -1) const;
   // Marks the baseline; the first time, also drops the knob values its report shows cannot act here.
   void set_baseline(int index);
+  // The quality guard: compares trial `index`'s loss with the baseline's runs so far (trial.loss), and says
+  // whether that keeps it from being the winner (it changes the loss and --allow-quality-change is not set).
+  const LossComparison& update_loss(int index);
+  bool quality_blocks(int index);
   // A config that is at least as large as a batch size that ran out of memory with the same other knobs.
   bool known_to_oom(const Config& config) const;
   void note(std::string line);   // appended to the decision log

@@ -194,6 +194,7 @@ def install(torch, shim):
             if S.bwd_depth or not S.active or S.is_worker or not S.training_thread():
                 return fn(*args, **kwargs)
             S.step_at_backward()
+            S.note_loss(args, kwargs)
             S.bwd_depth += 1
             S.nvtx.push("## backward ##")
             try:
@@ -302,6 +303,7 @@ def install(torch, shim):
             except Exception:
                 pass
             S.step_open = False
+        S.loss_flush()
         S.write_facts(force=True)
         # Final flush now: an interpreter ending on KeyboardInterrupt re-kills itself with SIGINT and never runs
         # the C atexit handlers where the agent would flush. Only where NVTX was used: a process that never
