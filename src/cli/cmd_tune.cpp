@@ -136,7 +136,10 @@ int run_tune(const TuneArgs& args, const std::vector<std::string>& workload_flag
       err << format_significant(trial.mean) << (trial.per_sample ? " samples/s" : " steps/s");
       if (trial.values.size() > 1 && trial.mean > 0) err << " ±" << format_fixed(100.0 * trial.stddev / trial.mean) << "%";
       if (t.baseline() >= 0 && t.trial(t.baseline()).ok() && trial.index - 1 != t.baseline()) {
-        err << " (x" << format_fixed(t.ratio(trial.index - 1, t.baseline()), 2) << " vs baseline)";
+        // The paired ratio next to both absolute figures: means of different runs and a ratio of interleaved
+        // pairs need not agree, and must not read as a contradiction.
+        err << " (x" << format_fixed(t.ratio(trial.index - 1, t.baseline()), 2) << " paired vs baseline's "
+            << format_significant(t.trial(t.baseline()).mean) << ")";
         const tn::LossComparison l =
             tn::compare_loss(t.trial(t.baseline()).losses, trial.losses, t.options().loss_guard);
         if (l.changes) err << " [changes the loss" << (l.non_finite ? ": not finite" : "") << "]";
@@ -176,6 +179,10 @@ int run_tune(const TuneArgs& args, const std::vector<std::string>& workload_flag
   err << "profile-train tune: " << result.trials.size() << " trials, " << terminal_safe(result.stop_reason);
   if (result.partial) err << " (partial results)";
   if (result.noise_samples > 0) err << "; measured noise ±" << format_fixed(100.0 * result.pooled_relative_sd) << "%";
+  if (result.rerun_pairs > 0 || result.unreliable_pairs > 0) {
+    err << "; " << result.rerun_pairs << " pair(s) re-run and " << result.unreliable_pairs
+        << " left out as unreliable: their two runs saw different load";
+  }
   err << "\n";
   for (const auto& k : result.skipped) {
     std::string values;
@@ -204,7 +211,12 @@ int run_tune(const TuneArgs& args, const std::vector<std::string>& workload_flag
       if (cf.estimate.interval_known()) {
         err << " (95% interval " << format_fixed(cf.estimate.low, 2) << "-" << format_fixed(cf.estimate.high, 2) << ")";
       }
-      err << " over " << cf.estimate.pairs << " interleaved pairs: ";
+      err << " over " << cf.estimate.pairs << " interleaved pairs";
+      if (cf.load_1m) {
+        err << " at a 1-minute load of " << format_significant(*cf.load_1m, 2) << " on " << cf.cpus << " CPUs";
+        if (result.search_load_1m) err << " (search: " << format_significant(*result.search_load_1m, 2) << ")";
+      }
+      err << ": ";
     }
     err << terminal_safe(cf.status) << "\n";
   }

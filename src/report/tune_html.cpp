@@ -64,6 +64,15 @@ std::string tune_html(const TuneReport& tune) {
     if (sp && sp->low) h << " (95% interval ×" << num(sp->low, 2) << "–×" << num(sp->high, 2) << ")";
     h << (sp && sp->claimed ? " confirmed head to head" : "") << "</p>\n";
     if (sp) h << "<p class=\"muted\">interval: " << html_escape(sp->interval) << "</p>\n";
+    if (tune.confirmation && tune.confirmation->load_1m) {
+      h << "<p class=\"muted\">head-to-head measured at a 1-minute load of " << num(tune.confirmation->load_1m, 2)
+        << " on " << tune.confirmation->cpus << " CPUs (search: " << num(tune.confirmation->search_load_1m, 2) << ")"
+        << (tune.confirmation->repeated ? "; repeated because the load changed since the search" : "") << "</p>\n";
+    }
+    if (tune.status.rerun_pairs > 0 || tune.status.unreliable_pairs > 0) {
+      h << "<p class=\"muted\">" << tune.status.rerun_pairs << " pair(s) re-run and " << tune.status.unreliable_pairs
+        << " left out as unreliable: their two runs saw different load</p>\n";
+    }
     h << "<p>baseline (trial " << tune.baseline->trial << "): <code>" << html_escape(config_text(tune.baseline->config))
       << "</code><br>best (trial " << tune.best->trial << "): <code>" << html_escape(config_text(tune.best->config))
       << "</code></p>\n";

@@ -143,7 +143,8 @@ PairedNoise Tuner::paired_noise(int skip_candidate, int skip_reference) const {
   for (size_t k = 1; k < result_.runs.size(); ++k) {
     const RunRecord& a = result_.runs[k - 1];
     const RunRecord& b = result_.runs[k];
-    if (a.role == "alone" && b.role == "alone" && a.trial == b.trial && a.throughput > 0 && b.throughput > 0) {
+    if (a.role == "alone" && b.role == "alone" && a.trial == b.trial && a.throughput > 0 && b.throughput > 0 &&
+        a.excluded.empty() && b.excluded.empty()) {
       n.add_null(std::log(b.throughput / a.throughput));
     }
   }
@@ -324,7 +325,11 @@ int Tuner::evaluate(const Config& config, const std::string& reason, int repeats
   } else {
     measure(t, n, "baseline");
   }
-  if (t.status == RunStatus::kOk && t.values.empty()) {
+  if (t.status == RunStatus::kOk && t.values.empty() && t.unreliable_pairs > 0) {
+    t.status = RunStatus::kNoMetric;
+    t.message = "every pair's two runs saw different load (re-run " + std::to_string(options_.max_pair_reruns) +
+                " times): unreliable, not measured";
+  } else if (t.status == RunStatus::kOk && t.values.empty()) {
     t.status = RunStatus::kInterrupted;
     t.message = "interrupted before a measurement finished";
   }
@@ -354,6 +359,17 @@ bool Tuner::run_once(Trial& t, const std::string& phase, const std::string& role
   ++t.measurements;
   t.duration_s += m.duration_s;
   if (!m.dir.empty()) t.dirs.push_back(m.dir);
+  RunRecord rec;
+  if (m.report && m.report->source.run && m.report->source.run->host_load) {
+    const analysis::HostLoad& h = *m.report->source.run->host_load;
+    if (h.load_1m_start && h.load_1m_end && h.wall_s > 0) {
+      rec.host_known = true;
+      rec.load_1m = (*h.load_1m_start + *h.load_1m_end) / 2;
+      rec.wall_s = h.wall_s;
+      rec.cpu_time_s = h.cpu_time_s;
+      rec.cpus = static_cast<int>(h.cpus);
+    }
+  }
   if (m.report && m.status == RunStatus::kOk && m.throughput > 0) {
     long long batch = config_int(t.config, KnobName::kBatchSize, 0);
     if (batch <= 0) batch = batch_from_facts(m.report);
@@ -367,7 +383,6 @@ bool Tuner::run_once(Trial& t, const std::string& phase, const std::string& role
   }
   if (m.peak_memory_bytes) t.peak_memory_bytes = std::max(t.peak_memory_bytes.value_or(0.0), *m.peak_memory_bytes);
   const bool ok = m.status == RunStatus::kOk && m.throughput > 0;
-  RunRecord rec;
   rec.trial = t.index;
   rec.repeat = ctx.repeat;
   rec.phase = phase;
@@ -406,12 +421,39 @@ void Tuner::measure_pairs(Trial& t, int reference, int n, bool confirm, bool ear
   for (int i = 0; i < n; ++i) {
     if (interrupted() || (i > 0 && time_spent())) break;
     double rv = 0, cv = 0;
-    if (!run_once(result_.trials.at(reference), phase, "reference", true, &rv)) {
-      // The reference failed this time: the candidate's remaining runs go alone (compared on the means).
-      if (!confirm && !interrupted()) measure(t, n - i, phase);
-      break;
+    bool failed = false, unreliable = false;
+    for (int attempt = 0;; ++attempt) {
+      const size_t ref_run = result_.runs.size();
+      if (!run_once(result_.trials.at(reference), phase, "reference", true, &rv)) {
+        // The reference failed this time: the candidate's remaining runs go alone (compared on the means).
+        if (!confirm && !interrupted()) measure(t, n - i, phase);
+        failed = true;
+        break;
+      }
+      if (!run_once(t, phase, "candidate", confirm, &cv)) {
+        failed = true;
+        break;
+      }
+      // The load rule: a pair whose two runs saw different load is re-run, not averaged.
+      const std::string why = load_disagreement(ref_run, ref_run + 1);
+      if (why.empty()) break;
+      result_.trials.at(reference).values.pop_back();
+      t.values.pop_back();
+      result_.runs[ref_run].excluded = result_.runs[ref_run + 1].excluded = why;
+      if (attempt >= options_.max_pair_reruns || interrupted() || time_spent()) {
+        unreliable = true;
+        ++t.unreliable_pairs;
+        ++result_.unreliable_pairs;
+        note("pair of trial #" + std::to_string(t.index) + " against #" + std::to_string(trial(reference).index) +
+             " unreliable after " + std::to_string(attempt) + " re-run(s): " + why + "; not used");
+        break;
+      }
+      ++result_.rerun_pairs;
+      note("re-running a pair of trial #" + std::to_string(t.index) + " against #" +
+           std::to_string(trial(reference).index) + ": " + why);
     }
-    if (!run_once(t, phase, "candidate", confirm, &cv)) break;
+    if (failed) break;
+    if (unreliable) continue;
     t.pairs.push_back({reference, rv, cv, confirm});
     // Early stop: the first pair is clearly slower; more pairs would not change the decision.
     if (early_stop && i == 0 && n > 1) {
@@ -423,6 +465,56 @@ void Tuner::measure_pairs(Trial& t, int reference, int n, bool confirm, bool ear
     }
   }
   finish_trial(result_.trials.at(reference));
+}
+
+// ---- the load rule -------------------------------------------------------------------------------------
+
+double Tuner::load_threshold(int cpus) const {
+  return std::max(options_.load_delta_min, options_.load_delta_cpu_fraction * std::max(cpus, 1));
+}
+
+std::string Tuner::load_disagreement(size_t a, size_t b) const {
+  const RunRecord& ra = result_.runs.at(a);
+  const RunRecord& rb = result_.runs.at(b);
+  if (!ra.host_known || !rb.host_known) return "";
+  const double bar = load_threshold(std::max(ra.cpus, rb.cpus));
+  if (std::fabs(ra.load_1m - rb.load_1m) > bar) {
+    return "1-minute load " + format_significant(ra.load_1m, 2) + " vs " + format_significant(rb.load_1m, 2) +
+           " (more than " + format_significant(bar, 2) + " apart)";
+  }
+  // Each run's CPUs used against its own configuration's earlier runs (not the other configuration's: a knob
+  // may change how many CPUs a run keeps busy).
+  for (size_t k : {a, b}) {
+    const RunRecord& r = result_.runs[k];
+    std::vector<double> earlier;
+    for (size_t j = 0; j < k; ++j) {
+      const RunRecord& e = result_.runs[j];
+      if (e.trial == r.trial && e.host_known && e.excluded.empty() && e.throughput > 0 && e.cpus_used() > 0) {
+        earlier.push_back(e.cpus_used());
+      }
+    }
+    if (earlier.empty() || r.cpus_used() <= 0) continue;
+    std::sort(earlier.begin(), earlier.end());
+    const double med = earlier.size() % 2 ? earlier[earlier.size() / 2]
+                                          : (earlier[earlier.size() / 2 - 1] + earlier[earlier.size() / 2]) / 2;
+    const double ratio = r.cpus_used() / med;
+    if (ratio > options_.cpu_ratio_tolerance || ratio < 1.0 / options_.cpu_ratio_tolerance) {
+      return "the " + r.role + " run kept " + format_significant(r.cpus_used(), 2) + " CPUs busy (CPU time / wall " +
+             "time) against " + format_significant(med, 2) + " in its configuration's earlier runs";
+    }
+  }
+  return "";
+}
+
+std::optional<double> Tuner::median_load(const std::string& phase, size_t from) const {
+  std::vector<double> v;
+  for (size_t k = from; k < result_.runs.size(); ++k) {
+    const RunRecord& r = result_.runs[k];
+    if (r.phase == phase && r.host_known && r.excluded.empty()) v.push_back(r.load_1m);
+  }
+  if (v.empty()) return std::nullopt;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
 // ---- the head-to-head check ---------------------------------------------------------------------------
@@ -442,7 +534,27 @@ void Tuner::confirm_winner() {
   }
   note("head-to-head check: " + who + " against the baseline #" + std::to_string(trial(b).index) + ", " +
        std::to_string(options_.confirm_repeats) + " fresh interleaved pairs");
+  result_.search_load_1m = median_load("search");
+  if (!result_.search_load_1m) result_.search_load_1m = median_load("baseline");
+  size_t first_run = result_.runs.size();
   measure_pairs(result_.trials.at(w), b, options_.confirm_repeats, true, false);
+  // The load rule across phases: when the load changed since the search, the check is repeated once (its
+  // pairs then come from the repetition alone).
+  std::optional<double> load = median_load("confirm", first_run);
+  int cpus = 0;
+  for (size_t k = first_run; k < result_.runs.size(); ++k) cpus = std::max(cpus, result_.runs[k].cpus);
+  if (load && result_.search_load_1m && std::fabs(*load - *result_.search_load_1m) > load_threshold(cpus) &&
+      !interrupted() && !time_spent()) {
+    note("head-to-head: the 1-minute load changed since the search (" + format_significant(*result_.search_load_1m, 2) +
+         " -> " + format_significant(*load, 2) + "); repeating the check");
+    c.repeated = true;
+    std::erase_if(result_.trials.at(w).pairs, [&](const Pair& p) { return p.confirm && p.reference == b; });
+    first_run = result_.runs.size();
+    measure_pairs(result_.trials.at(w), b, options_.confirm_repeats, true, false);
+    load = median_load("confirm", first_run);
+  }
+  c.load_1m = load;
+  for (size_t k = first_run; k < result_.runs.size(); ++k) c.cpus = std::max(c.cpus, result_.runs[k].cpus);
   finish_trial(result_.trials.at(w));
   std::vector<double> d;
   for (const Pair& p : trial(w).pairs) {
@@ -460,7 +572,9 @@ void Tuner::confirm_winner() {
     note("head-to-head: " + who + " changes the loss: " + loss_summary(trial(w).loss));
   }
   note("head-to-head: x" + format_fixed(c.estimate.ratio, 3) + " (95% interval " + format_fixed(c.estimate.low, 3) +
-       "-" + format_fixed(c.estimate.high, 3) + ", " + std::to_string(c.estimate.pairs) + " pairs): " + c.status +
+       "-" + format_fixed(c.estimate.high, 3) + ", " + std::to_string(c.estimate.pairs) + " pairs" +
+       (c.load_1m ? ", 1-minute load " + format_significant(*c.load_1m, 2) + " on " + std::to_string(c.cpus) + " CPUs" : "") +
+       "): " + c.status +
        (c.claimed ? "" : "; keeping the baseline"));
   if (!c.claimed) result_.best = b;
   if (options_.on_update) options_.on_update(*this);

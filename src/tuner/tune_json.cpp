@@ -150,7 +150,8 @@ json to_json(const TuneReport& r) {
   doc["status"] = {{"complete", s.complete},         {"partial", s.partial},
                    {"stop_reason", s.stop_reason},   {"trials", s.trials},
                    {"measurements", s.measurements}, {"elapsed_s", s.elapsed_s},
-                   {"oom_trials", s.oom_trials},     {"failed_trials", s.failed_trials}};
+                   {"oom_trials", s.oom_trials},     {"failed_trials", s.failed_trials},
+                   {"rerun_pairs", s.rerun_pairs},   {"unreliable_pairs", s.unreliable_pairs}};
   doc["noise"] = {{"pooled_relative_sd", r.noise.pooled_relative_sd},
                   {"degrees_of_freedom", r.noise.degrees_of_freedom},
                   {"method", r.noise.method}};
@@ -171,7 +172,11 @@ json to_json(const TuneReport& r) {
                     {"metric", run.metric},
                     {"warmup_excluded", run.warmup_excluded},
                     {"trimmed", run.trimmed},
-                    {"excluded_ms", run.excluded_ms}});
+                    {"excluded_ms", run.excluded_ms},
+                    {"load_1m", or_null(run.load_1m)},
+                    {"wall_s", or_null(run.wall_s)},
+                    {"cpu_time_s", or_null(run.cpu_time_s)},
+                    {"excluded", run.excluded}});
   }
   doc["runs"] = runs;
   json trials = json::array();
@@ -200,7 +205,11 @@ json to_json(const TuneReport& r) {
                     {"low", or_null(c->low)},
                     {"high", or_null(c->high)},
                     {"degrees_of_freedom", c->degrees_of_freedom},
-                    {"method", c->method}};
+                    {"method", c->method},
+                    {"load_1m", or_null(c->load_1m)},
+                    {"search_load_1m", or_null(c->search_load_1m)},
+                    {"cpus", c->cpus},
+                    {"repeated", c->repeated}};
   }
   doc["confirmation"] = confirmation;
   json speedup = nullptr;

@@ -218,7 +218,8 @@ TuneReport tune_report(const TuneResult& result, const KnobSpace& space, const T
   int measurements = 0;
   for (const Trial& t : result.trials) measurements += t.measurements;
   doc.status = {result.complete,   result.partial,   result.stop_reason,   static_cast<int64_t>(result.trials.size()),
-                measurements,      result.elapsed_s, result.oom_trials,    result.failed_trials};
+                measurements,      result.elapsed_s, result.oom_trials,    result.failed_trials,
+                result.rerun_pairs, result.unreliable_pairs};
   doc.noise = {result.pooled_relative_sd, result.noise_samples,
                "spread of ln(candidate / reference) over interleaved pairs (around each pair group's mean) and of "
                "consecutive repeats of the baseline, divided by sqrt(2) for one run"};
@@ -236,6 +237,12 @@ TuneReport tune_report(const TuneResult& result, const KnobSpace& space, const T
     row.warmup_excluded = r.steady.warmup_excluded;
     row.trimmed = r.steady.trimmed;
     row.excluded_ms = r.steady.excluded_ms;
+    if (r.host_known) {
+      row.load_1m = r.load_1m;
+      row.wall_s = r.wall_s;
+      row.cpu_time_s = r.cpu_time_s;
+    }
+    row.excluded = r.excluded;
     doc.runs.push_back(std::move(row));
   }
 
@@ -314,6 +321,10 @@ TuneReport tune_report(const TuneResult& result, const KnobSpace& space, const T
     }
     c.degrees_of_freedom = cf.estimate.dof;
     c.method = kIntervalMethod;
+    c.load_1m = cf.load_1m;
+    c.search_load_1m = result.search_load_1m;
+    c.cpus = cf.cpus;
+    c.repeated = cf.repeated;
     doc.confirmation = c;
   }
   if (base != nullptr && best != nullptr) {

@@ -138,6 +138,7 @@ struct Trial {
   double stddev = 0;             // sample standard deviation of values (0 with one value)
   bool per_sample = false;
   bool early_stopped = false;    // repeats skipped: clearly slower than the best after the first measurement
+  int unreliable_pairs = 0;      // pairs whose runs kept seeing different load (TuneOptions' load rule): unused
   bool accepted = false;         // became the new best (guided) / is a new running best (grid)
   int measurements = 0;          // processes run for this trial
   double duration_s = 0;         // sum over its measurements

@@ -60,6 +60,7 @@ struct TuneStatus {
   int64_t trials = 0, measurements = 0;
   double elapsed_s = 0;
   int oom_trials = 0, failed_trials = 0;
+  int rerun_pairs = 0, unreliable_pairs = 0;  // the load rule (tuner.h)
 };
 
 struct TuneNoise {
@@ -75,6 +76,8 @@ struct RunRow {
   std::string metric;
   int warmup_excluded = 0, trimmed = 0;
   std::vector<double> excluded_ms;
+  std::optional<double> load_1m, wall_s, cpu_time_s;  // null without the run's host facts
+  std::string excluded;  // "" or why the run was left out (its pair re-run under a changed load)
 };
 
 struct PairRow {
@@ -142,6 +145,9 @@ struct ConfirmationRow {
   std::optional<double> ratio, low, high;
   int degrees_of_freedom = 0;
   std::string method;
+  std::optional<double> load_1m, search_load_1m;  // median 1-minute load of the check's / the search's runs
+  int cpus = 0;
+  bool repeated = false;  // repeated because the load changed since the search
 };
 
 struct SpeedupRow {

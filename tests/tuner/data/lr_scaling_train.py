@@ -24,7 +24,12 @@ def main():
         time.sleep(0.02)                              # a fixed cost per batch
         return torch.stack([a for a, _ in items]), torch.stack([b for _, b in items])
 
-    loader = DataLoader(TensorDataset(x, y), batch_size=16, shuffle=False, collate_fn=collate)
+    # LR_TRAIN_SEED=random: the model's initialization and a shuffled batch order differ from run to run (the
+    # false-alarm benchmark, bench/tune/guard_false_alarm.sh); unset: every run repeats the same loss.
+    random_runs = os.environ.get("LR_TRAIN_SEED") == "random"
+    if random_runs:
+        torch.manual_seed(int.from_bytes(os.urandom(4), "little"))
+    loader = DataLoader(TensorDataset(x, y), batch_size=16, shuffle=random_runs, collate_fn=collate)
     model = torch.nn.Linear(d, 1)
     lr = 0.05 * loader.batch_size / 16                # the linear scaling rule
     optimizer = torch.optim.SGD(model.parameters(), lr=lr)
