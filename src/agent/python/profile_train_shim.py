@@ -9,7 +9,9 @@ model, NVTX and the facts file):
                                           backward passes per optimizer step)
   - nn.Module.__call__ of the top-level model (first module with parameters a thread calls)
                                        -> `## forward ##` (and torch.autocast when an amp override asks for it)
-  - Tensor.backward / autograd.backward -> `## backward ##`
+  - Tensor.backward / autograd.backward -> `## backward ##`, and the loss (a scalar tensor backward() is called
+                                          on) kept on its device, read back in one batch (facts.loss: tune's
+                                          quality guard)
   - optimizer step (global hooks)       -> `Optimizer.step#<Class>.step`; without a DataLoader a step ends here
   - Optimizer.zero_grad                 -> `Optimizer.zero_grad#<Class>.zero_grad`
   - DataLoader.__init__                 -> overrides from PROFILE_TRAIN_OVERRIDES, DataLoader facts
