@@ -170,7 +170,9 @@ TEST(TuneEndToEnd, ABatchSizeThatMakesTheLossDivergeIsNeverTheWinner) {
   if (doc["trials"][0]["status"] != "ok") GTEST_SKIP() << "the baseline did not measure: " << doc["trials"][0].dump();
   const auto& diverging = doc["trials"][1];
   ASSERT_EQ(diverging["config"]["batch_size"], "64");
-  EXPECT_GT(diverging["vs_baseline"].get<double>(), 1.5) << "the plant: the diverging batch must look faster";
+  // The plant: the diverging batch looks faster (when its pair was measured: under a load that changed between
+  // the two runs of every pair, the load rule leaves them out and the speed is unknown).
+  if (diverging["vs_baseline"].is_number()) EXPECT_GT(diverging["vs_baseline"].get<double>(), 1.5) << log;
   EXPECT_EQ(diverging["loss"]["status"], "changes the loss") << diverging["loss"].dump(2);
   EXPECT_EQ(diverging["loss"]["compared_by"], "samples seen");
   EXPECT_EQ(doc["trials"][0]["loss"]["status"], "baseline");
@@ -182,8 +184,9 @@ TEST(TuneEndToEnd, ABatchSizeThatMakesTheLossDivergeIsNeverTheWinner) {
   const auto [allowed, allowed_log] = tune("allowed", true);
   ASSERT_TRUE(allowed.is_object() && allowed["trials"].size() == 2u) << allowed_log;
   EXPECT_EQ(allowed["trials"][1]["loss"]["status"], "changes the loss");
-  EXPECT_EQ(allowed["best"]["trial"], 2) << allowed["log"].dump(2);
-  EXPECT_EQ(allowed["quality"]["loss"]["status"], "changes the loss");
+  // Allowed, the faster batch wins again, unless the load rule left its pairs out (then nothing was measured).
+  if (allowed["trials"][1]["status"] == "ok") EXPECT_EQ(allowed["best"]["trial"], 2) << allowed["log"].dump(2);
+  if (allowed["best"]["trial"] == 2) EXPECT_EQ(allowed["quality"]["loss"]["status"], "changes the loss");
   fs::remove_all(out);
 }
 
