@@ -133,10 +133,16 @@ int run_tune(const TuneArgs& args, const std::vector<std::string>& workload_flag
     if (s.quiet) return;
     err << "tune [" << trial.index << "] " << terminal_safe(tn::describe_config(trial.config, space)) << ": ";
     if (trial.ok()) {
-      err << format_fixed(trial.mean) << (trial.per_sample ? " samples/s" : " steps/s");
+      err << format_significant(trial.mean) << (trial.per_sample ? " samples/s" : " steps/s");
       if (trial.values.size() > 1 && trial.mean > 0) err << " ±" << format_fixed(100.0 * trial.stddev / trial.mean) << "%";
       if (t.baseline() >= 0 && t.trial(t.baseline()).ok() && trial.index - 1 != t.baseline()) {
-        err << " (x" << format_fixed(t.ratio(trial.index - 1, t.baseline()), 2) << " vs baseline)";
+        // The paired ratio next to both absolute figures: means of different runs and a ratio of interleaved
+        // pairs need not agree, and must not read as a contradiction.
+        err << " (x" << format_fixed(t.ratio(trial.index - 1, t.baseline()), 2) << " paired vs baseline's "
+            << format_significant(t.trial(t.baseline()).mean) << ")";
+        const tn::LossComparison l =
+            tn::compare_loss(t.trial(t.baseline()).losses, trial.losses, t.options().loss_guard);
+        if (l.changes) err << " [changes the loss" << (l.non_finite ? ": not finite" : "") << "]";
       }
       if (trial.early_stopped) err << " [early stop: clearly slower]";
     } else {
@@ -173,6 +179,10 @@ int run_tune(const TuneArgs& args, const std::vector<std::string>& workload_flag
   err << "profile-train tune: " << result.trials.size() << " trials, " << terminal_safe(result.stop_reason);
   if (result.partial) err << " (partial results)";
   if (result.noise_samples > 0) err << "; measured noise ±" << format_fixed(100.0 * result.pooled_relative_sd) << "%";
+  if (result.rerun_pairs > 0 || result.unreliable_pairs > 0) {
+    err << "; " << result.rerun_pairs << " pair(s) re-run and " << result.unreliable_pairs
+        << " left out as unreliable: their two runs saw different load";
+  }
   err << "\n";
   for (const auto& k : result.skipped) {
     std::string values;
@@ -191,7 +201,7 @@ int run_tune(const TuneArgs& args, const std::vector<std::string>& workload_flag
   const tn::Trial& base = result.trials[result.baseline];
   const tn::Trial& best = result.trials[result.best];
   const std::string unit = best.per_sample ? " samples/s" : " steps/s";
-  err << "  baseline #" << base.index << "  " << terminal_safe(tn::describe_config(base.config, space)) << ": " << format_fixed(base.mean)
+  err << "  baseline #" << base.index << "  " << terminal_safe(tn::describe_config(base.config, space)) << ": " << format_significant(base.mean)
       << unit << "\n";
   if (const tn::Confirmation& cf = result.confirmation; cf.candidate >= 0) {
     const tn::Trial& c = result.trials[cf.candidate];
@@ -201,17 +211,40 @@ int run_tune(const TuneArgs& args, const std::vector<std::string>& workload_flag
       if (cf.estimate.interval_known()) {
         err << " (95% interval " << format_fixed(cf.estimate.low, 2) << "-" << format_fixed(cf.estimate.high, 2) << ")";
       }
-      err << " over " << cf.estimate.pairs << " interleaved pairs: ";
+      err << " over " << cf.estimate.pairs << " interleaved pairs";
+      if (cf.load_1m) {
+        err << " at a 1-minute load of " << format_significant(*cf.load_1m, 2) << " on " << cf.cpus << " CPUs";
+        if (result.search_load_1m) err << " (search: " << format_significant(*result.search_load_1m, 2) << ")";
+      }
+      err << ": ";
     }
     err << terminal_safe(cf.status) << "\n";
   }
   // Both are set when the baseline and the best trial are (tune_report).
   const tn::SpeedupRow& sp = *doc.speedup;
   const tn::CodeChange& change = *doc.change;
-  err << "  best     #" << best.index << "  " << terminal_safe(tn::describe_config(best.config, space)) << ": " << format_fixed(best.mean)
+  err << "  best     #" << best.index << "  " << terminal_safe(tn::describe_config(best.config, space)) << ": " << format_significant(best.mean)
       << unit << "  (x" << format_fixed(sp.value, 2);
   if (sp.low && sp.high) err << ", 95% interval " << format_fixed(*sp.low, 2) << "-" << format_fixed(*sp.high, 2);
   err << (result.best == result.baseline ? "" : sp.claimed ? ", confirmed" : ", not confirmed") << ")\n";
+  if (const auto& l = doc.quality.loss) {
+    err << "  loss     #" << best.index << " vs #" << base.index << ": " << terminal_safe(l->status);
+    if (l->trial_mean && l->baseline_mean && l->tolerance) {
+      err << " (" << format_significant(*l->trial_mean) << " vs " << format_significant(*l->baseline_mean) << ", bar "
+          << format_significant(*l->tolerance) << ", per " << (l->compared_by == "step" ? "step" : "sample seen") << ")";
+    }
+    err << "\n";
+    if (l->compared_by == "samples seen" && !l->note.empty()) err << "    note: " << terminal_safe(l->note) << "\n";
+  }
+  for (const tn::Trial& t : result.trials) {
+    if (t.loss.changes) {
+      err << "  trial #" << t.index << " changes the loss ("
+          << (t.loss.non_finite ? std::string("not finite")
+                                : format_significant(t.loss.trial_mean) + " vs " + format_significant(t.loss.baseline_mean) +
+                                      ", bar " + format_significant(t.loss.tolerance))
+          << ")" << (s.options.allow_quality_change ? "" : ": not eligible as the winner") << "\n";
+    }
+  }
   err << "  change: " << terminal_safe(change.summary) << "\n";
   if (s.runner.target.kind == tn::TuneTarget::Kind::kCommand) {
     for (const auto& e : change.python) err << "    " << terminal_safe(e.code, true) << "\n";
@@ -278,6 +311,9 @@ Runner add_tune(CLI::App& app, std::vector<std::string> command) {
   sub->add_option("--confirm-repeats", args->confirm_repeats,
                   "fresh interleaved (baseline, winner) pairs of the final head-to-head check, default 3 (0: no check, "
                   "no gain claimed)");
+  sub->add_flag("--allow-quality-change", args->allow_quality_change,
+               "let a trial whose training loss is worse than the baseline's (beyond the baseline's own spread) or "
+               "non-finite be the winner; by default it is marked \"changes the loss\" and not kept");
   sub->add_option("--min-gain", args->min_gain, "smallest relative gain worth keeping, default 0.02");
   sub->add_option("--max-memory", args->max_memory, "peak-memory cap, e.g. 40G: trials above it count as OOM");
   sub->add_option("--out", args->out, "output folder (tune.json, tune.html, trials/)");

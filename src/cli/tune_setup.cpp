@@ -255,6 +255,7 @@ StatusOr<TuneSetup> make_setup(const TuneArgs& a, const std::vector<std::string>
   o.repeats = a.repeats;
   o.baseline_repeats = std::max(a.repeats, a.baseline_repeats);
   o.confirm_repeats = a.confirm_repeats;
+  o.allow_quality_change = a.allow_quality_change;
   o.min_gain = a.min_gain;
   o.host_bf16_native = host_bf16_native();
   o.placeholders = placeholders;

@@ -24,6 +24,7 @@ struct TuneArgs {
   int repeats = 2;
   int baseline_repeats = 3;
   int confirm_repeats = 3;
+  bool allow_quality_change = false;
   double min_gain = 0.02;
   std::string max_memory;
   std::string out = "profile-train-tune";

@@ -14,7 +14,11 @@ using tuner::TuneReport;
 
 namespace {
 
-std::string num(std::optional<double> v, int prec = 1) { return v ? format_fixed(*v, prec) : std::string("–"); }
+// Rates below 10 keep two significant digits ("0.12 steps/s", not "0.1").
+std::string num(std::optional<double> v, int prec = 1) {
+  if (!v) return "–";
+  return prec == 1 && std::fabs(*v) < 10 && *v != 0 ? format_significant(*v, 2) : format_fixed(*v, prec);
+}
 
 std::string config_text(const tuner::Config& c) {
   std::string out;
@@ -60,9 +64,39 @@ std::string tune_html(const TuneReport& tune) {
     if (sp && sp->low) h << " (95% interval ×" << num(sp->low, 2) << "–×" << num(sp->high, 2) << ")";
     h << (sp && sp->claimed ? " confirmed head to head" : "") << "</p>\n";
     if (sp) h << "<p class=\"muted\">interval: " << html_escape(sp->interval) << "</p>\n";
+    if (tune.confirmation && tune.confirmation->load_1m) {
+      h << "<p class=\"muted\">head-to-head measured at a 1-minute load of " << num(tune.confirmation->load_1m, 2)
+        << " on " << tune.confirmation->cpus << " CPUs (search: " << num(tune.confirmation->search_load_1m, 2) << ")"
+        << (tune.confirmation->repeated ? "; repeated because the load changed since the search" : "") << "</p>\n";
+    }
+    if (tune.status.rerun_pairs > 0 || tune.status.unreliable_pairs > 0) {
+      h << "<p class=\"muted\">" << tune.status.rerun_pairs << " pair(s) re-run and " << tune.status.unreliable_pairs
+        << " left out as unreliable: their two runs saw different load</p>\n";
+    }
     h << "<p>baseline (trial " << tune.baseline->trial << "): <code>" << html_escape(config_text(tune.baseline->config))
       << "</code><br>best (trial " << tune.best->trial << "): <code>" << html_escape(config_text(tune.best->config))
       << "</code></p>\n";
+    // The quality guard: the winner's training loss against the baseline's.
+    if (const auto& l = tune.quality.loss) {
+      h << "<p>training loss of the best (trial " << tune.best->trial << ") vs the baseline: <b>" << html_escape(l->status)
+        << "</b>";
+      if (l->trial_mean && l->baseline_mean) {
+        h << " (" << num(l->trial_mean, 4) << " vs " << num(l->baseline_mean, 4) << ", difference "
+          << num(l->difference, 4) << ", bar " << num(l->tolerance, 4) << ", per "
+          << html_escape(l->compared_by == "step" ? "step" : "sample seen") << ", " << l->points << " steps, "
+          << l->baseline_runs << " baseline runs)";
+      }
+      h << (tune.quality.allow_quality_change ? " · --allow-quality-change" : "") << "</p>\n";
+      if (!l->note.empty()) h << "<p class=\"muted\">" << html_escape(l->note) << "</p>\n";
+    }
+    std::string changed;
+    for (const auto& t : tune.trials) {
+      if (t.loss.status == "changes the loss") changed += (changed.empty() ? "" : ", ") + std::to_string(t.index);
+    }
+    if (!changed.empty()) {
+      h << "<p>trials that change the loss" << (tune.quality.allow_quality_change ? "" : " (not eligible as the winner)")
+        << ": " << html_escape(changed) << "</p>\n";
+    }
   } else {
     h << "<p>No baseline could be measured.</p>\n";
   }

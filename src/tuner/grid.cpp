@@ -28,7 +28,14 @@ class GridStrategy : public Strategy {
         const int i = t.evaluate(c, "grid", 0, t.baseline());
         if (i < 0) return;  // budget spent / interrupted
         if (t.baseline() < 0 && t.trial(i).ok()) t.set_baseline(i);
-        if (t.trial(i).ok() && (t.best() < 0 || rank(t, i) > rank(t, t.best()))) t.set_best(i);
+        if (t.trial(i).ok() && (t.best() < 0 || rank(t, i) > rank(t, t.best()))) {
+          if (t.quality_blocks(i)) {
+            t.note("grid: trial #" + std::to_string(t.trial(i).index) + " ranks first but changes the loss (" +
+                   t.trial(i).loss.status + "); not the best (--allow-quality-change allows it)");
+          } else {
+            t.set_best(i);
+          }
+        }
       }
       // Mixed-radix increment, the last knob fastest.
       size_t k = space.size();

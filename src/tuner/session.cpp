@@ -22,6 +22,14 @@ double steady_now_s() {
 // and the bar is raised by it.
 double t_factor(int dof) { return dof > 0 ? t95(dof) / 1.96 : 1.0; }
 
+// One line: "loss 2.31 vs 1.12 (+1.19, bar 0.06, per sample seen)".
+std::string loss_summary(const LossComparison& l) {
+  if (l.non_finite) return "loss not finite";
+  return "loss " + format_significant(l.trial_mean) + " vs " + format_significant(l.baseline_mean) + " (" +
+         (l.difference >= 0 ? "+" : "") + format_significant(l.difference) + ", bar " +
+         format_significant(l.tolerance) + ", per " + (l.compared_by == "step" ? "step" : "sample seen") + ")";
+}
+
 double mean_of(const std::vector<double>& v) {
   double sum = 0;
   for (double x : v) sum += x;
@@ -99,6 +107,26 @@ void Tuner::set_baseline(int index) {
   }
 }
 
+// ---- the quality guard ---------------------------------------------------------------------------------
+
+const LossComparison& Tuner::update_loss(int index) {
+  Trial& t = result_.trials.at(index);
+  const int b = result_.baseline;
+  if (b < 0 || index == b) {
+    t.loss = LossComparison{};
+    t.loss.status = b == index ? "baseline" : "not recorded";
+    if (b < 0) t.loss.note = "no baseline to compare with";
+    return t.loss;
+  }
+  t.loss = compare_loss(trial(b).losses, t.losses, options_.loss_guard);
+  return t.loss;
+}
+
+bool Tuner::quality_blocks(int index) {
+  const LossComparison& l = update_loss(index);
+  return l.changes && !options_.allow_quality_change;
+}
+
 // ---- noise and significance ---------------------------------------------------------------------------
 
 std::vector<double> Tuner::log_ratios(int candidate, int reference) const {
@@ -115,7 +143,8 @@ PairedNoise Tuner::paired_noise(int skip_candidate, int skip_reference) const {
   for (size_t k = 1; k < result_.runs.size(); ++k) {
     const RunRecord& a = result_.runs[k - 1];
     const RunRecord& b = result_.runs[k];
-    if (a.role == "alone" && b.role == "alone" && a.trial == b.trial && a.throughput > 0 && b.throughput > 0) {
+    if (a.role == "alone" && b.role == "alone" && a.trial == b.trial && a.throughput > 0 && b.throughput > 0 &&
+        a.excluded.empty() && b.excluded.empty()) {
       n.add_null(std::log(b.throughput / a.throughput));
     }
   }
@@ -174,6 +203,14 @@ double Tuner::threshold(int candidate, int reference) const {
 
 bool Tuner::better(int candidate, int reference) {
   if (!trial(candidate).ok() || !trial(reference).ok()) return false;
+  // The quality guard first: a faster step that learns worse is no win (quality.h).
+  if (update_loss(candidate).changes) {
+    const LossComparison& l = trial(candidate).loss;
+    note("trial #" + std::to_string(trial(candidate).index) + " changes the loss: " + loss_summary(l) +
+         (options_.allow_quality_change ? " (allowed by --allow-quality-change)"
+                                        : "; not kept (--allow-quality-change allows it)"));
+    if (!options_.allow_quality_change) return false;
+  }
   // More runs of trials already measured are no new trials: only the time budget and Ctrl-C stop them.
   const bool can_measure = !interrupted() && !time_spent();
   if (log_ratios(candidate, reference).empty() && log_ratios(reference, candidate).empty() && can_measure) {
@@ -288,7 +325,11 @@ int Tuner::evaluate(const Config& config, const std::string& reason, int repeats
   } else {
     measure(t, n, "baseline");
   }
-  if (t.status == RunStatus::kOk && t.values.empty()) {
+  if (t.status == RunStatus::kOk && t.values.empty() && t.unreliable_pairs > 0) {
+    t.status = RunStatus::kNoMetric;
+    t.message = "every pair's two runs saw different load (re-run " + std::to_string(options_.max_pair_reruns) +
+                " times): unreliable, not measured";
+  } else if (t.status == RunStatus::kOk && t.values.empty()) {
     t.status = RunStatus::kInterrupted;
     t.message = "interrupted before a measurement finished";
   }
@@ -318,6 +359,22 @@ bool Tuner::run_once(Trial& t, const std::string& phase, const std::string& role
   ++t.measurements;
   t.duration_s += m.duration_s;
   if (!m.dir.empty()) t.dirs.push_back(m.dir);
+  RunRecord rec;
+  if (m.report && m.report->source.run && m.report->source.run->host_load) {
+    const analysis::HostLoad& h = *m.report->source.run->host_load;
+    if (h.load_1m_start && h.load_1m_end && h.wall_s > 0) {
+      rec.host_known = true;
+      rec.load_1m = (*h.load_1m_start + *h.load_1m_end) / 2;
+      rec.wall_s = h.wall_s;
+      rec.cpu_time_s = h.cpu_time_s;
+      rec.cpus = static_cast<int>(h.cpus);
+    }
+  }
+  if (m.report && m.status == RunStatus::kOk && m.throughput > 0) {
+    long long batch = config_int(t.config, KnobName::kBatchSize, 0);
+    if (batch <= 0) batch = batch_from_facts(m.report);
+    t.losses.push_back(loss_from_report(*m.report, batch));
+  }
   if (m.report) t.report = std::move(m.report);
   if (m.status == RunStatus::kOk && options_.max_memory_bytes && m.peak_memory_bytes &&
       *m.peak_memory_bytes > *options_.max_memory_bytes) {
@@ -326,7 +383,6 @@ bool Tuner::run_once(Trial& t, const std::string& phase, const std::string& role
   }
   if (m.peak_memory_bytes) t.peak_memory_bytes = std::max(t.peak_memory_bytes.value_or(0.0), *m.peak_memory_bytes);
   const bool ok = m.status == RunStatus::kOk && m.throughput > 0;
-  RunRecord rec;
   rec.trial = t.index;
   rec.repeat = ctx.repeat;
   rec.phase = phase;
@@ -365,12 +421,39 @@ void Tuner::measure_pairs(Trial& t, int reference, int n, bool confirm, bool ear
   for (int i = 0; i < n; ++i) {
     if (interrupted() || (i > 0 && time_spent())) break;
     double rv = 0, cv = 0;
-    if (!run_once(result_.trials.at(reference), phase, "reference", true, &rv)) {
-      // The reference failed this time: the candidate's remaining runs go alone (compared on the means).
-      if (!confirm && !interrupted()) measure(t, n - i, phase);
-      break;
+    bool failed = false, unreliable = false;
+    for (int attempt = 0;; ++attempt) {
+      const size_t ref_run = result_.runs.size();
+      if (!run_once(result_.trials.at(reference), phase, "reference", true, &rv)) {
+        // The reference failed this time: the candidate's remaining runs go alone (compared on the means).
+        if (!confirm && !interrupted()) measure(t, n - i, phase);
+        failed = true;
+        break;
+      }
+      if (!run_once(t, phase, "candidate", confirm, &cv)) {
+        failed = true;
+        break;
+      }
+      // The load rule: a pair whose two runs saw different load is re-run, not averaged.
+      const std::string why = load_disagreement(ref_run, ref_run + 1);
+      if (why.empty()) break;
+      result_.trials.at(reference).values.pop_back();
+      t.values.pop_back();
+      result_.runs[ref_run].excluded = result_.runs[ref_run + 1].excluded = why;
+      if (attempt >= options_.max_pair_reruns || interrupted() || time_spent()) {
+        unreliable = true;
+        ++t.unreliable_pairs;
+        ++result_.unreliable_pairs;
+        note("pair of trial #" + std::to_string(t.index) + " against #" + std::to_string(trial(reference).index) +
+             " unreliable after " + std::to_string(attempt) + " re-run(s): " + why + "; not used");
+        break;
+      }
+      ++result_.rerun_pairs;
+      note("re-running a pair of trial #" + std::to_string(t.index) + " against #" +
+           std::to_string(trial(reference).index) + ": " + why);
     }
-    if (!run_once(t, phase, "candidate", confirm, &cv)) break;
+    if (failed) break;
+    if (unreliable) continue;
     t.pairs.push_back({reference, rv, cv, confirm});
     // Early stop: the first pair is clearly slower; more pairs would not change the decision.
     if (early_stop && i == 0 && n > 1) {
@@ -382,6 +465,56 @@ void Tuner::measure_pairs(Trial& t, int reference, int n, bool confirm, bool ear
     }
   }
   finish_trial(result_.trials.at(reference));
+}
+
+// ---- the load rule -------------------------------------------------------------------------------------
+
+double Tuner::load_threshold(int cpus) const {
+  return std::max(options_.load_delta_min, options_.load_delta_cpu_fraction * std::max(cpus, 1));
+}
+
+std::string Tuner::load_disagreement(size_t a, size_t b) const {
+  const RunRecord& ra = result_.runs.at(a);
+  const RunRecord& rb = result_.runs.at(b);
+  if (!ra.host_known || !rb.host_known) return "";
+  const double bar = load_threshold(std::max(ra.cpus, rb.cpus));
+  if (std::fabs(ra.load_1m - rb.load_1m) > bar) {
+    return "1-minute load " + format_significant(ra.load_1m, 2) + " vs " + format_significant(rb.load_1m, 2) +
+           " (more than " + format_significant(bar, 2) + " apart)";
+  }
+  // Each run's CPUs used against its own configuration's earlier runs (not the other configuration's: a knob
+  // may change how many CPUs a run keeps busy).
+  for (size_t k : {a, b}) {
+    const RunRecord& r = result_.runs[k];
+    std::vector<double> earlier;
+    for (size_t j = 0; j < k; ++j) {
+      const RunRecord& e = result_.runs[j];
+      if (e.trial == r.trial && e.host_known && e.excluded.empty() && e.throughput > 0 && e.cpus_used() > 0) {
+        earlier.push_back(e.cpus_used());
+      }
+    }
+    if (earlier.empty() || r.cpus_used() <= 0) continue;
+    std::sort(earlier.begin(), earlier.end());
+    const double med = earlier.size() % 2 ? earlier[earlier.size() / 2]
+                                          : (earlier[earlier.size() / 2 - 1] + earlier[earlier.size() / 2]) / 2;
+    const double ratio = r.cpus_used() / med;
+    if (ratio > options_.cpu_ratio_tolerance || ratio < 1.0 / options_.cpu_ratio_tolerance) {
+      return "the " + r.role + " run kept " + format_significant(r.cpus_used(), 2) + " CPUs busy (CPU time / wall " +
+             "time) against " + format_significant(med, 2) + " in its configuration's earlier runs";
+    }
+  }
+  return "";
+}
+
+std::optional<double> Tuner::median_load(const std::string& phase, size_t from) const {
+  std::vector<double> v;
+  for (size_t k = from; k < result_.runs.size(); ++k) {
+    const RunRecord& r = result_.runs[k];
+    if (r.phase == phase && r.host_known && r.excluded.empty()) v.push_back(r.load_1m);
+  }
+  if (v.empty()) return std::nullopt;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
 // ---- the head-to-head check ---------------------------------------------------------------------------
@@ -401,7 +534,27 @@ void Tuner::confirm_winner() {
   }
   note("head-to-head check: " + who + " against the baseline #" + std::to_string(trial(b).index) + ", " +
        std::to_string(options_.confirm_repeats) + " fresh interleaved pairs");
+  result_.search_load_1m = median_load("search");
+  if (!result_.search_load_1m) result_.search_load_1m = median_load("baseline");
+  size_t first_run = result_.runs.size();
   measure_pairs(result_.trials.at(w), b, options_.confirm_repeats, true, false);
+  // The load rule across phases: when the load changed since the search, the check is repeated once (its
+  // pairs then come from the repetition alone).
+  std::optional<double> load = median_load("confirm", first_run);
+  int cpus = 0;
+  for (size_t k = first_run; k < result_.runs.size(); ++k) cpus = std::max(cpus, result_.runs[k].cpus);
+  if (load && result_.search_load_1m && std::fabs(*load - *result_.search_load_1m) > load_threshold(cpus) &&
+      !interrupted() && !time_spent()) {
+    note("head-to-head: the 1-minute load changed since the search (" + format_significant(*result_.search_load_1m, 2) +
+         " -> " + format_significant(*load, 2) + "); repeating the check");
+    c.repeated = true;
+    std::erase_if(result_.trials.at(w).pairs, [&](const Pair& p) { return p.confirm && p.reference == b; });
+    first_run = result_.runs.size();
+    measure_pairs(result_.trials.at(w), b, options_.confirm_repeats, true, false);
+    load = median_load("confirm", first_run);
+  }
+  c.load_1m = load;
+  for (size_t k = first_run; k < result_.runs.size(); ++k) c.cpus = std::max(c.cpus, result_.runs[k].cpus);
   finish_trial(result_.trials.at(w));
   std::vector<double> d;
   for (const Pair& p : trial(w).pairs) {
@@ -412,8 +565,16 @@ void Tuner::confirm_winner() {
   c.claimed = c.ran && c.estimate.interval_known() && c.estimate.low > 1.0 &&
               c.estimate.ratio - 1.0 > options_.min_gain;
   c.status = c.claimed ? "confirmed" : c.ran ? "not confirmed" : "not confirmed (the check's runs failed)";
+  // The guard again, with the baseline's runs of the check added to its spread.
+  if (c.claimed && quality_blocks(w)) {
+    c.claimed = false;
+    c.status = "not confirmed: changes the loss";
+    note("head-to-head: " + who + " changes the loss: " + loss_summary(trial(w).loss));
+  }
   note("head-to-head: x" + format_fixed(c.estimate.ratio, 3) + " (95% interval " + format_fixed(c.estimate.low, 3) +
-       "-" + format_fixed(c.estimate.high, 3) + ", " + std::to_string(c.estimate.pairs) + " pairs): " + c.status +
+       "-" + format_fixed(c.estimate.high, 3) + ", " + std::to_string(c.estimate.pairs) + " pairs" +
+       (c.load_1m ? ", 1-minute load " + format_significant(*c.load_1m, 2) + " on " + std::to_string(c.cpus) + " CPUs" : "") +
+       "): " + c.status +
        (c.claimed ? "" : "; keeping the baseline"));
   if (!c.claimed) result_.best = b;
   if (options_.on_update) options_.on_update(*this);
@@ -433,6 +594,7 @@ TuneResult Tuner::run() {
   result_.complete = stop_.empty();
   result_.partial = stop_ == "interrupted" || result_.baseline < 0;
   result_.stop_reason = stop_.empty() ? "search finished" : stop_;
+  for (size_t i = 0; i < result_.trials.size(); ++i) update_loss(static_cast<int>(i));
   auto [sd, dof] = pooled_noise();
   result_.pooled_relative_sd = sd;
   result_.noise_samples = dof;

@@ -37,6 +37,22 @@ json to_json(const TuneTargetInfo& t) {
           {"applied_through", t.applied_through}};
 }
 
+json to_json(const LossRow& l) {
+  return {{"status", l.status},
+          {"compared_by", l.compared_by},
+          {"points", l.points},
+          {"baseline_runs", l.baseline_runs},
+          {"trial_runs", l.trial_runs},
+          {"non_finite", l.non_finite},
+          {"baseline_mean", or_null(l.baseline_mean)},
+          {"trial_mean", or_null(l.trial_mean)},
+          {"difference", or_null(l.difference)},
+          {"tolerance", or_null(l.tolerance)},
+          {"spread", or_null(l.spread)},
+          {"spread_dof", l.spread_dof},
+          {"note", l.note}};
+}
+
 json to_json(const TrialRow& t) {
   json j = {{"index", t.index},
             {"config", config_json(t.config)},
@@ -63,6 +79,7 @@ json to_json(const TrialRow& t) {
   }
   j["pairs"] = pairs;
   if (t.vs_baseline) j["vs_baseline"] = *t.vs_baseline;
+  j["loss"] = to_json(t.loss);
   if (t.placements) {
     json placements = json::array();
     for (const RayPlacement& p : *t.placements) placements.push_back(to_json(p));
@@ -133,7 +150,8 @@ json to_json(const TuneReport& r) {
   doc["status"] = {{"complete", s.complete},         {"partial", s.partial},
                    {"stop_reason", s.stop_reason},   {"trials", s.trials},
                    {"measurements", s.measurements}, {"elapsed_s", s.elapsed_s},
-                   {"oom_trials", s.oom_trials},     {"failed_trials", s.failed_trials}};
+                   {"oom_trials", s.oom_trials},     {"failed_trials", s.failed_trials},
+                   {"rerun_pairs", s.rerun_pairs},   {"unreliable_pairs", s.unreliable_pairs}};
   doc["noise"] = {{"pooled_relative_sd", r.noise.pooled_relative_sd},
                   {"degrees_of_freedom", r.noise.degrees_of_freedom},
                   {"method", r.noise.method}};
@@ -154,7 +172,11 @@ json to_json(const TuneReport& r) {
                     {"metric", run.metric},
                     {"warmup_excluded", run.warmup_excluded},
                     {"trimmed", run.trimmed},
-                    {"excluded_ms", run.excluded_ms}});
+                    {"excluded_ms", run.excluded_ms},
+                    {"load_1m", or_null(run.load_1m)},
+                    {"wall_s", or_null(run.wall_s)},
+                    {"cpu_time_s", or_null(run.cpu_time_s)},
+                    {"excluded", run.excluded}});
   }
   doc["runs"] = runs;
   json trials = json::array();
@@ -183,7 +205,11 @@ json to_json(const TuneReport& r) {
                     {"low", or_null(c->low)},
                     {"high", or_null(c->high)},
                     {"degrees_of_freedom", c->degrees_of_freedom},
-                    {"method", c->method}};
+                    {"method", c->method},
+                    {"load_1m", or_null(c->load_1m)},
+                    {"search_load_1m", or_null(c->search_load_1m)},
+                    {"cpus", c->cpus},
+                    {"repeated", c->repeated}};
   }
   doc["confirmation"] = confirmation;
   json speedup = nullptr;
@@ -193,6 +219,10 @@ json to_json(const TuneReport& r) {
   }
   doc["speedup"] = speedup;
   doc["change"] = r.change ? to_json(*r.change) : json(nullptr);
+  doc["quality"] = {{"allow_quality_change", r.quality.allow_quality_change},
+                    {"method", r.quality.method},
+                    {"winner", or_null(r.quality.winner)},
+                    {"loss", r.quality.loss ? to_json(*r.quality.loss) : json(nullptr)}};
   doc["log"] = r.log;
   if (r.execution) doc["execution"] = to_json(*r.execution);
   return doc;

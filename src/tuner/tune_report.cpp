@@ -31,6 +31,32 @@ TrialRef trial_ref(const Trial& t) {
 std::string py_bool(const std::string& v) { return v == "1" ? "True" : "False"; }
 
 // Trial / baseline: exp(mean ln ratio) of its search pairs against the baseline, else the ratio of means.
+constexpr const char* kLossMethod =
+    "the training loss of each trial's measured steps (the scalar tensor backward() is called on, recorded by the "
+    "Python shim) against the mean of the baseline's runs at the same samples seen (the same step when the batch "
+    "size is unchanged); it changes the loss when non-finite or worse by more than max(3 x t95/1.96 x the "
+    "baseline runs' spread x sqrt(1/n_trial + 1/n_baseline), 5% of the baseline's loss)";
+
+LossRow loss_row(const LossComparison& l) {
+  LossRow row;
+  row.status = l.status;
+  row.compared_by = l.compared_by;
+  row.points = l.points;
+  row.baseline_runs = l.baseline_runs;
+  row.trial_runs = l.trial_runs;
+  row.spread_dof = l.spread_dof;
+  row.non_finite = l.non_finite;
+  if (l.status == "same loss" || (l.status == "changes the loss" && !l.non_finite)) {
+    row.baseline_mean = l.baseline_mean;
+    row.trial_mean = l.trial_mean;
+    row.difference = l.difference;
+    row.tolerance = l.tolerance;
+    row.spread = l.spread;
+  }
+  row.note = l.note;
+  return row;
+}
+
 double vs_baseline(const Trial& t, const TuneResult& result) {
   const Trial& base = result.trials.at(result.baseline);
   if (&t == &base) return 1.0;
@@ -207,7 +233,8 @@ TuneReport tune_report(const TuneResult& result, const KnobSpace& space, const T
   int measurements = 0;
   for (const Trial& t : result.trials) measurements += t.measurements;
   doc.status = {result.complete,   result.partial,   result.stop_reason,   static_cast<int64_t>(result.trials.size()),
-                measurements,      result.elapsed_s, result.oom_trials,    result.failed_trials};
+                measurements,      result.elapsed_s, result.oom_trials,    result.failed_trials,
+                result.rerun_pairs, result.unreliable_pairs};
   doc.noise = {result.pooled_relative_sd, result.noise_samples,
                "spread of ln(candidate / reference) over interleaved pairs (around each pair group's mean) and of "
                "consecutive repeats of the baseline, divided by sqrt(2) for one run"};
@@ -225,6 +252,12 @@ TuneReport tune_report(const TuneResult& result, const KnobSpace& space, const T
     row.warmup_excluded = r.steady.warmup_excluded;
     row.trimmed = r.steady.trimmed;
     row.excluded_ms = r.steady.excluded_ms;
+    if (r.host_known) {
+      row.load_1m = r.load_1m;
+      row.wall_s = r.wall_s;
+      row.cpu_time_s = r.cpu_time_s;
+    }
+    row.excluded = r.excluded;
     doc.runs.push_back(std::move(row));
   }
 
@@ -257,6 +290,7 @@ TuneReport tune_report(const TuneResult& result, const KnobSpace& space, const T
       j.pairs.push_back({result.trials.at(p.reference).index, p.reference_value, p.value, p.confirm ? "confirm" : "search"});
     }
     if (base != nullptr && t.ok() && base->mean > 0) j.vs_baseline = vs_baseline(t, result);
+    j.loss = loss_row(t.loss);
     doc.trials.push_back(std::move(j));
   }
 
@@ -302,6 +336,10 @@ TuneReport tune_report(const TuneResult& result, const KnobSpace& space, const T
     }
     c.degrees_of_freedom = cf.estimate.dof;
     c.method = kIntervalMethod;
+    c.load_1m = cf.load_1m;
+    c.search_load_1m = result.search_load_1m;
+    c.cpus = cf.cpus;
+    c.repeated = cf.repeated;
     doc.confirmation = c;
   }
   if (base != nullptr && best != nullptr) {
@@ -326,6 +364,12 @@ TuneReport tune_report(const TuneResult& result, const KnobSpace& space, const T
     }
     doc.speedup = std::move(sp);
     doc.change = std::move(change);
+  }
+  doc.quality.allow_quality_change = ctx.options.allow_quality_change;
+  doc.quality.method = kLossMethod;
+  if (best != nullptr) {
+    doc.quality.winner = best->index;
+    doc.quality.loss = loss_row(best->loss);
   }
   doc.log = result.log;
   return doc;

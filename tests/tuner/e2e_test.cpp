@@ -7,7 +7,11 @@
 // through real processes; the statistics themselves are covered by statistics_test.cpp in milliseconds.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <cmath>
 
 #include <filesystem>
 #include <fstream>
@@ -92,6 +96,9 @@ TEST(TuneEndToEnd, FindsWorkersForAnUnmodifiedScriptThroughTheShim) {
   // The script itself was never edited: the change to make permanent is spelled out instead.
   ASSERT_TRUE(doc["change"]["python"].is_array() && !doc["change"]["python"].empty()) << doc.dump(2);
   EXPECT_NE(doc["change"]["python"][0]["code"].get<std::string>().find("num_workers=2"), std::string::npos);
+  // The quality guard does not flag a harmless knob: more workers deliver the same (seeded) batches.
+  EXPECT_EQ(doc["trials"][1]["loss"]["status"], "same loss") << doc["trials"][1]["loss"].dump(2);
+  EXPECT_EQ(doc["quality"]["loss"]["status"], "same loss") << doc["quality"].dump(2);
   EXPECT_TRUE(fs::exists(out / "tune" / "tune.html"));
   fs::remove_all(out);
 }
@@ -216,4 +223,147 @@ TEST(TuneEndToEnd, AnOverrideThatCannotApplyFailsOnlyItsTrial) {
   EXPECT_EQ(failed, 2) << doc["trials"].dump(1);
   EXPECT_EQ(ok, 2);
   EXPECT_EQ(doc["best"]["config"]["compile"], "off");
+// The quality guard through real processes: a script that scales its learning rate with the batch size (the
+// linear scaling rule) diverges at batch_size=64, which is also 4x faster per sample (a fixed cost per batch).
+// Without the guard that trial wins; with it, it is marked "changes the loss" and the baseline is kept; with
+// --allow-quality-change the faster, diverging batch is the winner again (the guard, not the speed, decided).
+// 4 + 8 Python processes of about 3-5 s each.
+TEST(TuneEndToEnd, ABatchSizeThatMakesTheLossDivergeIsNeverTheWinner) {
+  const fs::path exe = fs::path(PT_BINARY_DIR) / "profile-train";
+  const fs::path python = PT_PYTHON;
+  const fs::path script = fs::path(PT_SOURCE_DIR) / "tests" / "tuner" / "data" / "lr_scaling_train.py";
+  if (!fs::exists(exe)) GTEST_SKIP() << "profile-train binary not built at " << exe;
+  if (!fs::exists(python)) GTEST_SKIP() << "no Python at " << python << " (PT_PYTHON)";
+  const fs::path out = fs::temp_directory_path() / ("pt_tune_guard_" + std::to_string(::getpid()));
+  fs::remove_all(out);
+  fs::create_directories(out);
+  auto tune = [&](const std::string& name, bool allow) {
+    std::vector<std::string> argv = {exe.string(), "tune", "--knob", "batch_size=16,64", "--repeats", "1",
+                                     "--baseline-repeats", "2", "--confirm-repeats", "2", "--max-trials", "2",
+                                     "--trial-timeout", "120", "--out", (out / name).string()};
+    if (allow) argv.push_back("--allow-quality-change");
+    for (const std::string& a : {std::string("--"), python.string(), script.string()}) argv.push_back(a);
+    const auto r = pt::run_child(argv, {"LR_TRAIN_STEPS=24"}, out / (name + ".log"), 300, nullptr, 2);
+    const std::string log = pt::read_tail(out / (name + ".log"), 16384);
+    EXPECT_TRUE(r.started);
+    EXPECT_EQ(r.exit_code, 0) << log;
+    std::ifstream in(out / name / "tune.json");
+    EXPECT_TRUE(in) << log;
+    return std::make_pair(in ? nlohmann::json::parse(in) : nlohmann::json(), log);
+  };
+  const auto [doc, log] = tune("guarded", false);
+  ASSERT_TRUE(doc.is_object() && doc["trials"].size() == 2u) << log;
+  if (doc["trials"][0]["status"] != "ok") GTEST_SKIP() << "the baseline did not measure: " << doc["trials"][0].dump();
+  const auto& diverging = doc["trials"][1];
+  ASSERT_EQ(diverging["config"]["batch_size"], "64");
+  // The plant: the diverging batch looks faster (when its pair was measured: under a load that changed between
+  // the two runs of every pair, the load rule leaves them out and the speed is unknown).
+  if (diverging["vs_baseline"].is_number()) EXPECT_GT(diverging["vs_baseline"].get<double>(), 1.5) << log;
+  EXPECT_EQ(diverging["loss"]["status"], "changes the loss") << diverging["loss"].dump(2);
+  EXPECT_EQ(diverging["loss"]["compared_by"], "samples seen");
+  EXPECT_EQ(doc["trials"][0]["loss"]["status"], "baseline");
+  EXPECT_EQ(doc["best"]["trial"], 1) << doc["log"].dump(2);
+  EXPECT_EQ(doc["quality"]["allow_quality_change"], false);
+  EXPECT_EQ(doc["quality"]["winner"], 1);
+  EXPECT_NE(log.find("trial #2 changes the loss"), std::string::npos) << log;
+
+  const auto [allowed, allowed_log] = tune("allowed", true);
+  ASSERT_TRUE(allowed.is_object() && allowed["trials"].size() == 2u) << allowed_log;
+  EXPECT_EQ(allowed["trials"][1]["loss"]["status"], "changes the loss");
+  // Allowed, the faster batch wins again, unless the load rule left its pairs out (then nothing was measured).
+  if (allowed["trials"][1]["status"] == "ok") EXPECT_EQ(allowed["best"]["trial"], 2) << allowed["log"].dump(2);
+  if (allowed["best"]["trial"] == 2) EXPECT_EQ(allowed["quality"]["loss"]["status"], "changes the loss");
+  fs::remove_all(out);
+}
+
+namespace {
+
+// Starts `n` busy-looping child processes (a CPU hog); stop_hog kills and reaps them.
+std::vector<pid_t> start_hog(int n) {
+  std::vector<pid_t> pids;
+  for (int i = 0; i < n; ++i) {
+    const pid_t p = ::fork();
+    if (p == 0) {
+      for (volatile unsigned long k = 0;; k = k + 1) {
+      }
+    }
+    if (p > 0) pids.push_back(p);
+  }
+  return pids;
+}
+void stop_hog(const std::vector<pid_t>& pids) {
+  for (pid_t p : pids) ::kill(p, SIGKILL);
+  for (pid_t p : pids) ::waitpid(p, nullptr, 0);
+}
+
+// The real runner, with a CPU hog during every run of the baseline's configuration after its first runs alone:
+// the load changes between the two runs of each pair.
+class HoggedRunner : public pt::TrialRunner {
+ public:
+  HoggedRunner(pt::TrialRunner& inner, int quiet_runs) : inner_(inner), quiet_(quiet_runs) {}
+  pt::Measurement run(const pt::Config& config, const pt::RunContext& ctx) override {
+    const bool hog = config.at("num_workers") == "0" && ++baseline_runs_ > quiet_;
+    const std::vector<pid_t> pids = hog ? start_hog(4) : std::vector<pid_t>{};
+    pt::Measurement m = inner_.run(config, ctx);
+    stop_hog(pids);
+    return m;
+  }
+
+ private:
+  pt::TrialRunner& inner_;
+  int quiet_;
+  int baseline_runs_ = 0;
+};
+
+}  // namespace
+
+// Claims that survive a changing machine: a knob that changes nothing, measured in pairs whose reference run
+// has 4 busy-looping processes competing with it (started and killed by this test) and whose candidate run is
+// quiet. Averaged, the pairs would show a gain of the candidate; the load rule sees each pair's runs disagree
+// (the reference kept fewer CPUs busy than its configuration's quiet runs), re-runs them and then leaves them
+// out as unreliable: no gain is kept or claimed, as on a quiet machine. 6-8 Python processes of 4-15 s (the hogged
+// ones are slow on 2 cores). With the load rule off (tolerances of 1e9) the same plant is kept and claimed.
+TEST(TuneLoad, APlantedLoadChangeWithinPairsClaimsNoGain) {
+  const fs::path exe = fs::path(PT_BINARY_DIR) / "profile-train";
+  const fs::path python = PT_PYTHON;
+  const fs::path script = fs::path(PT_SOURCE_DIR) / "tests" / "tuner" / "data" / "cpu_bound_train.py";
+  if (!fs::exists(exe)) GTEST_SKIP() << "profile-train binary not built at " << exe;
+  if (!fs::exists(python)) GTEST_SKIP() << "no Python at " << python << " (PT_PYTHON)";
+  const fs::path out = fs::temp_directory_path() / ("pt_tune_load_" + std::to_string(::getpid()));
+  fs::remove_all(out);
+  fs::create_directories(out);
+  pt::ProcessRunnerOptions o;
+  o.self_exe = exe;
+  o.out_dir = out;
+  o.target.kind = pt::TuneTarget::Kind::kCommand;
+  o.target.args = {python.string(), script.string(), "{num_workers}"};
+  pt::ProcessTrialRunner real(o);
+  HoggedRunner runner(real, 2);
+  pt::TuneOptions opt;
+  opt.repeats = 1;
+  opt.baseline_repeats = 2;
+  opt.confirm_repeats = 2;
+  opt.trial_timeout_s = 120;
+  opt.max_pair_reruns = 1;
+  ::setenv("CPU_TRAIN_STEPS", "15", 1);
+  pt::Tuner tuner({*pt::parse_knob_arg("num_workers=0,1")}, opt, runner);
+  const pt::TuneResult r = tuner.run();
+  ::unsetenv("CPU_TRAIN_STEPS");
+  ASSERT_GE(r.baseline, 0);
+  if (!r.trials[0].ok()) GTEST_SKIP() << "the baseline did not measure: " << r.trials[0].message;
+  bool host_known = false;
+  for (const auto& run : r.runs) host_known = host_known || run.host_known;
+  ASSERT_TRUE(host_known) << "run's reports carry no source.host_load";
+  // The plant worked: in the pairs left out, the hogged reference ran slower than the quiet candidate.
+  double ref = 0, cand = 0;
+  for (const auto& run : r.runs) {
+    if (run.excluded.empty() || run.throughput <= 0) continue;
+    (run.role == "reference" ? ref : cand) += std::log(run.throughput);
+  }
+  ASSERT_GT(r.rerun_pairs + r.unreliable_pairs, 0) << "no pair was seen to disagree";
+  EXPECT_GT(cand, ref) << "the hog did not slow the reference runs";
+  // No gain kept or claimed.
+  EXPECT_EQ(r.best, r.baseline);
+  EXPECT_FALSE(r.confirmation.claimed);
+  fs::remove_all(out);
 }

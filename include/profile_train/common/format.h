@@ -1,6 +1,7 @@
 // Number formatting shared by the text and HTML writers.
 #pragma once
 
+#include <cmath>
 #include <cstdio>
 #include <string>
 
@@ -11,6 +12,16 @@ inline std::string format_fixed(double v, int decimals = 1) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
   return buf;
+}
+
+// `v` with `digits` significant digits in fixed notation, never fewer than 0 nor more than 6 decimals:
+// 0.1234 -> "0.123", 12.34 -> "12.3", 1234.5 -> "1235" (rates below 1 keep their digits: "0.12", not "0.1").
+inline std::string format_significant(double v, int digits = 3) {
+  if (!std::isfinite(v) || v == 0) return format_fixed(v, 0);
+  const int magnitude = static_cast<int>(std::floor(std::log10(std::fabs(v))));
+  int decimals = digits - 1 - magnitude;
+  decimals = decimals < 0 ? 0 : decimals > 6 ? 6 : decimals;
+  return format_fixed(v, decimals);
 }
 
 }  // namespace profile_train

@@ -14,6 +14,7 @@
 #include "profile_train/analysis/report.h"
 #include "profile_train/common/status.h"
 #include "profile_train/tuner/knobs.h"
+#include "profile_train/tuner/quality.h"
 #include "profile_train/tuner/statistics.h"
 
 namespace profile_train::tuner {
@@ -142,6 +143,7 @@ struct Trial {
   double stddev = 0;             // sample standard deviation of values (0 with one value)
   bool per_sample = false;
   bool early_stopped = false;    // repeats skipped: clearly slower than the best after the first measurement
+  int unreliable_pairs = 0;      // pairs whose runs kept seeing different load (TuneOptions' load rule): unused
   bool accepted = false;         // became the new best (guided) / is a new running best (grid)
   int measurements = 0;          // processes run for this trial
   double duration_s = 0;         // sum over its measurements
@@ -150,6 +152,8 @@ struct Trial {
   std::vector<std::string> dirs; // per-measurement output folders
   std::optional<Diagnosis> diagnosis;  // none until the trial is finished
   std::optional<analysis::Report> report;  // last report.json read (in memory only; not written into tune.json)
+  std::vector<LossCurve> losses; // the loss each successful run recorded (facts.loss; in memory only)
+  LossComparison loss;           // against the baseline (quality.h); "not recorded" for the baseline itself
   bool ok() const { return status == RunStatus::kOk && !values.empty(); }
 };
 

@@ -60,6 +60,7 @@ struct TuneStatus {
   int64_t trials = 0, measurements = 0;
   double elapsed_s = 0;
   int oom_trials = 0, failed_trials = 0;
+  int rerun_pairs = 0, unreliable_pairs = 0;  // the load rule (tuner.h)
 };
 
 struct TuneNoise {
@@ -75,12 +76,32 @@ struct RunRow {
   std::string metric;
   int warmup_excluded = 0, trimmed = 0;
   std::vector<double> excluded_ms;
+  std::optional<double> load_1m, wall_s, cpu_time_s;  // null without the run's host facts
+  std::string excluded;  // "" or why the run was left out (its pair re-run under a changed load)
 };
 
 struct PairRow {
   int reference = 0;  // the reference trial's index (1-based)
   double reference_value = 0, value = 0;
   std::string phase;  // "search" | "confirm"
+};
+
+// A trial's training loss against the baseline's (quality.h).
+struct LossRow {
+  std::string status;              // "baseline" | "not recorded" | "not compared" | "same loss" | "changes the loss"
+  std::string compared_by;         // "samples seen" | "step" | "" when not compared
+  int points = 0, baseline_runs = 0, trial_runs = 0, spread_dof = 0;
+  bool non_finite = false;
+  std::optional<double> baseline_mean, trial_mean, difference, tolerance, spread;  // null when not compared
+  std::string note;
+};
+
+// The quality guard of the session and the winner's loss comparison.
+struct QualityGuard {
+  bool allow_quality_change = false;
+  std::string method;
+  std::optional<int> winner;       // the best trial's index; null without one
+  std::optional<LossRow> loss;     // the best trial's loss against the baseline; null without a best trial
 };
 
 struct TrialRow {
@@ -98,6 +119,7 @@ struct TrialRow {
   std::optional<Diagnosis> diagnosis;          // null: the trial was never diagnosed
   std::vector<PairRow> pairs;
   std::optional<double> vs_baseline;           // absent when unset
+  LossRow loss;
   std::optional<std::vector<RayPlacement>> placements;  // absent when unset (Ray execution only)
 };
 
@@ -123,6 +145,9 @@ struct ConfirmationRow {
   std::optional<double> ratio, low, high;
   int degrees_of_freedom = 0;
   std::string method;
+  std::optional<double> load_1m, search_load_1m;  // median 1-minute load of the check's / the search's runs
+  int cpus = 0;
+  bool repeated = false;  // repeated because the load changed since the search
 };
 
 struct SpeedupRow {
@@ -191,6 +216,7 @@ struct TuneReport {
   std::optional<ConfirmationRow> confirmation;
   std::optional<SpeedupRow> speedup;
   std::optional<CodeChange> change;
+  QualityGuard quality;
   std::vector<std::string> log;
   std::optional<Execution> execution;  // absent when unset
 };

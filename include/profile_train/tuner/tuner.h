@@ -38,11 +38,21 @@ struct TuneOptions {
   int confirm_repeats = 3;       // fresh (baseline, winner) pairs of the head-to-head check; 0 = no check
   double min_gain = 0.02;        // a change must gain more than this fraction ...
   double noise_k = 2.0;          // ... and more than noise_k standard errors of the difference
+  // Load rule (a pair is re-run, not averaged, when its two runs saw different load): the runs' 1-minute load
+  // averages differ by more than max(load_delta_min, load_delta_cpu_fraction x CPUs), or a run's CPUs used
+  // (CPU time / wall time) is off its configuration's earlier runs' median by more than cpu_ratio_tolerance
+  // (a ratio; the configuration's own value is compared, so a knob that changes parallelism is not flagged).
+  double load_delta_min = 1.0;
+  double load_delta_cpu_fraction = 0.25;
+  double cpu_ratio_tolerance = 1.3;
+  int max_pair_reruns = 2;       // then the pair is reported as unreliable and not used
   double early_stop_fraction = 0.15;  // first measurement this much below the best -> skip the repeats
   double slow_kill_factor = 4.0; // kill a measurement running > this x the best trial's (batch-scaled) time
   std::optional<double> max_memory_bytes;  // peak memory cap (trials above it count as over-memory)
   std::optional<bool> host_bf16_native;    // this CPU computes bf16 natively (for reports without facts.cpu)
   std::set<std::string> placeholders;      // knobs set through {placeholders} in the command, not by the shim
+  bool allow_quality_change = false;       // a trial that changes the loss (quality.h) may still be the winner
+  LossGuardOptions loss_guard;
   std::function<double()> now_s;           // clock in seconds (default: steady clock); injectable for tests
   const std::atomic<bool>* interrupted = nullptr;  // set by a SIGINT handler: stop after the current trial
   std::function<void(const Trial&, const class Tuner&)> on_trial;  // after every trial (progress line)
@@ -59,6 +69,15 @@ struct RunRecord {
   double throughput = 0;         // 0 when the run failed
   double step_ms = 0;            // steady-state step time
   SteadyState steady;
+  // How busy the machine was (the run's report, source.host_load; unknown without one): the 1-minute load
+  // average at the start and the end, and the training process's CPU time (with the descendants it waited for)
+  // against its wall time.
+  bool host_known = false;
+  double load_1m = 0;            // mean of the start and end readings
+  double wall_s = 0, cpu_time_s = 0;
+  int cpus = 0;
+  double cpus_used() const { return wall_s > 0 ? cpu_time_s / wall_s : 0; }
+  std::string excluded;          // "" or why this run was left out (a pair re-run under a changed load)
 };
 
 // Values of a knob not tried because they cannot act on this machine (pin_memory without a GPU, ...).
@@ -74,6 +93,9 @@ struct Confirmation {
   int candidate = -1;            // trial index of the winner that was checked
   PairedEstimate estimate;       // over the check's fresh pairs, pooled with the session's paired noise
   bool claimed = false;          // interval above 1.0 and the ratio above 1 + min_gain: the gain is reported
+  std::optional<double> load_1m; // median 1-minute load average over the check's runs (the claim's conditions)
+  int cpus = 0;                  // CPUs online during the check
+  bool repeated = false;         // repeated because the load changed since the search
   std::string status;            // "confirmed", "not confirmed", "skipped: ...", "" when there was no winner
 };
 
@@ -91,6 +113,9 @@ struct TuneResult {
   std::vector<SkippedKnob> skipped;
   Confirmation confirmation;
   double elapsed_s = 0;          // wall time of the search
+  int rerun_pairs = 0;           // pairs re-run because their two runs saw different load
+  int unreliable_pairs = 0;      // pairs still disagreeing after the re-runs: not used
+  std::optional<double> search_load_1m;   // median load of the search's runs (none without host facts)
   int oom_trials = 0;            // trials that ran out of memory or went over --max-memory
   int failed_trials = 0;         // trials that crashed, timed out or gave no metric
 };
@@ -142,6 +167,10 @@ class Tuner {
   PairedNoise paired_noise(int skip_candidate = -1, int skip_reference = -1) const;
   // Marks the baseline; the first time, also drops the knob values its report shows cannot act here.
   void set_baseline(int index);
+  // The quality guard: compares trial `index`'s loss with the baseline's runs so far (trial.loss), and says
+  // whether that keeps it from being the winner (it changes the loss and --allow-quality-change is not set).
+  const LossComparison& update_loss(int index);
+  bool quality_blocks(int index);
   // A config that is at least as large as a batch size that ran out of memory with the same other knobs.
   bool known_to_oom(const Config& config) const;
   void note(std::string line);   // appended to the decision log
@@ -170,6 +199,10 @@ class Tuner {
   bool run_once(Trial& t, const std::string& phase, const std::string& role, bool keep_status, double* value);
   void finish_trial(Trial& t);
   void confirm_winner();
+  // Why runs `a` and `b` (indices into result_.runs) of a pair saw different load (the load rule), "" if not.
+  std::string load_disagreement(size_t a, size_t b) const;
+  double load_threshold(int cpus) const;
+  std::optional<double> median_load(const std::string& phase, size_t from = 0) const;
   // The measurement evaluate_batch already made for (config, repeat), else runner_.run.
   Measurement next_measurement(const Config& config, const RunContext& context);
 

@@ -239,6 +239,7 @@ def install(torch, shim):
                 return fn(*args, **kwargs)
             S.step_at_backward()
             S.memory_hook("on_backward", args, kwargs)
+            S.note_loss(args, kwargs)
             S.bwd_depth += 1
             S.nvtx.push("## backward ##")
             try:
@@ -352,6 +353,7 @@ def install(torch, shim):
                 pass
             S.step_open = False
         overrides_never_reached(S)
+        S.loss_flush()
         S.write_facts(force=True)
         # Final flush now: an interpreter ending on KeyboardInterrupt re-kills itself with SIGINT and never runs
         # the C atexit handlers where the agent would flush. Only where NVTX was used: a process that never

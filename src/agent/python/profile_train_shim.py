@@ -9,7 +9,9 @@ model, NVTX and the facts file):
                                           backward passes per optimizer step)
   - nn.Module.__call__ of the top-level model (first module with parameters a thread calls)
                                        -> `## forward ##` (and torch.autocast when an amp override asks for it)
-  - Tensor.backward / autograd.backward -> `## backward ##`
+  - Tensor.backward / autograd.backward -> `## backward ##`, and the loss (a scalar tensor backward() is called
+                                          on) kept on its device, read back in one batch (facts.loss: tune's
+                                          quality guard)
   - optimizer step (global hooks)       -> `Optimizer.step#<Class>.step`; without a DataLoader a step ends here
   - Optimizer.zero_grad                 -> `Optimizer.zero_grad#<Class>.zero_grad`
   - DataLoader.__init__                 -> overrides from PROFILE_TRAIN_OVERRIDES, DataLoader facts
@@ -296,6 +298,11 @@ class _Shim:
         self.errors = []
         self.memory = None           # profile_train_memory.MemoryFacts, made by memory_hook on first use
         self.memory_failed = False
+        # The training loss (the quality guard of `tune`): the scalar tensors backward() is called on, kept
+        # detached on their device and read back in one batch (loss_flush), never one host sync per step.
+        self.loss_pending = []       # [(step index, detached scalar tensor)] not read back yet
+        self.loss_steps = {}         # step index -> [sum of the losses read back, backward calls]
+        self.loss_not_scalar = 0     # backward() calls on a non-scalar tensor or a sequence (not recorded)
         for word in unknown:
             self.note_error("module_ranges", ValueError("unknown option %r (known: backward)" % word))
 
@@ -354,6 +361,7 @@ class _Shim:
         if self.steps and self.step_index >= self.warmup + self.steps:
             if self.active:
                 self.active = False
+                self.loss_flush()
                 self.nvtx.mark(_CONTROL_STOP)
                 self.note_device()
                 self.wake_writer()
@@ -430,6 +438,53 @@ class _Shim:
             self.opt_done = True
         else:
             self.close_step()
+
+    # ---- the training loss (tune's quality guard) ---------------------------------------------------------
+    _LOSS_FLUSH_EVERY = 64  # read back at most every 64 steps' losses (one host sync each) in an unbounded run
+
+    def note_loss(self, args, kwargs):
+        """On the training thread, from backward(): keeps the loss (the tensor backward() was called on) when it
+        is a scalar, detached, on its device. No host sync here: the values are read back by loss_flush at the
+        end of the measured window, every _LOSS_FLUSH_EVERY losses, and at exit."""
+        try:
+            t = args[0] if args else kwargs.get("tensors", kwargs.get("self"))
+            torch = self.torch
+            if torch is None or not isinstance(t, torch.Tensor) or t.numel() != 1 or t.is_complex():
+                self.loss_not_scalar += 1
+                return
+            self.loss_pending.append((self.step_index, t.detach()))
+            if len(self.loss_pending) >= self._LOSS_FLUSH_EVERY:
+                self.loss_flush()
+        except Exception as e:
+            self.note_error("loss", e)
+
+    def loss_flush(self):
+        """Reads the pending losses back (one device-to-host copy for all of them) into the per-step sums and
+        refreshes facts.loss. Idempotent; best effort."""
+        pending, self.loss_pending = self.loss_pending, []
+        try:
+            if pending:
+                torch = self.torch
+                try:
+                    values = torch.stack([t.reshape(()).float() for _, t in pending]).tolist()
+                except Exception:  # tensors on different devices: one by one
+                    values = [float(t) for _, t in pending]
+                for (step, _), v in zip(pending, values):
+                    acc = self.loss_steps.setdefault(step, [0.0, 0])
+                    acc[0] += v
+                    acc[1] += 1
+            if self.loss_steps or self.loss_not_scalar:
+                steps = sorted(self.loss_steps)
+                # JSON has no NaN / Infinity: a non-finite loss is written as the string "nan" / "inf" / "-inf".
+                vals = []
+                for k in steps:
+                    v = self.loss_steps[k][0] / self.loss_steps[k][1]
+                    vals.append(v if v == v and v not in (float("inf"), float("-inf")) else repr(v))
+                self.facts["loss"] = {"recorded": bool(steps), "steps": steps, "values": vals,
+                                      "backward_calls": sum(a[1] for a in self.loss_steps.values()),
+                                      "not_scalar_calls": self.loss_not_scalar}
+        except Exception as e:
+            self.note_error("loss", e)
 
     # ---- facts --------------------------------------------------------------------------------------------
     def maybe_write_facts(self):
