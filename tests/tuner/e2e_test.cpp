@@ -223,6 +223,8 @@ TEST(TuneEndToEnd, AnOverrideThatCannotApplyFailsOnlyItsTrial) {
   EXPECT_EQ(failed, 2) << doc["trials"].dump(1);
   EXPECT_EQ(ok, 2);
   EXPECT_EQ(doc["best"]["config"]["compile"], "off");
+}
+
 // The quality guard through real processes: a script that scales its learning rate with the batch size (the
 // linear scaling rule) diverges at batch_size=64, which is also 4x faster per sample (a fixed cost per batch).
 // Without the guard that trial wins; with it, it is marked "changes the loss" and the baseline is kept; with
