@@ -315,7 +315,7 @@ Runner add_tune(CLI::App& app, std::vector<std::string> command) {
                "let a trial whose training loss is worse than the baseline's (beyond the baseline's own spread) or "
                "non-finite be the winner; by default it is marked \"changes the loss\" and not kept");
   sub->add_option("--min-gain", args->min_gain, "smallest relative gain worth keeping, default 0.02");
-  sub->add_option("--max-memory", args->max_memory, "peak-memory cap, e.g. 40G: trials above it count as OOM");
+  sub->add_option("--max-memory", args->max_memory, "peak-memory cap, e.g. 40G: batch sizes predicted above it are skipped (from the baseline's memory budget) and trials measured above it count as OOM");
   sub->add_option("--out", args->out, "output folder (tune.json, tune.html, trials/)");
   sub->add_option("--run-arg", args->run_args, "extra option for `profile-train run`, e.g. --run-arg=--steps=20")
       ->expected(1)

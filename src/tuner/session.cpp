@@ -105,6 +105,21 @@ void Tuner::set_baseline(int index) {
     for (const auto& v : s.values) values += (values.empty() ? "" : ",") + v;
     note("skip " + s.knob + "=" + values + ": " + s.reason);
   }
+  // Batch sizes predicted not to fit in memory (issue 24): skipped before any run, saying why; the guided
+  // search's refinements between ladder values check the same prediction (known_to_oom).
+  memory_fit_ = memory_fit(trial(index).report, options_.max_memory_bytes);
+  if (!memory_fit_) return;
+  if (auto s = batch_values_that_do_not_fit(space_, *memory_fit_)) {
+    for (KnobRange& r : space_) {
+      if (r.def->name == s->knob) std::erase_if(r.values, [&](const std::string& v) {
+        return std::find(s->values.begin(), s->values.end(), v) != s->values.end();
+      });
+    }
+    std::string values;
+    for (const auto& v : s->values) values += (values.empty() ? "" : ",") + v;
+    note("skip " + s->knob + "=" + values + ": " + s->reason);
+    result_.skipped.push_back(std::move(*s));
+  }
 }
 
 // ---- the quality guard ---------------------------------------------------------------------------------
@@ -256,6 +271,7 @@ bool Tuner::known_to_oom(const Config& config) const {
   auto it = config.find(KnobName::kBatchSize);
   if (it == config.end()) return false;
   const long long batch = config_int(config, KnobName::kBatchSize, 0);
+  if (memory_fit_ && batch > 0 && !memory_fit_->fits(batch)) return true;  // predicted not to fit
   Config others = config;
   others.erase(KnobName::kBatchSize);
   for (const Trial& t : result_.trials) {
@@ -434,8 +450,10 @@ void Tuner::measure_pairs(Trial& t, int reference, int n, bool confirm, bool ear
         failed = true;
         break;
       }
-      // The load rule: a pair whose two runs saw different load is re-run, not averaged.
-      const std::string why = load_disagreement(ref_run, ref_run + 1);
+      // The load rule: a pair whose two runs saw different load is re-run, not averaged. Not with runs in
+      // parallel (a Ray executor with several trials at once): there the load and the CPUs a run keeps busy
+      // follow our own concurrent runs, and a pair's two runs run side by side under the same contention.
+      const std::string why = parallelism() > 1 ? std::string() : load_disagreement(ref_run, ref_run + 1);
       if (why.empty()) break;
       result_.trials.at(reference).values.pop_back();
       t.values.pop_back();

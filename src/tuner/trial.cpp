@@ -95,6 +95,9 @@ Status metric_from_report(const std::optional<analysis::Report>& report, const C
   // Peak memory: the GPU allocator's peak when captured, else the shim's fact.
   std::optional<double> peak = facts.gpu_memory_peak_bytes;
   if (const auto& gpu_peak = report->gpu.memory.peak_allocated_bytes) peak = static_cast<double>(*gpu_peak);
+  // Else the memory budget's peak (on a CPU: static + the activations saved for backward, a lower bound).
+  if (!peak && report->memory_budget && report->memory_budget->peak_bytes)
+    peak = static_cast<double>(*report->memory_budget->peak_bytes);
   if (peak && *peak > 0) m->peak_memory_bytes = *peak;
   return Status::Ok();
 }

@@ -19,6 +19,7 @@ Recommendation rec(const char* id, const char* title, const char* group, const c
   r.group = group;
   r.evidence_level = level;
   r.estimated_speedup_max = speedup;
+  r.removable_share = 1.0 - 1.0 / speedup;  // a known bound (an unknown one prints "bound unknown")
   r.evidence = {evidence};
   if (check_note) r.check_note = check_note;
   return r;
@@ -74,6 +75,13 @@ TEST(TextSummary, PlanFirstThenRecommendationsWithMinorFoldedAndNotesLast) {
   EXPECT_NE(p.find("minor (each under 3% of the step): pin-memory 1.01x"), std::string::npos) << p;
   EXPECT_EQ(p.find("3. [pin-memory]"), std::string::npos) << "minor fixes are not numbered with the others";
   EXPECT_GT(p.find("note [ddp] GPUs in the device list"), p.find("minor (each")) << p;
+  // A gain that cannot be bounded says so, never "up to 1.00x".
+  r.recommendations[1].removable_share.reset();
+  r.recommendations[1].estimated_speedup_max = 1.0;
+  std::ostringstream unknown;
+  report::write_text_summary(r, unknown, {});
+  EXPECT_NE(unknown.str().find("2. [cudnn-benchmark] Benchmark  (bound unknown)  CHECK"), std::string::npos) << unknown.str();
+  EXPECT_EQ(unknown.str().find("(up to 1.00x)"), std::string::npos) << unknown.str();
   // No catalogued fix: the reason is printed instead of a plan.
   fixes.steps.clear();
   fixes.no_fix_reason = "No catalogued fix addresses gpu_compute";

@@ -225,6 +225,44 @@ TEST(TuneEndToEnd, AnOverrideThatCannotApplyFailsOnlyItsTrial) {
   EXPECT_EQ(doc["best"]["config"]["compile"], "off");
 }
 
+// issue 24: a planted memory cap on the CPU. memory_mlp.py (an MLP with AdamW: about 36 MB static, about 13 KB of
+// activations per sample) under --max-memory 60M: batch 4096 is predicted at about 88 MB and skipped before any
+// run, saying why; 64 and 128 run, and the largest one run fits under the cap by its own measured peak.
+TEST(TuneEndToEnd, BatchSizesPredictedNotToFitAreSkippedAndTheLargestRunFits) {
+  if (!torch_available()) GTEST_SKIP() << "needs the profile-train binary and " << PT_PYTHON << " with torch";
+  const fs::path script = fs::path(PT_SOURCE_DIR) / "tests" / "agent" / "data" / "memory_mlp.py";
+  std::string log;
+  const nlohmann::json doc = tune_for_real(
+      "memfit", {"--knob", "batch_size=64,128,4096", "--strategy", "grid", "--repeats", "1", "--baseline-repeats", "1",
+                 "--confirm-repeats", "0", "--max-memory", "60M", "--trial-timeout", "120", "--", PT_PYTHON,
+                 script.string(), "--steps", "12"},
+      {}, &log);
+  ASSERT_TRUE(doc.is_object()) << log;
+  if (doc["trials"][0]["status"] != "ok") GTEST_SKIP() << "baseline did not measure: " << doc["trials"][0].dump();
+  bool skipped = false;
+  for (const auto& k : doc["skipped_knobs"]) {
+    if (k["knob"] != "batch_size") continue;
+    skipped = true;
+    EXPECT_EQ(k["values"], nlohmann::json::array({"4096"})) << k.dump();
+    EXPECT_NE(k["reason"].get<std::string>().find("predicted not to fit in 60.0 MiB (--max-memory)"), std::string::npos)
+        << k.dump();
+  }
+  EXPECT_TRUE(skipped) << doc["skipped_knobs"].dump(1) << log;
+  EXPECT_NE(doc["log"].dump().find("skip batch_size=4096: predicted not to fit"), std::string::npos) << doc["log"].dump(1);
+  long long largest = 0;
+  double largest_peak = -1;
+  for (const auto& t : doc["trials"]) {
+    const long long batch = std::stoll(t["config"]["batch_size"].get<std::string>());
+    EXPECT_NE(batch, 4096) << t.dump();
+    if (t["status"] != "ok" || batch <= largest) continue;
+    largest = batch;
+    largest_peak = t["peak_memory_bytes"].is_number() ? t["peak_memory_bytes"].get<double>() : -1;
+  }
+  EXPECT_EQ(largest, 128) << doc["trials"].dump(1);
+  ASSERT_GT(largest_peak, 0) << doc["trials"].dump(1);
+  EXPECT_LE(largest_peak, 60.0 * 1048576) << doc["trials"].dump(1);
+}
+
 // The quality guard through real processes: a script that scales its learning rate with the batch size (the
 // linear scaling rule) diverges at batch_size=64, which is also 4x faster per sample (a fixed cost per batch).
 // Without the guard that trial wins; with it, it is marked "changes the loss" and the baseline is kept; with
@@ -347,6 +385,7 @@ TEST(TuneLoad, APlantedLoadChangeWithinPairsClaimsNoGain) {
   opt.confirm_repeats = 2;
   opt.trial_timeout_s = 120;
   opt.max_pair_reruns = 1;
+  opt.placeholders = {"num_workers"};  // the program's own argument: never skipped from the shim's facts
   ::setenv("CPU_TRAIN_STEPS", "15", 1);
   pt::Tuner tuner({*pt::parse_knob_arg("num_workers=0,1")}, opt, runner);
   const pt::TuneResult r = tuner.run();

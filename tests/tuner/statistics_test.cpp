@@ -259,6 +259,49 @@ TEST(SkippedKnobs, PinMemoryAmpAndGpuKnobsAreNotTriedWithoutAGpu) {
   }
 }
 
+// issue 24: batch sizes whose predicted peak (static + batch x activations per sample, from the baseline's
+// memory_budget) is above the limit (--max-memory, or the device's capacity, the smaller) are skipped with the
+// prediction as the reason; the baseline's own value always runs; no budget or no limit skips nothing.
+TEST(SkippedKnobs, BatchSizesPredictedNotToFitAreSkippedWithThePrediction) {
+  const pt::KnobSpace space = {range("batch_size=32,64,512,2048")};
+  const double mib = 1048576.0;
+  const json budget = {{"memory_budget",
+                        {{"device", "GPU"}, {"batch_size", 32}, {"parameter_bytes", 50 * 1048576},
+                         {"static_bytes", 100 * 1048576}, {"activation_per_sample_bytes", 1048576},
+                         {"capacity_bytes", 1024 * 1048576}, {"capacity_source", "facts.gpu.memory_total_bytes"}}}};
+  auto fit = pt::memory_fit(pt_test::typed(budget), std::nullopt);
+  ASSERT_TRUE(fit);
+  EXPECT_DOUBLE_EQ(fit->limit_bytes, 1024 * mib);
+  EXPECT_DOUBLE_EQ(fit->predicted_bytes(512), 612 * mib);
+  auto skip = pt::batch_values_that_do_not_fit(space, *fit);
+  ASSERT_TRUE(skip);
+  EXPECT_EQ(skip->knob, "batch_size");
+  EXPECT_EQ(skip->values, std::vector<std::string>{"2048"});
+  EXPECT_NE(skip->reason.find("predicted not to fit in 1024.0 MiB"), std::string::npos) << skip->reason;
+  EXPECT_NE(skip->reason.find("2048: 2148.0 MiB"), std::string::npos) << skip->reason;
+  // A planted cap below the capacity: the cap decides, and 512 goes too; the baseline's 32 stays even when
+  // predicted over (it is what was measured).
+  fit = pt::memory_fit(pt_test::typed(budget), 500 * mib);
+  ASSERT_TRUE(fit);
+  EXPECT_EQ(pt::batch_values_that_do_not_fit(space, *fit)->values, (std::vector<std::string>{"512", "2048"}));
+  fit = pt::memory_fit(pt_test::typed(budget), 110 * mib);
+  EXPECT_EQ(pt::batch_values_that_do_not_fit(space, *fit)->values, (std::vector<std::string>{"64", "512", "2048"}));
+  // A cap above the capacity: the capacity decides.
+  EXPECT_DOUBLE_EQ(pt::memory_fit(pt_test::typed(budget), 4096 * mib)->limit_bytes, 1024 * mib);
+  // No activations per sample, or no limit: no prediction.
+  json no_act = budget;
+  no_act["memory_budget"].erase("activation_per_sample_bytes");
+  EXPECT_FALSE(pt::memory_fit(pt_test::typed(no_act), 500 * mib));
+  json no_cap = budget;
+  no_cap["memory_budget"].erase("capacity_bytes");
+  EXPECT_FALSE(pt::memory_fit(pt_test::typed(no_cap), std::nullopt));
+  EXPECT_FALSE(pt::memory_fit(pt_test::typed({{"facts", json::object()}}), 500 * mib));
+  // Everything fits: nothing to skip.
+  json big = budget;
+  big["memory_budget"]["capacity_bytes"] = 4096LL * 1048576;
+  EXPECT_FALSE(pt::batch_values_that_do_not_fit(space, *pt::memory_fit(pt_test::typed(big), std::nullopt)));
+}
+
 TEST(SkippedKnobs, Bf16StaysWhereTheCpuHasItAndNothingIsSkippedWhenTheFactsAreUnknown) {
   const pt::KnobSpace space = {range("pin_memory=0,1"), range("amp=off,bf16,fp16")};
   const json no_gpu_bf16 = {{"facts", {{"gpu", {{"available", false}}}, {"cpu", {{"bf16_native", true}}}}}};

@@ -87,6 +87,16 @@ struct SkippedKnob {
   std::string reason;
 };
 
+// The memory a batch size is predicted to need (memory_fit.cpp): peak = static + batch x activations per
+// sample, from the baseline's memory_budget, against --max-memory or the device's capacity, the smaller.
+struct MemoryFit {
+  double static_bytes = 0, per_sample_bytes = 0, limit_bytes = 0;
+  long long measured_batch = 0;  // the batch the budget was measured at (0: unknown)
+  std::string device, limit_source;
+  double predicted_bytes(long long batch) const { return static_bytes + static_cast<double>(batch) * per_sample_bytes; }
+  bool fits(long long batch) const { return predicted_bytes(batch) <= limit_bytes; }
+};
+
 // The final head-to-head check of the search's winner against the baseline.
 struct Confirmation {
   bool ran = false;              // false: no winner other than the baseline, or skipped (see status)
@@ -212,6 +222,7 @@ class Tuner {
   TuneResult result_;
   double start_s_ = 0;
   bool space_adapted_ = false;    // skipped_values applied (once, at the first baseline)
+  std::optional<MemoryFit> memory_fit_;  // from the baseline's memory budget; known_to_oom consults it
   mutable std::string stop_;      // set (by budget_left) when the budget / interrupt ends the search
   std::map<std::string, Measurement> prefetched_;  // config_key + "#" + repeat, filled by evaluate_batch
 };
@@ -265,5 +276,10 @@ Diagnosis summarize_diagnosis(const std::optional<analysis::Report>& report);
 std::vector<SkippedKnob> skipped_values(const KnobSpace& space, const std::optional<analysis::Report>& report,
                                         std::optional<bool> host_bf16_native,
                                         const std::set<std::string>& placeholders = {});
+// The memory prediction from `report`'s memory_budget (nullopt without activations per sample, static bytes or
+// a limit: --max-memory or the budget's capacity).
+std::optional<MemoryFit> memory_fit(const std::optional<analysis::Report>& report, std::optional<double> max_memory_bytes);
+// The batch_size values of `space` (other than the baseline's, the first) predicted not to fit, with the reason.
+std::optional<SkippedKnob> batch_values_that_do_not_fit(const KnobSpace& space, const MemoryFit& fit);
 
 }  // namespace profile_train::tuner

@@ -610,9 +610,14 @@ class _Shim:
                 text = json.dumps(self.facts, default=str)
                 key = text
                 mem = self.facts.get("memory")
+                steady_facts = self.facts
                 if isinstance(mem, dict):  # its per-step figures, like steps_seen, are no change by themselves
-                    steady = {k: v for k, v in mem.items() if k not in _MEMORY_VOLATILE}
-                    key = json.dumps(dict(self.facts, memory=steady), default=str)
+                    steady_facts = dict(steady_facts, memory={k: v for k, v in mem.items()
+                                                              if k not in _MEMORY_VOLATILE})
+                if "loss" in self.facts:  # nor are the losses read back so far (the file written at exit has all)
+                    steady_facts = dict(steady_facts, loss=None)
+                if steady_facts is not self.facts:
+                    key = json.dumps(steady_facts, default=str)
                 key = key.replace('"steps_seen": %s' % json.dumps(seen), "", 1) if seen is not None else key
                 return key, text
             except RuntimeError:
