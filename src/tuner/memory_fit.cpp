@@ -10,7 +10,7 @@
 namespace profile_train::tuner {
 namespace {
 
-std::string mib(double bytes) { return format_fixed(bytes / 1048576.0, 1) + " MiB"; }
+std::string mib_text(double bytes) { return format_fixed(bytes / 1048576.0, 1) + " MiB"; }
 
 }  // namespace
 
@@ -52,12 +52,12 @@ std::optional<SkippedKnob> batch_values_that_do_not_fit(const KnobSpace& space, 
       if (end == r.values[i].c_str() || *end != '\0' || batch <= 0) continue;
       if (!fit.fits(batch)) {
         drop.push_back(r.values[i]);
-        predictions += (predictions.empty() ? "" : ", ") + r.values[i] + ": " + mib(fit.predicted_bytes(batch));
+        predictions += (predictions.empty() ? "" : ", ") + r.values[i] + ": " + mib_text(fit.predicted_bytes(batch));
       }
     }
     if (drop.empty()) return std::nullopt;
-    std::string reason = "predicted not to fit in " + mib(fit.limit_bytes) + " (" + fit.limit_source +
-                         "): peak = static " + mib(fit.static_bytes) + " + batch x " +
+    std::string reason = "predicted not to fit in " + mib_text(fit.limit_bytes) + " (" + fit.limit_source +
+                         "): peak = static " + mib_text(fit.static_bytes) + " + batch x " +
                          format_fixed(fit.per_sample_bytes / 1024.0, 1) + " KiB of activations per sample";
     if (fit.measured_batch > 0) reason += " (the baseline's memory budget at batch " + std::to_string(fit.measured_batch) + ")";
     reason += "; predicted peak " + predictions +
