@@ -162,9 +162,17 @@ void write_memory_budget(Html& h, const Report& r) {
   const MemoryBudget& b = *r.memory_budget;
   h.raw("<section id=\"memory-budget\"><h2>Memory budget (").text(b.device).raw(")</h2>\n");
   h.raw("<table class=\"data mem-budget\"><tbody>\n");
+  // Binary units, as the fit line (analysis/memory_budget.cpp) writes them: "22.5 GiB free" next to "24.1 GB"
+  // would read as two different figures.
+  auto ib = [](double v) {
+    const char* unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (v >= 1024.0 && u < 4) v /= 1024.0, ++u;
+    return u == 0 ? format_fixed(v, 0) + " B" : format_fixed(v, 1) + " " + unit[u];
+  };
   auto row = [&](const char* label, std::optional<int64_t> v, const std::optional<std::string>& note) {
     if (!v) return;
-    h.raw("<tr><td>").raw(label).raw("</td><td class=\"num\">").text(fmt_bytes(double(*v))).raw("</td><td class=\"hint\">");
+    h.raw("<tr><td>").raw(label).raw("</td><td class=\"num\">").text(ib(double(*v))).raw("</td><td class=\"hint\">");
     if (note) h.text(*note);
     h.raw("</td></tr>\n");
   };
@@ -183,7 +191,7 @@ void write_memory_budget(Html& h, const Report& r) {
   if (b.fit && b.caveat) h.raw(" (").text(*b.caveat).raw(")");
   if (b.fit) h.raw("</p>\n");
   if (b.growth_per_step_bytes && *b.growth_per_step_bytes > 0 && b.growth_source)
-    h.raw("<p class=\"mem-growth\">Memory grows by ").text(fmt_bytes(double(*b.growth_per_step_bytes)))
+    h.raw("<p class=\"mem-growth\">Memory grows by ").text(ib(double(*b.growth_per_step_bytes)))
         .raw(" per step (").text(*b.growth_source).raw("): tensors kept from step to step?</p>\n");
   h.raw("</section>\n");
 }

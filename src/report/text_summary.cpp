@@ -194,11 +194,18 @@ bool write_memory_line(const Report& r, std::ostream& out) {
 void write_memory_budget_line(const Report& r, std::ostream& out) {
   if (!r.memory_budget) return;
   const MemoryBudget& b = *r.memory_budget;
-  out << "          memory budget (" << b.device << "): static " << bytes(static_cast<double>(b.static_bytes));
-  if (b.activation_bytes) out << ", activations " << bytes(static_cast<double>(*b.activation_bytes));
+  // Binary units throughout, as the fit text (analysis/memory_budget.cpp) and the GPU capacities use.
+  auto ib = [](double v) {
+    if (v >= 1073741824.0) return fmt("%.1f GiB", v / 1073741824.0);
+    if (v >= 1048576.0) return fmt("%.1f MiB", v / 1048576.0);
+    if (v >= 1024.0) return fmt("%.1f KiB", v / 1024.0);
+    return fmt("%.0f B", v);
+  };
+  out << "          memory budget (" << b.device << "): static " << ib(static_cast<double>(b.static_bytes));
+  if (b.activation_bytes) out << ", activations " << ib(static_cast<double>(*b.activation_bytes));
   if (b.fit) out << "; " << *b.fit;
   if (b.growth_per_step_bytes && *b.growth_per_step_bytes > 0)
-    out << "; grows " << bytes(static_cast<double>(*b.growth_per_step_bytes)) << "/step across steps (a leak?)";
+    out << "; grows " << ib(static_cast<double>(*b.growth_per_step_bytes)) << "/step across steps (a leak?)";
   out << "\n";
 }
 
