@@ -1,5 +1,6 @@
 // The memory budget (include/profile_train/analysis/memory_budget.h says what it computes and how).
 #include "profile_train/analysis/memory_budget.h"
+#include "profile_train/common/format.h"
 
 #include <algorithm>
 #include <cmath>
@@ -35,14 +36,7 @@ std::vector<int64_t> series_at(const json& o, const char* key) {
   return out;
 }
 
-std::string gib(int64_t b) {
-  char buf[64];
-  const double d = static_cast<double>(b);
-  if (d >= double(int64_t{1} << 30)) std::snprintf(buf, sizeof buf, "%.1f GiB", d / double(int64_t{1} << 30));
-  else if (d >= double(int64_t{1} << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", d / double(int64_t{1} << 20));
-  else std::snprintf(buf, sizeof buf, "%.1f KiB", d / 1024.0);
-  return buf;
-}
+std::string gib(int64_t b) { return format_bytes_binary(static_cast<double>(b)); }
 
 }  // namespace
 

@@ -164,12 +164,7 @@ void write_memory_budget(Html& h, const Report& r) {
   h.raw("<table class=\"data mem-budget\"><tbody>\n");
   // Binary units, as the fit line (analysis/memory_budget.cpp) writes them: "22.5 GiB free" next to "24.1 GB"
   // would read as two different figures.
-  auto ib = [](double v) {
-    const char* unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int u = 0;
-    while (v >= 1024.0 && u < 4) v /= 1024.0, ++u;
-    return u == 0 ? format_fixed(v, 0) + " B" : format_fixed(v, 1) + " " + unit[u];
-  };
+  auto ib = [](double v) { return profile_train::format_bytes_binary(v); };
   auto row = [&](const char* label, std::optional<int64_t> v, const std::optional<std::string>& note) {
     if (!v) return;
     h.raw("<tr><td>").raw(label).raw("</td><td class=\"num\">").text(ib(double(*v))).raw("</td><td class=\"hint\">");

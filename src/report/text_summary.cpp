@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <string>
 
+#include "profile_train/common/format.h"
 #include "profile_train/common/strings.h"
 #include "profile_train/common/terminal.h"
 #include "profile_train/common/utf8.h"
@@ -195,12 +196,7 @@ void write_memory_budget_line(const Report& r, std::ostream& out) {
   if (!r.memory_budget) return;
   const MemoryBudget& b = *r.memory_budget;
   // Binary units throughout, as the fit text (analysis/memory_budget.cpp) and the GPU capacities use.
-  auto ib = [](double v) {
-    if (v >= 1073741824.0) return fmt("%.1f GiB", v / 1073741824.0);
-    if (v >= 1048576.0) return fmt("%.1f MiB", v / 1048576.0);
-    if (v >= 1024.0) return fmt("%.1f KiB", v / 1024.0);
-    return fmt("%.0f B", v);
-  };
+  auto ib = [](double v) { return profile_train::format_bytes_binary(v); };
   out << "          memory budget (" << b.device << "): static " << ib(static_cast<double>(b.static_bytes));
   if (b.activation_bytes) out << ", activations " << ib(static_cast<double>(*b.activation_bytes));
   if (b.fit) out << "; " << *b.fit;

@@ -10,7 +10,7 @@
 namespace profile_train::tuner {
 namespace {
 
-std::string mib_text(double bytes) { return format_fixed(bytes / 1048576.0, 1) + " MiB"; }
+std::string mib_text(double bytes) { return format_fixed(bytes / 1048576.0, 1) + " MiB"; }  // one unit for a comparison
 
 }  // namespace
 

@@ -24,4 +24,13 @@ inline std::string format_significant(double v, int digits = 3) {
   return format_fixed(v, decimals);
 }
 
+// Bytes in binary units with one decimal ("803.0 KiB", "22.5 GiB"; under 1 KiB: "512 B"), the memory budget's
+// and the tuner's memory prediction's one spelling.
+inline std::string format_bytes_binary(double v) {
+  static const char* const kUnit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (std::fabs(v) >= 1024.0 && u < 4) v /= 1024.0, ++u;
+  return u == 0 ? format_fixed(v, 0) + " B" : format_fixed(v, 1) + " " + kUnit[u];
+}
+
 }  // namespace profile_train
