@@ -45,15 +45,20 @@ SteadyState steady_state(const std::vector<double>& dur_ms) {
       }
       return m;
     };
-    // A second kind of step is rare and set apart: its fastest is at least kSpikeGap x the slowest other step.
-    // A long tail of slow steps (a bursty loader) has no such gap and stays in.
-    bool spikes_out = !spikes.empty() && static_cast<double>(spikes.size()) <= kMaxSpikeShare * static_cast<double>(n);
-    if (spikes_out) {
-      double fastest = dur_ms[spikes.front()];
-      for (size_t i : spikes) fastest = std::min(fastest, dur_ms[i]);
-      spikes_out = fastest >= kSpikeGap * slowest_other(warm, spikes);
+    // A second kind of step is rare and set apart: the slowest k spikes (k at most kMaxSpikeShare of the steps),
+    // the fastest of them at least kSpikeGap x the slowest other step, lesser spikes included. The largest such k
+    // goes out; a stall just above kSpikeRatio x the median does not keep a rare dump step in. A long tail of slow
+    // steps (a bursty loader) has no such gap and stays in.
+    std::vector<size_t> by_duration = spikes;
+    std::stable_sort(by_duration.begin(), by_duration.end(), [&](size_t a, size_t b) { return dur_ms[a] > dur_ms[b]; });
+    const size_t max_k = std::min(by_duration.size(), static_cast<size_t>(kMaxSpikeShare * static_cast<double>(n)));
+    std::vector<size_t> out;
+    for (size_t k = max_k; k >= 1 && out.empty(); --k) {
+      std::vector<size_t> group(by_duration.begin(), by_duration.begin() + static_cast<std::ptrdiff_t>(k));
+      std::sort(group.begin(), group.end());
+      if (dur_ms[by_duration[k - 1]] >= kSpikeGap * slowest_other(warm, group)) out = std::move(group);
     }
-    if (!spikes_out) spikes.clear();
+    spikes = std::move(out);
     // Warm-up steps stand out from every later step but the outliers: each lasts kWarmupGap x the slowest of them.
     const double later = slowest_other(warm, spikes);
     size_t w = 0;

@@ -161,9 +161,9 @@ StepInfo detect_steps(const trace::Trace& t, const TraceIndex& idx);
 // s = 1.4826 x MAD of the step durations (a robust standard deviation), a step is slow when it lasts more than
 // m + 5 s (any amount above m when MAD is 0) and at least R x m. Warm-up: the run of slow steps (R =
 // kWarmupRatio) from step 0, each at least kWarmupGap x the slowest later step that is not an outlier.
-// Outliers: later slow steps (R = kSpikeRatio), excluded only when they are no more than kMaxSpikeShare of the
-// steps and the fastest of them lasts at least kSpikeGap x the slowest other step (a second, rare kind of step;
-// a long tail of slow steps stays in). At most half the steps are warm-up; needs >= 3 steps.
+// Outliers: the slowest k later slow steps (R = kSpikeRatio), k at most kMaxSpikeShare of the steps, the fastest
+// of them lasting at least kSpikeGap x the slowest other step (a second, rare kind of step; the largest such k;
+// a lesser spike stays in, and a long tail of slow steps with no such gap stays in). At most half the steps are warm-up; needs >= 3 steps.
 inline constexpr double kWarmupRatio = 1.5;
 inline constexpr double kWarmupGap = 1.25;
 inline constexpr double kSpikeRatio = 3.0;
