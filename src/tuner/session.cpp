@@ -94,8 +94,8 @@ void Tuner::set_baseline(int index) {
   result_.baseline = index;
   if (space_adapted_) return;
   space_adapted_ = true;
-  result_.skipped = skipped_values(space_, trial(index).report, options_.host_bf16_native, options_.placeholders);
-  for (const SkippedKnob& s : result_.skipped) {
+  // Takes a skipped knob's values out of the space and says so.
+  auto drop = [this](const SkippedKnob& s) {
     for (KnobRange& r : space_) {
       if (r.def->name == s.knob) std::erase_if(r.values, [&](const std::string& v) {
         return std::find(s.values.begin(), s.values.end(), v) != s.values.end();
@@ -104,20 +104,15 @@ void Tuner::set_baseline(int index) {
     std::string values;
     for (const auto& v : s.values) values += (values.empty() ? "" : ",") + v;
     note("skip " + s.knob + "=" + values + ": " + s.reason);
-  }
-  // Batch sizes predicted not to fit in memory (issue 24): skipped before any run, saying why; the guided
-  // search's refinements between ladder values check the same prediction (known_to_oom).
+  };
+  result_.skipped = skipped_values(space_, trial(index).report, options_.host_bf16_native, options_.placeholders);
+  for (const SkippedKnob& s : result_.skipped) drop(s);
+  // Batch sizes predicted not to fit in memory (issue 24), from what is left of the space: skipped before any run,
+  // saying why; the guided search's refinements between ladder values check the same prediction (known_to_oom).
   memory_fit_ = memory_fit(trial(index).report, options_.max_memory_bytes);
   if (!memory_fit_) return;
   if (auto s = batch_values_that_do_not_fit(space_, *memory_fit_)) {
-    for (KnobRange& r : space_) {
-      if (r.def->name == s->knob) std::erase_if(r.values, [&](const std::string& v) {
-        return std::find(s->values.begin(), s->values.end(), v) != s->values.end();
-      });
-    }
-    std::string values;
-    for (const auto& v : s->values) values += (values.empty() ? "" : ",") + v;
-    note("skip " + s->knob + "=" + values + ": " + s->reason);
+    drop(*s);
     result_.skipped.push_back(std::move(*s));
   }
 }
