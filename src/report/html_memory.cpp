@@ -164,10 +164,9 @@ void write_memory_budget(Html& h, const Report& r) {
   h.raw("<table class=\"data mem-budget\"><tbody>\n");
   // Binary units, as the fit line (analysis/memory_budget.cpp) writes them: "22.5 GiB free" next to "24.1 GB"
   // would read as two different figures.
-  auto ib = [](double v) { return profile_train::format_bytes_binary(v); };
   auto row = [&](const char* label, std::optional<int64_t> v, const std::optional<std::string>& note) {
     if (!v) return;
-    h.raw("<tr><td>").raw(label).raw("</td><td class=\"num\">").text(ib(double(*v))).raw("</td><td class=\"hint\">");
+    h.raw("<tr><td>").raw(label).raw("</td><td class=\"num\">").text(profile_train::format_bytes_binary(double(*v))).raw("</td><td class=\"hint\">");
     if (note) h.text(*note);
     h.raw("</td></tr>\n");
   };
@@ -186,7 +185,7 @@ void write_memory_budget(Html& h, const Report& r) {
   if (b.fit && b.caveat) h.raw(" (").text(*b.caveat).raw(")");
   if (b.fit) h.raw("</p>\n");
   if (b.growth_per_step_bytes && *b.growth_per_step_bytes > 0 && b.growth_source)
-    h.raw("<p class=\"mem-growth\">Memory grows by ").text(ib(double(*b.growth_per_step_bytes)))
+    h.raw("<p class=\"mem-growth\">Memory grows by ").text(profile_train::format_bytes_binary(double(*b.growth_per_step_bytes)))
         .raw(" per step (").text(*b.growth_source).raw("): tensors kept from step to step?</p>\n");
   h.raw("</section>\n");
 }

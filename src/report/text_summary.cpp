@@ -196,12 +196,11 @@ void write_memory_budget_line(const Report& r, std::ostream& out) {
   if (!r.memory_budget) return;
   const MemoryBudget& b = *r.memory_budget;
   // Binary units throughout, as the fit text (analysis/memory_budget.cpp) and the GPU capacities use.
-  auto ib = [](double v) { return profile_train::format_bytes_binary(v); };
-  out << "          memory budget (" << b.device << "): static " << ib(static_cast<double>(b.static_bytes));
-  if (b.activation_bytes) out << ", activations " << ib(static_cast<double>(*b.activation_bytes));
+  out << "          memory budget (" << b.device << "): static " << profile_train::format_bytes_binary(static_cast<double>(b.static_bytes));
+  if (b.activation_bytes) out << ", activations " << profile_train::format_bytes_binary(static_cast<double>(*b.activation_bytes));
   if (b.fit) out << "; " << *b.fit;
   if (b.growth_per_step_bytes && *b.growth_per_step_bytes > 0)
-    out << "; grows " << ib(static_cast<double>(*b.growth_per_step_bytes)) << "/step across steps (a leak?)";
+    out << "; grows " << profile_train::format_bytes_binary(static_cast<double>(*b.growth_per_step_bytes)) << "/step across steps (a leak?)";
   out << "\n";
 }
 
