@@ -42,18 +42,20 @@ std::string gib(int64_t b) { return format_bytes_binary(static_cast<double>(b));
 
 std::optional<int64_t> memory_growth_per_step(const std::vector<int64_t>& ys) {
   if (ys.size() < 3) return std::nullopt;
+  // The median step-to-step change, not a least-squares slope: one-time jumps (the optimizer's state and the
+  // gradients appear during the first step, a cache fills once) must not read as a steady rise when the other
+  // steps change by a few hundred bytes.
+  std::vector<int64_t> d;
   size_t rises = 0;
-  for (size_t q = 1; q < ys.size(); ++q) rises += ys[q] > ys[q - 1];
-  if (rises * 3 < (ys.size() - 1) * 2) return 0;
-  const double n = double(ys.size());
-  double mx = 0, my = 0;
-  for (size_t q = 0; q < ys.size(); ++q) mx += double(q), my += double(ys[q]);
-  mx /= n, my /= n;
-  double sxy = 0, sxx = 0;
-  for (size_t q = 0; q < ys.size(); ++q) sxy += (double(q) - mx) * (double(ys[q]) - my), sxx += (double(q) - mx) * (double(q) - mx);
-  if (sxx <= 0) return 0;
-  const int64_t slope = static_cast<int64_t>(std::llround(sxy / sxx));
-  return slope >= kMemoryGrowthFloor ? slope : 0;
+  for (size_t q = 1; q < ys.size(); ++q) {
+    d.push_back(ys[q] - ys[q - 1]);
+    rises += ys[q] > ys[q - 1];
+  }
+  if (rises * 3 < d.size() * 2) return 0;
+  std::sort(d.begin(), d.end());
+  const size_t n = d.size();
+  const int64_t median = n % 2 ? d[n / 2] : d[n / 2 - 1] / 2 + d[n / 2] / 2;
+  return median >= kMemoryGrowthFloor ? median : 0;
 }
 
 std::optional<MemoryBudget> memory_budget_section(const json& facts, const std::optional<Device>& device) {
@@ -100,7 +102,13 @@ std::optional<MemoryBudget> memory_budget_section(const json& facts, const std::
     if (auto a = bytes_at(m, "activation_saved_bytes")) {
       b.activation_bytes = a;
       b.activation_source = "the tensors the loss's autograd graph holds for backward when backward starts";
-      b.peak_bytes = b.static_bytes + *a;
+    } else if (auto h = bytes_at(m, "activation_heap_bytes")) {
+      b.activation_bytes = h;
+      b.activation_source = "the C heap's growth over the forward pass (mallinfo2 when the forward starts and when "
+                            "backward starts, median of the measured steps; the forward's outputs included)";
+    }
+    if (b.activation_bytes) {
+      b.peak_bytes = b.static_bytes + *b.activation_bytes;
       b.peak_source = "parameters, gradients, optimizer state and activations: a lower bound (the backward's "
                       "temporaries are not in it)";
     }
@@ -125,7 +133,7 @@ std::optional<MemoryBudget> memory_budget_section(const json& facts, const std::
     if (b.free_bytes && *b.activation_per_sample_bytes > 0) {
       b.samples_fit = *b.batch_size + *b.free_bytes / *b.activation_per_sample_bytes;
       b.fit = "batch " + std::to_string(*b.batch_size) + " fits with " + gib(*b.free_bytes) + " free; about " +
-              std::to_string(*b.samples_fit) + " samples would fit (" + gib(*b.activation_per_sample_bytes) +
+              format_count(*b.samples_fit) + " samples would fit (" + gib(*b.activation_per_sample_bytes) +
               " of activations per sample)";
     }
   }

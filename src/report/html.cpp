@@ -522,6 +522,7 @@ std::string render_html(const Report& report, const trace::Trace* trace) {
   if (gpu_panels) h.raw("<a href=\"#kernels\">Kernels</a>");
   h.raw("<a href=\"#operators\">Operators</a>");
   if (gpu_panels) h.raw("<a href=\"#efficiency\">Efficiency</a><a href=\"#copies\">Copies</a><a href=\"#memory\">Memory</a>");
+  if (report.memory_budget) h.raw("<a href=\"#memory-budget\">Memory budget</a>");
   h.raw("<a href=\"#recommendations\">Recommendations</a><a href=\"#data-quality\">Data quality</a></nav>\n<main>\n");
   detail::write_plan(h, report);
   write_breakdown(h, report);

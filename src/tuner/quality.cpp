@@ -51,7 +51,9 @@ LossCurve loss_from_report(const analysis::Report& report, long long batch) {
     c.values.push_back(value);
   }
   c.recorded = !c.steps.empty();
-  c.warmup_steps = static_cast<long long>(number_path(report.facts, {"capture", "warmup_steps"}).value_or(0));
+  // The built-in workload says its warm-up in facts.loss; the shim in facts.capture.
+  c.warmup_steps = static_cast<long long>(number_path(report.facts, {"loss", "warmup_steps"})
+                                              .value_or(number_path(report.facts, {"capture", "warmup_steps"}).value_or(0)));
   c.samples_per_step = batch > 0 ? static_cast<double>(batch) : 0;
   return c;
 }

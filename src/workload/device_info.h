@@ -20,5 +20,7 @@ GpuInfo query_gpu();
 // Peak bytes allocated by the CUDA caching allocator on device 0 since the last reset; 0 without CUDA.
 int64_t gpu_peak_allocated_bytes();
 void reset_gpu_peak();
+// Bytes allocated by the CUDA caching allocator on device 0 now; 0 without CUDA.
+int64_t gpu_allocated_bytes();
 
 }  // namespace profile_train::workload

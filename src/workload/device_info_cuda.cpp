@@ -24,6 +24,12 @@ int64_t gpu_peak_allocated_bytes() {
   return stats.allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)].peak;
 }
 
+int64_t gpu_allocated_bytes() {
+  if (c10::cuda::device_count() == 0) return 0;
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(0);
+  return stats.allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)].current;
+}
+
 void reset_gpu_peak() {
   if (c10::cuda::device_count() > 0) c10::cuda::CUDACachingAllocator::resetPeakStats(0);
 }

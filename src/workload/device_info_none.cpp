@@ -6,5 +6,6 @@ namespace profile_train::workload {
 GpuInfo query_gpu() { return {}; }
 int64_t gpu_peak_allocated_bytes() { return 0; }
 void reset_gpu_peak() {}
+int64_t gpu_allocated_bytes() { return 0; }
 
 }  // namespace profile_train::workload

@@ -2,8 +2,18 @@
 
 #include <torch/optim.h>
 
+#include <unordered_set>
+
 namespace profile_train::workload {
 namespace {
+
+// Adds the bytes of `t`'s storage to `total` unless that storage was counted already.
+void add_storage(const torch::Tensor& t, std::unordered_set<const void*>& seen, int64_t& total) {
+  if (!t.defined()) return;
+  const auto& storage = t.storage();
+  if (!seen.insert(storage.data()).second) return;
+  total += static_cast<int64_t>(storage.nbytes());
+}
 
 // The plain per-parameter update of torch::optim (a for-loop of small kernels per parameter).
 class TorchOptimizer : public WorkloadOptimizer {
@@ -32,6 +42,26 @@ class TorchOptimizer : public WorkloadOptimizer {
   }
   void zero_grad() override { opt_->zero_grad(/*set_to_none=*/true); }
   void step(const torch::Tensor*, const torch::Tensor*) override { opt_->step(); }
+
+  int64_t state_bytes() const override {
+    std::unordered_set<const void*> seen;
+    int64_t total = 0;
+    for (const auto& [key, state] : opt_->state()) {
+      (void)key;
+      if (const auto* s = dynamic_cast<const torch::optim::SGDParamState*>(state.get())) {
+        add_storage(s->momentum_buffer(), seen, total);
+      } else if (const auto* a = dynamic_cast<const torch::optim::AdamParamState*>(state.get())) {
+        add_storage(a->exp_avg(), seen, total);
+        add_storage(a->exp_avg_sq(), seen, total);
+        add_storage(a->max_exp_avg_sq(), seen, total);
+      } else if (const auto* w = dynamic_cast<const torch::optim::AdamWParamState*>(state.get())) {
+        add_storage(w->exp_avg(), seen, total);
+        add_storage(w->exp_avg_sq(), seen, total);
+        add_storage(w->max_exp_avg_sq(), seen, total);
+      }
+    }
+    return total;
+  }
 
  private:
   std::unique_ptr<torch::optim::Optimizer> opt_;
@@ -141,6 +171,15 @@ class MultiTensorOptimizer : public WorkloadOptimizer {
     at::_foreach_div_(denom, bias2_sqrt);
     at::_foreach_add_(denom, kEps);
     at::_foreach_addcdiv_(p, a, denom, -lr_ / bias1);
+  }
+
+  int64_t state_bytes() const override {
+    std::unordered_set<const void*> seen;
+    int64_t total = 0;
+    for (const auto* list : {&momentum_, &exp_avg_, &exp_avg_sq_, &steps_}) {
+      for (const auto& t : *list) add_storage(t, seen, total);
+    }
+    return total;
   }
 
  private:

@@ -2,6 +2,7 @@
 // for --foreach / --fused (which torch::optim does not offer in C++).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,6 +24,10 @@ class WorkloadOptimizer {
   virtual bool supports_amp_scaling() const { return false; }
   // Defined gradients of the parameters, in parameter order.
   std::vector<torch::Tensor> grads() const;
+  // Bytes of every tensor the optimizer keeps between steps (momentum buffers; Adam/AdamW's two moments, and
+  // the fused kernels' step counters), each storage once: facts.memory.optimizer_state_bytes. torch::optim
+  // keeps its step count as an integer, not a tensor.
+  virtual int64_t state_bytes() const = 0;
 
   const std::string& class_name() const { return class_name_; }  // "SGD" | "Adam" | "AdamW"
   bool foreach() const { return foreach_; }

@@ -59,6 +59,26 @@ nlohmann::json cpu_json(const CpuInfo& c) {
           {"local_ranks", c.local_ranks}};
 }
 
+// facts.loss, as the shim writes it for tune's quality guard: the loss of every step (warm-up included), steps
+// numbered from 1 so that steps <= warmup_steps are the warm-up; a non-finite loss as the string "nan" / "inf" /
+// "-inf" (JSON has neither). Read back once, after the run (train.cpp): no host sync per step.
+nlohmann::json loss_json(const WorkloadOptions& o, const TrainResult& r) {
+  using nlohmann::json;
+  json steps = json::array(), values = json::array();
+  for (size_t i = 0; i < r.losses.size(); ++i) {
+    const double v = r.losses[i];
+    steps.push_back(static_cast<int64_t>(i) + 1);
+    if (std::isfinite(v)) {
+      values.push_back(v);
+    } else {
+      values.push_back(std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
+    }
+  }
+  return {{"recorded", !r.losses.empty()}, {"steps", steps}, {"values", values},
+          {"backward_calls", static_cast<int64_t>(r.losses.size())}, {"not_scalar_calls", 0},
+          {"warmup_steps", o.warmup}};
+}
+
 nlohmann::json facts_json(const WorkloadOptions& o, const TrainResult& r) {
   using nlohmann::json;
   json amp_dtype = nullptr;
@@ -69,7 +89,7 @@ nlohmann::json facts_json(const WorkloadOptions& o, const TrainResult& r) {
               {"name", r.gpu.available ? json(r.gpu.name) : json(nullptr)},
               {"memory_total_bytes", r.gpu.available ? json(r.gpu.memory_total_bytes) : json(nullptr)},
               {"memory_peak_bytes", r.peak_memory_bytes >= 0 ? json(r.peak_memory_bytes) : json(nullptr)}};
-  return {
+  json facts = {
       {"dataloader",
        {{"num_workers", o.workers},
         {"pin_memory", o.pin_memory},
@@ -91,8 +111,11 @@ nlohmann::json facts_json(const WorkloadOptions& o, const TrainResult& r) {
       {"model", {{"channels_last", o.channels_last}, {"has_conv", r.has_conv}, {"dataparallel", false}}},
       {"distributed", {{"world_size", 1}}},
       {"workload", {{"name", to_string(o.model)}, {"shape", shape_json(o)}, {"planted", o.planted.names()}}},
+      {"memory", memory_facts_json(r.memory)},
       {"inferred", json::array()},
   };
+  if (!r.losses.empty()) facts["loss"] = loss_json(o, r);
+  return facts;
 }
 
 nlohmann::json result_json(const WorkloadOptions& o, const TrainResult& r) {

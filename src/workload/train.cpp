@@ -10,6 +10,8 @@
 #include <ATen/Version.h>
 #include <torch/cuda.h>
 
+#include <unordered_set>
+
 #include "amp.h"
 #include "data.h"
 #include "models.h"
@@ -133,15 +135,22 @@ StatusOr<TrainResult> train_impl(const WorkloadOptions& o, const ModelConfig& mc
   if (o.channels_last) to_channels_last(*net);
   net->train();
   r.has_conv = net->has_conv();
+  r.memory.device = r.device;
+  r.memory.batch_size = r.batch_size;
+  r.memory.parameter_bytes = 0;
   for (const auto& p : net->parameters()) {
     r.param_count += p.numel();
     const auto name = dtype_name(p.scalar_type());
+    const auto bytes = static_cast<int64_t>(p.storage().nbytes());  // each parameter owns its storage
+    r.memory.parameter_bytes += bytes;
+    r.memory.parameter_bytes_by_dtype[name] += bytes;
     if (std::find(r.param_dtypes.begin(), r.param_dtypes.end(), name) == r.param_dtypes.end()) {
       r.param_dtypes.push_back(name);
     }
   }
   auto opt = make_optimizer(o.optimizer, o.fused, o.foreach, net->parameters());
   r.optimizer_class = opt->class_name();
+  r.memory.optimizer_class = r.optimizer_class;
   r.optimizer_foreach = opt->foreach();
   r.optimizer_fused = opt->fused();
   r.weight_decay = opt->weight_decay();
@@ -172,6 +181,12 @@ StatusOr<TrainResult> train_impl(const WorkloadOptions& o, const ModelConfig& mc
   loss_history.reserve(static_cast<size_t>(total_steps));
   double host_sync_sink = 0.0;
   Clock::time_point measure_start = Clock::now();
+  // facts.memory per step (the first kMaxMemorySteps steps, as the shim): CUDA allocator counters or the C
+  // heap (host-side counters: no device sync); the forward's heap growth on the CPU, per measured step.
+  constexpr int64_t kMaxMemorySteps = 512;
+  std::vector<int64_t> forward_heap_growth;
+  int64_t heap_before_forward = -1;
+  if (use_cuda) reset_gpu_peak();
 
   for (int64_t s = 0; s < total_steps; ++s) {
     const bool measured = s >= o.warmup;
@@ -180,6 +195,14 @@ StatusOr<TrainResult> train_impl(const WorkloadOptions& o, const ModelConfig& mc
       measure_start = Clock::now();
     }
     StepTiming t;
+    const bool memory_sample = s < kMaxMemorySteps;
+    if (memory_sample) {
+      if (use_cuda) {
+        r.memory.allocated_at_start_bytes.push_back(gpu_allocated_bytes());
+      } else if (const int64_t heap = heap_in_use_bytes(); heap >= 0) {
+        r.memory.heap_in_use_at_start_bytes.push_back(heap);
+      }
+    }
     const auto t0 = Clock::now();
     Clock::time_point t1, t2, t3, t4;
     {
@@ -210,6 +233,7 @@ StatusOr<TrainResult> train_impl(const WorkloadOptions& o, const ModelConfig& mc
         opt->zero_grad();
       }
       torch::Tensor loss;
+      if (measured && !use_cuda) heap_before_forward = heap_in_use_bytes();
       {
         NvtxRange range(kRangeForward, measured);
         AutocastScope autocast(device.type(), autocast_dtype);
@@ -235,6 +259,9 @@ StatusOr<TrainResult> train_impl(const WorkloadOptions& o, const ModelConfig& mc
         if (aux.defined()) loss = loss * (1.0 + 1e-3 * aux.mean());
       }
       t3 = Clock::now();
+      if (measured && !use_cuda && heap_before_forward >= 0) {
+        if (const int64_t heap = heap_in_use_bytes(); heap >= 0) forward_heap_growth.push_back(heap - heap_before_forward);
+      }
       {
         NvtxRange range(kRangeBackward, measured);
         (scaler ? scaler->scale(loss) : loss).backward();
@@ -247,6 +274,20 @@ StatusOr<TrainResult> train_impl(const WorkloadOptions& o, const ModelConfig& mc
         } else {
           opt->step();
         }
+      }
+      if (s == o.warmup) {  // the first measured update: gradients and optimizer state exist now
+        std::unordered_set<const void*> seen;
+        r.memory.gradient_bytes = 0;
+        for (const auto& g : opt->grads()) {
+          if (seen.insert(g.storage().data()).second) r.memory.gradient_bytes += static_cast<int64_t>(g.storage().nbytes());
+        }
+        r.memory.optimizer_state_bytes = opt->state_bytes();
+      }
+      if (use_cuda && memory_sample) {
+        const int64_t peak = gpu_peak_allocated_bytes();
+        r.memory.peak_allocated_bytes.push_back(peak);
+        r.peak_memory_bytes = std::max(r.peak_memory_bytes, peak);
+        reset_gpu_peak();
       }
       loss_history.push_back(loss.detach());
       if (o.planted.host_sync) host_sync_sink += loss.item<double>();  // planted: device->host sync each step
@@ -277,7 +318,9 @@ StatusOr<TrainResult> train_impl(const WorkloadOptions& o, const ModelConfig& mc
   double wait = 0, total = 0;
   for (const auto& t : r.timings) wait += t.data_ms, total += t.step_ms;
   r.data_wait_fraction = total > 0 ? wait / total : 0.0;
-  if (use_cuda) r.peak_memory_bytes = gpu_peak_allocated_bytes();
+  if (use_cuda) r.peak_memory_bytes = std::max(r.peak_memory_bytes, gpu_peak_allocated_bytes());
+  if (!forward_heap_growth.empty()) r.memory.activation_heap_bytes = std::max<int64_t>(0, median_bytes(forward_heap_growth));
+  read_host_memory(r.memory);
   return r;
 }
 

@@ -10,6 +10,7 @@
 
 #include "cpu_info.h"
 #include "device_info.h"
+#include "memory_facts.h"
 #include "model_config.h"
 #include "options.h"
 #include "profile_train/common/status.h"
@@ -29,7 +30,8 @@ struct TrainResult {
   double samples_per_s = 0;
   int64_t param_count = 0;
   std::vector<std::string> param_dtypes;
-  int64_t peak_memory_bytes = -1;  // CUDA caching allocator peak; -1 when not on CUDA
+  int64_t peak_memory_bytes = -1;  // CUDA caching allocator peak over the run; -1 when not on CUDA
+  MemoryFacts memory;              // facts.memory: static bytes, activations, per-step figures
   GpuInfo gpu;
   CpuInfo cpu;
   std::string optimizer_class;

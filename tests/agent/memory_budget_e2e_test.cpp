@@ -136,6 +136,7 @@ TEST(MemoryBudget, KnownMlpWithAdamW) {
   // report.html shows the split and the fit line.
   const std::string html = slurp(r.out / "run" / "report.html");
   EXPECT_NE(html.find("<section id=\"memory-budget\"><h2>Memory budget (CPU)</h2>"), std::string::npos);
+  EXPECT_NE(html.find("<a href=\"#memory-budget\">Memory budget</a>"), std::string::npos);  // in the navigation
   EXPECT_NE(html.find(b["fit"].get<std::string>()), std::string::npos);
 
   // No leak: no growth named.

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "profile_train/analysis/memory_budget.h"
+#include "profile_train/common/format.h"
 #include "profile_train/report/report_json.h"
 
 using namespace profile_train::analysis;
@@ -36,7 +37,7 @@ TEST(MemoryBudgetSection, GpuPeakLessStaticIsActivations) {
   EXPECT_EQ(b->free_bytes, 80 * kGiB - 8400000064);
   EXPECT_EQ(b->samples_fit, 64 + (80 * kGiB - 8400000064) / (4400000000 / 64));
   ASSERT_TRUE(b->fit);
-  EXPECT_EQ(b->fit->rfind("batch 64 fits with 72.2 GiB free; about " + std::to_string(*b->samples_fit) +
+  EXPECT_EQ(b->fit->rfind("batch 64 fits with 72.2 GiB free; about " + format_count(*b->samples_fit) +
                               " samples would fit", 0),
             0u)
       << *b->fit;
@@ -74,6 +75,15 @@ TEST(MemoryBudgetSection, GrowthNeedsSteadyRisesAboveTheFloor) {
   EXPECT_EQ(memory_growth_per_step({100, 2000, 4000, 6000}), 0);  // rises, below 64 KiB a step
   EXPECT_EQ(memory_growth_per_step({0, 1 << 20, 0, 1 << 20, 0}), 0);  // up and down
   EXPECT_EQ(memory_growth_per_step({0, 1 << 20, 2 << 20, 3 << 20}), 1 << 20);
+  // The built-in workload's CPU heap series (12 steps): 26 MB appear during the first step (gradients, AdamW's
+  // moments), 1.1 MB once more, a few hundred bytes otherwise: no growth (a least-squares slope said ~1 MB/step).
+  EXPECT_EQ(memory_growth_per_step({82464240, 109430432, 109421424, 109422016, 109422416, 109422784, 110549584,
+                                    110551072, 110555680, 110556368, 110556608, 110561072, 110561520}),
+            0);
+  // A leak after the same first-step jump: the per-step rise, not the jump.
+  std::vector<int64_t> leak = {1000000, 30000000};
+  for (int q = 0; q < 8; ++q) leak.push_back(leak.back() + 800000 + (q % 2) * 10000);
+  EXPECT_EQ(memory_growth_per_step(leak), 810000);
 }
 
 TEST(MemoryBudgetSection, BadOrMissingFactsGiveNoFigures) {

@@ -263,6 +263,46 @@ TEST(TuneEndToEnd, BatchSizesPredictedNotToFitAreSkippedAndTheLargestRunFits) {
   EXPECT_LE(largest_peak, 60.0 * 1048576) << doc["trials"].dump(1);
 }
 
+// issue 24 on the built-in LibTorch workload (its own facts.memory: parameters, gradients and AdamW state counted
+// from the tensors, activations from the C heap's growth over the forward): the default MLP holds about 10 MiB
+// of static memory and about 13 KiB of activations per sample, so under --max-memory 40M batch 4096 is predicted
+// at about 63 MiB and skipped before any run, saying why; 64 and 256 run, and the largest fits by its own peak.
+TEST(TuneEndToEnd, TheBuiltInWorkloadSkipsBatchSizesPredictedNotToFit) {
+  const fs::path workload = fs::path(PT_BINARY_DIR) / "profile-train-workload";
+  if (!fs::exists(fs::path(PT_BINARY_DIR) / "profile-train") || !fs::exists(workload))
+    GTEST_SKIP() << "needs profile-train and profile-train-workload (LibTorch) in " << PT_BINARY_DIR;
+  std::string log;
+  const nlohmann::json doc = tune_for_real(
+      "wlmemfit", {"--knob", "batch_size=64,256,4096", "--strategy", "grid", "--repeats", "1", "--baseline-repeats",
+                   "1", "--confirm-repeats", "0", "--max-memory", "40M", "--trial-timeout", "120",
+                   "--workload-binary", workload.string(), "--workload", "mlp", "--steps", "4", "--warmup", "1",
+                   "--device", "cpu", "--threads", "1"},
+      {}, &log);
+  ASSERT_TRUE(doc.is_object()) << log;
+  if (doc["trials"][0]["status"] != "ok") GTEST_SKIP() << "baseline did not measure: " << doc["trials"][0].dump();
+  bool skipped = false;
+  for (const auto& k : doc["skipped_knobs"]) {
+    if (k["knob"] != "batch_size") continue;
+    skipped = true;
+    EXPECT_EQ(k["values"], nlohmann::json::array({"4096"})) << k.dump();
+    EXPECT_NE(k["reason"].get<std::string>().find("predicted not to fit in 40.0 MiB (--max-memory)"), std::string::npos)
+        << k.dump();
+  }
+  EXPECT_TRUE(skipped) << doc["skipped_knobs"].dump(1) << log;
+  long long largest = 0;
+  double largest_peak = -1;
+  for (const auto& t : doc["trials"]) {
+    const long long batch = std::stoll(t["config"]["batch_size"].get<std::string>());
+    EXPECT_NE(batch, 4096) << t.dump();
+    if (t["status"] != "ok" || batch <= largest) continue;
+    largest = batch;
+    largest_peak = t["peak_memory_bytes"].is_number() ? t["peak_memory_bytes"].get<double>() : -1;
+  }
+  EXPECT_EQ(largest, 256) << doc["trials"].dump(1);
+  ASSERT_GT(largest_peak, 0) << doc["trials"].dump(1);
+  EXPECT_LE(largest_peak, 40.0 * 1048576) << doc["trials"].dump(1);
+}
+
 // The quality guard through real processes: a script that scales its learning rate with the batch size (the
 // linear scaling rule) diverges at batch_size=64, which is also 4x faster per sample (a fixed cost per batch).
 // Without the guard that trial wins; with it, it is marked "changes the loss" and the baseline is kept; with

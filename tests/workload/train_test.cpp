@@ -5,6 +5,7 @@
 #include <sched.h>
 
 #include <chrono>
+#include <cmath>
 #include <numeric>
 #include <thread>
 
@@ -13,6 +14,7 @@
 #include <torch/cuda.h>
 
 #include "amp.h"
+#include "memory_facts.h"
 #include "data.h"
 #include "models.h"
 #include "optimizers.h"
@@ -263,6 +265,98 @@ TEST(WorkloadOptimizers, ForeachAndFusedAdamWMatchTheForLoop) {
   EXPECT_FALSE(torch::allclose(loop, initial, 1e-4, 1e-4));  // the updates did move the parameters
   EXPECT_TRUE(torch::allclose(loop, fe, 1e-5, 1e-6));
   EXPECT_TRUE(torch::allclose(loop, fu, 1e-5, 1e-6));
+}
+
+// issue 24: facts.memory's static bytes, counted from the tensors, equal what the shapes say for every optimizer
+// implementation: parameters and gradients 4 bytes a float, SGD one momentum buffer, Adam/AdamW two moments (the
+// fused kernels add one float32 step counter per parameter).
+TEST(WorkloadMemory, StaticBytesAreExactForEveryOptimizer) {
+  const ModelConfig mc = tiny_config(ModelKind::kMlp);
+  int64_t numel = 0, tensors = 0;
+  for (const auto& p : make_model(mc)->parameters()) numel += p.numel(), ++tensors;
+  const int64_t param_bytes = 4 * numel;
+  struct Case {
+    OptimizerKind kind;
+    bool fused, foreach;
+    int64_t state_bytes;
+  } cases[] = {{OptimizerKind::kSgd, false, false, param_bytes},
+               {OptimizerKind::kAdam, false, false, 2 * param_bytes},
+               {OptimizerKind::kAdamW, false, false, 2 * param_bytes},
+               {OptimizerKind::kAdamW, false, true, 2 * param_bytes},
+               {OptimizerKind::kAdamW, true, false, 2 * param_bytes + 4 * tensors},
+               {OptimizerKind::kSgd, false, true, param_bytes}};
+  for (const auto& c : cases) {
+    auto o = cpu_options(ModelKind::kMlp, 3);
+    o.optimizer = c.kind;
+    o.fused = c.fused;
+    o.foreach = c.foreach;
+    auto r = train(o, mc);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    SCOPED_TRACE(r->optimizer_class + (c.fused ? " fused" : c.foreach ? " foreach" : ""));
+    const MemoryFacts& m = r->memory;
+    EXPECT_EQ(m.device, "cpu");
+    EXPECT_EQ(m.batch_size, 16);
+    EXPECT_EQ(m.parameter_bytes, param_bytes);
+    EXPECT_EQ(m.parameter_bytes_by_dtype.at("float32"), param_bytes);
+    EXPECT_EQ(m.gradient_bytes, param_bytes);
+    EXPECT_EQ(m.optimizer_state_bytes, c.state_bytes);
+    EXPECT_EQ(m.optimizer_class, r->optimizer_class);
+    const auto f = facts_json(o, *r)["memory"];
+    EXPECT_EQ(f["optimizer_state_bytes_by_class"][r->optimizer_class], c.state_bytes) << f.dump();
+  }
+}
+
+// The forward's heap growth (the workload's activation figure on the CPU) is what the MLP must hold for backward:
+// each hidden layer keeps at least its Linear output and its LayerNorm output (2 x batch x hidden floats), and it
+// scales with the batch. Checked against those shapes at two batch sizes, with the per-step series and the host
+// figures present.
+TEST(WorkloadMemory, ForwardActivationsMatchTheShapesAndScaleWithTheBatch) {
+  if (heap_in_use_bytes() < 0) GTEST_SKIP() << "the C heap cannot be read here (not glibc, or another allocator)";
+  ModelConfig mc = tiny_config(ModelKind::kMlp);
+  mc.features = 256;
+  mc.hidden = 512;
+  mc.mlp_layers = 3;
+  auto activations = [&](int64_t batch) {
+    auto o = cpu_options(ModelKind::kMlp, 5);
+    o.warmup = 1;
+    o.batch_size = batch;
+    auto r = train(o, mc);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    if (!r.ok()) return int64_t{0};
+    EXPECT_EQ(r->memory.heap_in_use_at_start_bytes.size(), 6u);
+    EXPECT_GT(r->memory.rss_peak_bytes, 0);
+    EXPECT_GT(r->memory.ram_total_bytes, 0);
+    const auto f = facts_json(o, *r)["memory"];
+    EXPECT_EQ(f["steps"]["heap_in_use_at_start_bytes"].size(), 6u) << f.dump();
+    EXPECT_EQ(f["activation_heap_bytes"], r->memory.activation_heap_bytes);
+    return r->memory.activation_heap_bytes;
+  };
+  for (int64_t batch : {128, 512}) {
+    const int64_t a = activations(batch);
+    const double held = 2.0 * batch * mc.hidden * mc.mlp_layers * 4;  // bytes the backward must find
+    EXPECT_GE(a, 0.9 * held) << "batch " << batch;
+    EXPECT_LE(a, 2.5 * held) << "batch " << batch;
+  }
+}
+
+// facts.loss for tune's quality guard, in the shim's shape: every step's loss (warm-up included), steps from 1.
+TEST(WorkloadTrain, FactsCarryTheLossOfEveryStep) {
+  auto o = cpu_options(ModelKind::kMlp, 4);
+  o.warmup = 2;
+  auto r = train(o, tiny_config(ModelKind::kMlp));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const auto loss = facts_json(o, *r)["loss"];
+  ASSERT_TRUE(loss.is_object()) << facts_json(o, *r).dump();
+  EXPECT_EQ(loss["recorded"], true);
+  EXPECT_EQ(loss["steps"], nlohmann::json::array({1, 2, 3, 4, 5, 6}));
+  ASSERT_EQ(loss["values"].size(), 6u);
+  for (size_t i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(loss["values"][i].get<float>(), r->losses[i]);
+  EXPECT_EQ(loss["warmup_steps"], 2);
+  TrainResult bad = *r;
+  bad.losses = {1.0f, std::nanf(""), INFINITY};
+  EXPECT_EQ(facts_json(o, bad)["loss"]["values"], nlohmann::json::array({1.0, "nan", "inf"}));
+  bad.losses.clear();
+  EXPECT_FALSE(facts_json(o, bad).contains("loss"));  // the set-up facts, before any step
 }
 
 TEST(WorkloadTrain, EveryModelLowersItsLossOnTheCpu) {

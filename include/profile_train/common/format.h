@@ -15,7 +15,7 @@ inline std::string format_fixed(double v, int decimals = 1) {
 }
 
 // `v` with `digits` significant digits in fixed notation, never fewer than 0 nor more than 6 decimals:
-// 0.1234 -> "0.123", 12.34 -> "12.3", 1234.5 -> "1235" (rates below 1 keep their digits: "0.12", not "0.1").
+// 0.1234 -> "0.123", 12.34 -> "12.3", 1234.6 -> "1235" (rates below 1 keep their digits: "0.12", not "0.1").
 inline std::string format_significant(double v, int digits = 3) {
   if (!std::isfinite(v) || v == 0) return format_fixed(v, 0);
   const int magnitude = static_cast<int>(std::floor(std::log10(std::fabs(v))));
@@ -31,6 +31,17 @@ inline std::string format_bytes_binary(double v) {
   int u = 0;
   while (std::fabs(v) >= 1024.0 && u < 4) v /= 1024.0, ++u;
   return u == 0 ? format_fixed(v, 0) + " B" : format_fixed(v, 1) + " " + kUnit[u];
+}
+
+// A count with thousands separators ("1,813,641"; "-12,000"; "512").
+inline std::string format_count(long long v) {
+  std::string digits = std::to_string(v < 0 ? -(v + 1) + 1ULL : static_cast<unsigned long long>(v));
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return v < 0 ? "-" + out : out;
 }
 
 }  // namespace profile_train
