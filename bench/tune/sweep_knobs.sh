@@ -5,11 +5,13 @@
 # each next to the grid over the same space, then a fresh re-run of each winner:
 #   - Python programs: `profile-train run --apply OUT/apply.json` against a plain `run` of the unmodified program;
 #   - workloads: the winner's command (tune.json `change.command`) against the baseline's.
-# Interleaved, FRESH runs each; the ratio of mean step times is compared with the guided sweep's confirmed interval.
+# The grid's best is re-run the same way: its own figure is the best of single noisy runs (biased upwards).
+# Interleaved, FRESH rounds; the ratio of mean step times is compared with the guided sweep's confirmed interval.
 # Prints one markdown table per target and writes OUT_DIR/summary.md (commit it under bench/results/ with the date).
 #
 # usage: bench/tune/sweep_knobs.sh [BUILD_DIR] [OUT_DIR]
-# env:   TARGETS (default "wl-cnn wl-transformer py-cnn py-lm py-lightning"), FRESH (interleaved re-runs each, 4),
+# env:   TARGETS (default "wl-cnn wl-transformer py-cnn py-lm py-lightning"), FRESH (interleaved rounds, 4),
+#        KNOB_STEPS (steps of the Python programs, 48),
 #        MAX_TRIALS (guided, 8), PYTHON (default .venv/bin/python)
 # The machine must be quiet: tune's load rule leaves out pairs measured under a changing load, and a busy
 # machine makes every figure here worthless. The load average is printed with each target.
@@ -29,7 +31,9 @@ DATA="$ROOT/tests/agent/data"
 
 # The same space for guided and grid: the knobs an unmodified program gets without code (compile is left out:
 # TorchInductor's first compile of each trial costs tens of seconds on this CPU and is not in any default space).
-SPACE=(--knob threads=1,2 --knob optimizer_impl=default,foreach,fused --knob amp=off,bf16)
+# Each knob's first value is the program's own setting (threads=0: torch's default, one per core), so the
+# baseline is the unmodified program.
+SPACE=(--knob threads=0,1 --knob optimizer_impl=default,foreach,fused --knob amp=off,bf16)
 COMMON=(--trial-timeout 300 --quiet)
 
 target_cmd() {  # the program after `--`, or the workload flags after --workload
@@ -52,13 +56,14 @@ target_space() {
 echo "machine: $(uname -srm), $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 echo "date:    $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 echo "out:     $OUT_DIR"
-export KNOB_STEPS=${KNOB_STEPS:-16}
+export KNOB_STEPS=${KNOB_STEPS:-48}
 
 for t in $TARGETS; do
   # shellcheck disable=SC2207
   cmd=($(target_cmd "$t"))
   # shellcheck disable=SC2207
   space=($(target_space "$t"))
+  mkdir -p "$OUT_DIR/$t"
   for strategy in guided grid; do
     extra=(--repeats 2 --baseline-repeats 3 --confirm-repeats 4)
     [ "$strategy" = guided ] && extra+=(--max-trials "$MAX_TRIALS")
@@ -71,29 +76,31 @@ for t in $TARGETS; do
     echo $(($(date +%s) - start)) > "$OUT_DIR/$t/$strategy.seconds"
   done
 
-  # Fresh re-runs of the guided winner against the baseline, interleaved.
-  apply="$OUT_DIR/$t/guided/apply.json"
+  # Fresh re-runs, interleaved: the baseline, the guided winner and the grid's best (each sweep's winner as a user
+  # would keep it: apply.json through `run --apply` for a Python program, the winner's command for the workload).
   mkdir -p "$OUT_DIR/$t/fresh"
-  winner_cmd=()
-  if [ "${cmd[0]}" != "--" ] && [ -f "$OUT_DIR/$t/guided/tune.json" ]; then
-    # shellcheck disable=SC2207
-    winner_cmd=($("$PYTHON" -c 'import json,sys; c=(json.load(open(sys.argv[1])).get("change") or {}).get("command"); print(" ".join(c) if c else "")' "$OUT_DIR/$t/guided/tune.json"))
-  fi
   for r in $(seq 1 "$FRESH"); do
-    echo "[$t] fresh pair $r/$FRESH (load $(cut -d' ' -f1 /proc/loadavg))"
-    if [ "${cmd[0]}" = "--" ]; then
-      "$PT" run --out "$OUT_DIR/$t/fresh/base-$r" "${cmd[@]}" > "$OUT_DIR/$t/fresh/base-$r.log" 2>&1 || true
-      if [ -f "$apply" ]; then
-        "$PT" run --apply "$apply" --out "$OUT_DIR/$t/fresh/win-$r" "${cmd[@]}" > "$OUT_DIR/$t/fresh/win-$r.log" 2>&1 || true
+    echo "[$t] fresh round $r/$FRESH (load $(cut -d' ' -f1 /proc/loadavg))"
+    for who in base guided grid; do
+      d="$OUT_DIR/$t/fresh/$who-$r"
+      if [ "${cmd[0]}" = "--" ]; then
+        apply=()
+        if [ "$who" != base ]; then
+          [ -f "$OUT_DIR/$t/$who/apply.json" ] || continue
+          apply=(--apply "$OUT_DIR/$t/$who/apply.json")
+        fi
+        "$PT" run "${apply[@]}" --out "$d" "${cmd[@]}" > "$d.log" 2>&1 || true
+      else
+        run_cmd=("$WL" --model "${cmd[3]}" "${cmd[@]:4}")
+        if [ "$who" != base ]; then
+          # tune.json's change.command names the workload by its file name: run this build's.
+          # shellcheck disable=SC2207
+          run_cmd=($("$PYTHON" -c 'import json,sys; d=json.load(open(sys.argv[1])); c=(d.get("change") or {}).get("command") or []; print(" ".join([sys.argv[2]] + c[1:]) if c and not d["trials"][0]["is_best"] else "")' "$OUT_DIR/$t/$who/tune.json" "$WL"))
+          [ ${#run_cmd[@]} -gt 0 ] || continue
+        fi
+        "$PT" run --out "$d" -- "${run_cmd[@]}" > "$d.log" 2>&1 || true
       fi
-    else
-      # The workload's baseline command: the binary and the flags after --workload.
-      base=("$WL" --model "${cmd[3]}" "${cmd[@]:4}")
-      "$PT" run --out "$OUT_DIR/$t/fresh/base-$r" -- "${base[@]}" > "$OUT_DIR/$t/fresh/base-$r.log" 2>&1 || true
-      if [ ${#winner_cmd[@]} -gt 0 ]; then
-        "$PT" run --out "$OUT_DIR/$t/fresh/win-$r" -- "${winner_cmd[@]}" > "$OUT_DIR/$t/fresh/win-$r.log" 2>&1 || true
-      fi
-    fi
+    done
   done
 done
 
@@ -118,7 +125,7 @@ def step_ms(p):
     except Exception:
         return None
 
-print("| target | guided winner (trials, s) | guided: x gain [95% interval], claimed | loss vs baseline | grid best (trials, s) | guided's pick in the grid / grid best | fresh re-run: winner/baseline speed (n) | inside the interval |")
+print("| target | guided winner (trials, s) | guided: x gain [95% interval], claimed | loss vs baseline | grid best by its own runs (trials, s) | fresh: guided winner / baseline | inside the interval | fresh: grid best / baseline |")
 print("|---|---|---|---|---|---|---|---|")
 for t in targets:
     g, d = load(f"{out}/{t}/guided/tune.json"), load(f"{out}/{t}/grid/tune.json")
@@ -136,18 +143,23 @@ for t in targets:
     if loss.get("trial_mean") is not None and loss.get("baseline_mean") is not None:
         ls = f"{loss['trial_mean']:.4g} vs {loss['baseline_mean']:.4g}" + f" ({loss.get('status')})"
     else:
-        ls = "baseline kept" if gb.get("trial") == 0 else "-"
-    same = [x for x in d["trials"] if x["config"] == gb.get("config") and x.get("throughput")]
-    pick = f"{same[0]['throughput'] / db['throughput']:.3f}" if same and db.get("throughput") else "-"
-    base = [step_ms(f"{out}/{t}/fresh/base-{r}/report.json") for r in range(1, 100) if os.path.isdir(f"{out}/{t}/fresh/base-{r}")]
-    win = [step_ms(f"{out}/{t}/fresh/win-{r}/report.json") for r in range(1, 100) if os.path.isdir(f"{out}/{t}/fresh/win-{r}")]
-    base, win = [x for x in base if x], [x for x in win if x]
-    fresh, inside = "no winner to re-run", "-"
-    if base and win:
-        ratio = statistics.mean(base) / statistics.mean(win)
-        fresh = f"x{ratio:.2f} ({statistics.mean(win):.1f} vs {statistics.mean(base):.1f} ms/step, {len(win)}+{len(base)})"
-        if sp.get("low") is not None:
-            inside = "yes" if sp["low"] <= ratio <= sp["high"] else "no"
+        ls = "baseline kept" if gb.get("trial") == 1 else "-"
+    def fresh(who):
+        vals = [step_ms(f"{out}/{t}/fresh/{who}-{r}/report.json") for r in range(1, 100)
+                if os.path.isdir(f"{out}/{t}/fresh/{who}-{r}")]
+        return [x for x in vals if x]
+    base = fresh("base")
+    def vs_base(who):
+        w = fresh(who)
+        if not base or not w:
+            return None, "no winner to re-run" if not w else "-"
+        ratio = statistics.mean(base) / statistics.mean(w)
+        return ratio, f"x{ratio:.2f} ({statistics.mean(w):.1f} vs {statistics.mean(base):.1f} ms/step, {len(w)}+{len(base)} runs)"
+    g_ratio, g_text = vs_base("guided")
+    d_ratio, d_text = vs_base("grid")
+    inside = "-"
+    if g_ratio is not None and sp.get("low") is not None:
+        inside = "yes" if sp["low"] <= g_ratio <= sp["high"] else "no"
     print(f"| {t} | {cfg(gb.get('config'))} ({len(g['trials'])}, {secs('guided')}) | {gain} | {ls} | "
-          f"{cfg(db.get('config'))} at {db.get('throughput', 0):.4g} ({len(d['trials'])}, {secs('grid')}) | {pick} | {fresh} | {inside} |")
+          f"{cfg(db.get('config'))}: {db.get('throughput', 0):.4g}/s (x{(d.get('speedup') or {}).get('value', 1):.2f} by its own runs; {len(d['trials'])}, {secs('grid')}) | {g_text} | {inside} | {d_text} |")
 PY

@@ -121,7 +121,23 @@ void print_load_error(const std::string& file, const Status& s) {
   else std::cerr << "profile-train: " << terminal_safe(file) << ": " << terminal_safe(m) << "\n";
 }
 
-int run_analyze(const AnalyzeArgs& a) {
+// What the traces of one `analyze` command add up to: the summary rows, the rank reports of a job, the worst
+// exit code and whether --fail-on matched.
+struct AnalyzeRow {
+  std::string file, verdict, folder;
+  double confidence = 0, mean_ms = -1, util = -1;
+};
+struct AnalyzeJob {
+  bool multi = false;  // several reports: each in its own sub-folder
+  std::set<std::string> used_names;
+  std::vector<AnalyzeRow> rows;
+  std::vector<analysis::RankReport> rank_reports;  // for the job summary, when the traces are ranks of one job
+  int worst = kExitOk;
+  bool gate = false;
+};
+
+// The options that need more than CLI11's checks; exit 2 with one line on the first bad one, else kExitOk.
+int check_analyze_args(const AnalyzeArgs& a, uint64_t* max_input_bytes) {
   for (const auto& f : a.formats) {
     if (f != "text" && f != "json" && f != "html") {
       std::cerr << "profile-train: --format: unknown format '" << terminal_safe(f) << "' (use text, json, html)\n";
@@ -134,8 +150,7 @@ int run_analyze(const AnalyzeArgs& a) {
       return kExitBadInput;
     }
   }
-  uint64_t max_input_bytes = 0;
-  if (!parse_size(a.max_input_size, &max_input_bytes)) {
+  if (!parse_size(a.max_input_size, max_input_bytes)) {
     std::cerr << "profile-train: --max-input-size: '" << terminal_safe(a.max_input_size)
               << "' is not a size (bytes, or a number with K, M, G or T)\n";
     return kExitBadInput;
@@ -148,7 +163,61 @@ int run_analyze(const AnalyzeArgs& a) {
     std::cerr << "profile-train: --max-analysis-seconds: must be >= 0 (0 = no limit)\n";
     return kExitBadInput;
   }
-  OutputOptions base;
+  return kExitOk;
+}
+
+// One trace's report into its folder (a sub-folder `stem` when the command has several), its summary row and,
+// for a job, its rank report; returns report_trace's exit code.
+int report_one(const AnalyzeArgs& a, const OutputOptions& base, const rules::RuleSet& rules, trace::Trace& one,
+               const std::string& label, const std::string& stem, AnalyzeJob& job) {
+  OutputOptions o = base;
+  std::string folder;
+  if (job.multi) {
+    folder = stem;
+    for (int k = 2; job.used_names.count(folder); ++k) folder = stem + "-" + std::to_string(k);
+    job.used_names.insert(folder);
+    o.out_dir = base.out_dir / folder;
+    if (o.perfetto) o.perfetto = o.out_dir / base.perfetto->filename();
+    if (!a.quiet && std::find(a.formats.begin(), a.formats.end(), "text") != a.formats.end())
+      std::cout << "== " << terminal_safe(label) << " ==\n";
+  }
+  std::optional<analysis::Report> report;
+  const int rc = report_trace(one, o, &report);
+  if (rc != kExitOk) return rc;
+  if (!a.explain.empty())  // the rules evaluate over report.json
+    std::cout << terminal_safe(rules::explain_rule(rules, a.explain, report::to_json(*report)), true) << "\n";
+  AnalyzeRow row;
+  row.file = label;
+  row.folder = folder;
+  row.verdict = std::string(name_of(report->verdict.bottleneck));
+  row.confidence = report->verdict.confidence;
+  row.mean_ms = report->steps.mean_ms.value_or(-1);
+  row.util = report->gpu.utilization.value_or(-1);
+  if (std::find(a.fail_on.begin(), a.fail_on.end(), row.verdict) != a.fail_on.end()) job.gate = true;
+  job.rows.push_back(row);
+  if (job.multi) job.rank_reports.push_back({label, std::move(*report)});
+  if (job.multi && !a.quiet) std::cout << "\n";
+  return kExitOk;
+}
+
+// The multi-trace summary: one row per report, under its folder name.
+void print_summary_table(const std::vector<AnalyzeRow>& rows, const std::filesystem::path& out_dir) {
+  std::cout << "Summary (" << rows.size() << " trace(s), reports under " << terminal_safe(out_dir.string()) << "/<name>/)\n";
+  std::cout << "  " << std::left << std::setw(40) << "trace" << std::setw(18) << "verdict" << std::setw(6) << "conf"
+            << std::setw(12) << "step ms" << "GPU util\n";
+  for (const auto& r : rows) {
+    std::ostringstream ms, ut, cf;
+    ms << std::fixed << std::setprecision(2) << r.mean_ms;
+    ut << std::fixed << std::setprecision(1) << 100.0 * r.util << "%";
+    cf << std::fixed << std::setprecision(2) << r.confidence;
+    std::cout << "  " << std::left << std::setw(40) << r.folder << std::setw(18) << terminal_safe(r.verdict) << std::setw(6) << cf.str()
+              << std::setw(12) << (r.mean_ms >= 0 ? ms.str() : "n/a") << (r.util >= 0 ? ut.str() : "n/a") << "\n";
+  }
+}
+
+// The output options shared by every trace of the command (--gpu-spec read here: exit 2 when bad).
+int output_options(const AnalyzeArgs& a, OutputOptions* out) {
+  OutputOptions& base = *out;
   base.out_dir = a.out;
   base.formats = a.formats;
   base.quiet = a.quiet;
@@ -163,6 +232,32 @@ int run_analyze(const AnalyzeArgs& a) {
   }
   if (!a.perfetto.empty()) base.perfetto = std::filesystem::path(a.perfetto);
 
+  return kExitOk;
+}
+
+// After the last trace: the job summary when the traces are ranks of one job, then the exit code (the worst
+// trace's, else --fail-on's).
+int finish_analyze(const AnalyzeArgs& a, const std::filesystem::path& out_dir, AnalyzeJob& job) {
+  if (analysis::is_one_job(job.rank_reports)) {
+    const bool text = std::find(a.formats.begin(), a.formats.end(), "text") != a.formats.end();
+    const bool json = std::find(a.formats.begin(), a.formats.end(), "json") != a.formats.end();
+    const bool html = std::find(a.formats.begin(), a.formats.end(), "html") != a.formats.end();
+    job.worst = std::max(job.worst, report_job(job.rank_reports, out_dir, json, html, a.quiet || !text));
+  }
+  if (job.worst != kExitOk) return job.worst;
+  if (job.gate) {
+    std::cerr << "profile-train: --fail-on: verdict in {";
+    for (size_t i = 0; i < a.fail_on.size(); ++i) std::cerr << (i ? "," : "") << terminal_safe(a.fail_on[i]);
+    std::cerr << "}\n";
+    return kExitThreshold;
+  }
+  return kExitOk;
+}
+
+// Before any trace is loaded: the output paths, the output folder (locked for this command while `lock` lives),
+// the rules and --explain's rule id. Exit 2 (or the failure's code) with one line, else kExitOk.
+int check_outputs_and_rules(const AnalyzeArgs& a, const OutputOptions& base, FolderLock* lock,
+                            std::shared_ptr<const rules::RuleSet>* rules) {
   // Fail fast, before any work: output paths, output folder (locked for this command), rules. With several
   // traces the timeline goes into each trace's sub-folder; report_trace() checks it there.
   const std::vector<std::filesystem::path> inputs(a.traces.begin(), a.traces.end());
@@ -170,7 +265,6 @@ int run_analyze(const AnalyzeArgs& a) {
     return print_failure("profile-train", s);
   const bool writes = std::find(a.formats.begin(), a.formats.end(), "json") != a.formats.end() ||
                       std::find(a.formats.begin(), a.formats.end(), "html") != a.formats.end() || base.perfetto;
-  FolderLock lock;
   if (writes) {
     if (Status s = check_writable_dir(base.out_dir); !s.ok()) {
       std::cerr << "profile-train: " << terminal_safe(s.message()) << "\n";
@@ -178,22 +272,30 @@ int run_analyze(const AnalyzeArgs& a) {
     }
     auto locked = lock_output_folder(base.out_dir, "analyze");
     if (!locked.ok()) return print_failure("profile-train", locked.status());
-    lock = std::move(*locked);
+    *lock = std::move(*locked);
   }
-  auto rules = rules::load_rules(base.rules_dirs);
-  if (!rules.ok()) return print_failure("profile-train", rules.status());
+  auto loaded = rules::load_rules(base.rules_dirs);
+  if (!loaded.ok()) return print_failure("profile-train", loaded.status());
+  *rules = std::move(*loaded);
   // An unknown rule id is bad usage (exit 2, as `rules show`), found before any trace is loaded.
   if (!a.explain.empty())
     if (auto known = rules::rule_json(**rules, a.explain); !known.ok())
       return print_failure("profile-train: --explain", known.status());
 
-  bool multi = a.traces.size() > 1;
-  std::set<std::string> used_names;
-  struct Row { std::string file, verdict, folder; double confidence = 0, mean_ms = -1, util = -1; };
-  std::vector<Row> rows;
-  std::vector<analysis::RankReport> rank_reports;  // for the job summary, when the traces are ranks of one job
-  int worst = kExitOk;
-  bool gate = false;
+  return kExitOk;
+}
+
+int run_analyze(const AnalyzeArgs& a) {
+  uint64_t max_input_bytes = 0;
+  if (int rc = check_analyze_args(a, &max_input_bytes); rc != kExitOk) return rc;
+  OutputOptions base;
+  if (int rc = output_options(a, &base); rc != kExitOk) return rc;
+  // Fail fast, before any work: output paths, output folder (locked for this command), rules.
+  FolderLock lock;
+  std::shared_ptr<const rules::RuleSet> rules;
+  if (int rc = check_outputs_and_rules(a, base, &lock, &rules); rc != kExitOk) return rc;
+  AnalyzeJob job;
+  job.multi = a.traces.size() > 1;
   const bool tty = ::isatty(2) == 1;
   // Loading dominates; the files of a multi-rank job are loaded `jobs` at a time in a sliding window (each
   // thread parses one file), the reports follow in input order.
@@ -202,7 +304,7 @@ int run_analyze(const AnalyzeArgs& a) {
   std::vector<uint64_t> done_bytes(a.traces.size(), 0), total_bytes(a.traces.size(), 0);
   auto progress = std::make_shared<Progress>(
       std::cerr,
-      multi ? "loading " + std::to_string(a.traces.size()) + " traces (" + std::to_string(jobs) + " at a time)"
+      job.multi ? "loading " + std::to_string(a.traces.size()) + " traces (" + std::to_string(jobs) + " at a time)"
             : "loading " + terminal_safe(std::filesystem::path(a.traces[0]).filename().string()),
       tty);
   auto start_load = [&](size_t i) {
@@ -243,73 +345,19 @@ int run_analyze(const AnalyzeArgs& a) {
     }
     if (!loaded.ok()) {
       print_load_error(file, loaded.status());
-      worst = kExitBadInput;
+      job.worst = kExitBadInput;
       continue;
     }
     // An Nsight Systems export of several processes gives one report per process, as rank files do.
-    if (loaded->size() > 1) multi = true;
+    if (loaded->size() > 1) job.multi = true;
     for (trace::Trace& one : *loaded) {
       const std::string label = loaded->size() > 1 ? file + " (pid " + std::to_string(one.meta.main_pid) + ")" : file;
-      OutputOptions o = base;
-      std::string folder;
-      if (multi) {
-        const std::string stem = loaded->size() > 1 ? safe_name(file) + ".pid" + std::to_string(one.meta.main_pid) : safe_name(file);
-        folder = stem;
-        for (int k = 2; used_names.count(folder); ++k) folder = stem + "-" + std::to_string(k);
-        used_names.insert(folder);
-        o.out_dir = base.out_dir / folder;
-        if (o.perfetto) o.perfetto = o.out_dir / base.perfetto->filename();
-        if (!a.quiet && std::find(a.formats.begin(), a.formats.end(), "text") != a.formats.end())
-          std::cout << "== " << terminal_safe(label) << " ==\n";
-      }
-      std::optional<analysis::Report> report;
-      const int rc = report_trace(one, o, &report);
-      if (rc != kExitOk) {
-        worst = std::max(worst, rc);
-        continue;
-      }
-      if (!a.explain.empty())  // the rules evaluate over report.json
-        std::cout << terminal_safe(rules::explain_rule(**rules, a.explain, report::to_json(*report)), true) << "\n";
-      Row row;
-      row.file = label;
-      row.folder = folder;
-      row.verdict = std::string(name_of(report->verdict.bottleneck));
-      row.confidence = report->verdict.confidence;
-      row.mean_ms = report->steps.mean_ms.value_or(-1);
-      row.util = report->gpu.utilization.value_or(-1);
-      if (std::find(a.fail_on.begin(), a.fail_on.end(), row.verdict) != a.fail_on.end()) gate = true;
-      rows.push_back(row);
-      if (multi) rank_reports.push_back({label, std::move(*report)});
-      if (multi && !a.quiet) std::cout << "\n";
+      const std::string stem = loaded->size() > 1 ? safe_name(file) + ".pid" + std::to_string(one.meta.main_pid) : safe_name(file);
+      job.worst = std::max(job.worst, report_one(a, base, *rules, one, label, stem, job));
     }
   }
-  if (multi && !rows.empty() && !a.quiet) {
-    std::cout << "Summary (" << rows.size() << " trace(s), reports under " << terminal_safe(base.out_dir.string()) << "/<name>/)\n";
-    std::cout << "  " << std::left << std::setw(40) << "trace" << std::setw(18) << "verdict" << std::setw(6) << "conf"
-              << std::setw(12) << "step ms" << "GPU util\n";
-    for (const auto& r : rows) {
-      std::ostringstream ms, ut, cf;
-      ms << std::fixed << std::setprecision(2) << r.mean_ms;
-      ut << std::fixed << std::setprecision(1) << 100.0 * r.util << "%";
-      cf << std::fixed << std::setprecision(2) << r.confidence;
-      std::cout << "  " << std::left << std::setw(40) << r.folder << std::setw(18) << terminal_safe(r.verdict) << std::setw(6) << cf.str()
-                << std::setw(12) << (r.mean_ms >= 0 ? ms.str() : "n/a") << (r.util >= 0 ? ut.str() : "n/a") << "\n";
-    }
-  }
-  if (analysis::is_one_job(rank_reports)) {
-    const bool text = std::find(a.formats.begin(), a.formats.end(), "text") != a.formats.end();
-    const bool json = std::find(a.formats.begin(), a.formats.end(), "json") != a.formats.end();
-    const bool html = std::find(a.formats.begin(), a.formats.end(), "html") != a.formats.end();
-    worst = std::max(worst, report_job(rank_reports, base.out_dir, json, html, a.quiet || !text));
-  }
-  if (worst != kExitOk) return worst;
-  if (gate) {
-    std::cerr << "profile-train: --fail-on: verdict in {";
-    for (size_t i = 0; i < a.fail_on.size(); ++i) std::cerr << (i ? "," : "") << terminal_safe(a.fail_on[i]);
-    std::cerr << "}\n";
-    return kExitThreshold;
-  }
-  return kExitOk;
+  if (job.multi && !job.rows.empty() && !a.quiet) print_summary_table(job.rows, base.out_dir);
+  return finish_analyze(a, base.out_dir, job);
 }
 
 }  // namespace

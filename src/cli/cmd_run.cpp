@@ -154,6 +154,57 @@ int validate_before_launch(RunOptions& o, const fs::path& out, const fs::path& a
   return kExitOk;
 }
 
+// What the capture session needs from `run`'s options (the shim's folder looked up next to the binary).
+CaptureOptions capture_options(const RunOptions& o, const fs::path& out, const fs::path& agent) {
+  CaptureOptions capture;
+  capture.command = o.command;
+  capture.capture_dir = out / "capture";
+  capture.agent = agent;
+  capture.shim_dir = o.no_python ? fs::path() : find_shim_dir();
+  if (!o.no_python && capture.shim_dir.empty())
+    std::cerr << "profile-train run: warning: the Python shim was not found; only NVTX ranges are recorded\n";
+  capture.warmup_steps = o.warmup_steps;
+  capture.steps = o.steps;
+  capture.stop_after_steps = o.stop_after_steps;
+  capture.no_cupti = o.no_cupti;
+  capture.kill_after_s = o.kill_after_s;
+  capture.overrides_json = o.overrides_json;
+  return capture;
+}
+
+// How the command ended, said before the reports: processes it left running, a killing signal, an exit code.
+void print_capture_outcome(const CaptureResult& cr) {
+  if (cr.leftover_processes > 0)
+    std::cerr << "profile-train run: stopped " << cr.leftover_processes << " process"
+              << (cr.leftover_processes == 1 ? "" : "es") << " that the command left running\n";
+  if (cr.signal)
+    std::cerr << "profile-train run: the command was killed by " << platform::signal_name(cr.signal)
+              << (cr.signal == SIGSEGV || cr.signal == SIGBUS || cr.signal == SIGABRT ? " (crash)" : "")
+              << "; analyzing the partial capture\n";
+  else if (cr.exit_code && *cr.exit_code != 0)
+    std::cerr << "profile-train run: the command exited with code " << *cr.exit_code << "\n";
+}
+
+// One rank's output options: its folder (rankN/ when the job has several) and its --perfetto file.
+OutputOptions rank_output_options(const RunOptions& o, const fs::path& out, const RankCapture& rank, bool ranked) {
+  OutputOptions opts;
+  opts.out_dir = ranked ? out / ("rank" + std::to_string(rank.rank)) : out;
+  for (const auto& r : o.rules_dirs) opts.rules_dirs.emplace_back(r);
+  if (!o.perfetto.empty()) {
+    fs::path pf = o.perfetto;
+    if (ranked)
+      pf.replace_filename(pf.stem().string() + ".rank" + std::to_string(rank.rank) + pf.extension().string());
+    opts.perfetto = pf;
+  }
+  opts.quiet = o.quiet;
+  opts.all_steps = o.all_steps;
+  if (!o.gpu_spec.empty())
+    if (auto specs = analysis::load_gpu_spec_file(o.gpu_spec); specs.ok())  // checked before the launch
+      opts.gpu_specs = std::make_shared<const std::vector<analysis::GpuSpec>>(std::move(*specs));
+  if (!o.device.empty()) opts.device_name = o.device;
+  return opts;
+}
+
 int run_command(RunOptions& o) {
   // fs::absolute("") throws; an empty --out is bad usage, as for `analyze`.
   if (o.out_dir.empty()) {
@@ -169,19 +220,7 @@ int run_command(RunOptions& o) {
     std::cerr << "profile-train run: " << terminal_safe(lock.status().message()) << " (nothing was launched)\n";
     return lock.status().exit_code();
   }
-  CaptureOptions capture;
-  capture.command = o.command;
-  capture.capture_dir = out / "capture";
-  capture.agent = agent;
-  capture.shim_dir = o.no_python ? fs::path() : find_shim_dir();
-  if (!o.no_python && capture.shim_dir.empty())
-    std::cerr << "profile-train run: warning: the Python shim was not found; only NVTX ranges are recorded\n";
-  capture.warmup_steps = o.warmup_steps;
-  capture.steps = o.steps;
-  capture.stop_after_steps = o.stop_after_steps;
-  capture.no_cupti = o.no_cupti;
-  capture.kill_after_s = o.kill_after_s;
-  capture.overrides_json = o.overrides_json;
+  const CaptureOptions capture = capture_options(o, out, agent);
   auto session = CaptureSession(capture).run();
   if (!session.ok()) {
     // The capture folder is checked and the command started before anything runs: nothing was launched.
@@ -190,15 +229,7 @@ int run_command(RunOptions& o) {
   }
   const CaptureResult& cr = *session;
   const int stop_rc = exit_code_for_stop_signal(cr.stop_signal);
-  if (cr.leftover_processes > 0)
-    std::cerr << "profile-train run: stopped " << cr.leftover_processes << " process"
-              << (cr.leftover_processes == 1 ? "" : "es") << " that the command left running\n";
-  if (cr.signal)
-    std::cerr << "profile-train run: the command was killed by " << platform::signal_name(cr.signal)
-              << (cr.signal == SIGSEGV || cr.signal == SIGBUS || cr.signal == SIGABRT ? " (crash)" : "")
-              << "; analyzing the partial capture\n";
-  else if (cr.exit_code && *cr.exit_code != 0)
-    std::cerr << "profile-train run: the command exited with code " << *cr.exit_code << "\n";
+  print_capture_outcome(cr);
   for (const auto& u : cr.unreadable) std::cerr << "profile-train run: skipped " << u << "\n";
   if (cr.ranks.empty()) {
     std::cerr << "profile-train run: the capture agent never attached: no capture file in "
@@ -222,21 +253,7 @@ int run_command(RunOptions& o) {
     }
     trace::Trace& t = *tr;
     apply_capture_status(cr, t);
-    OutputOptions opts;
-    opts.out_dir = ranked ? out / ("rank" + std::to_string(rank.rank)) : out;
-    for (const auto& r : o.rules_dirs) opts.rules_dirs.emplace_back(r);
-    if (!o.perfetto.empty()) {
-      fs::path pf = o.perfetto;
-      if (ranked)
-        pf.replace_filename(pf.stem().string() + ".rank" + std::to_string(rank.rank) + pf.extension().string());
-      opts.perfetto = pf;
-    }
-    opts.quiet = o.quiet;
-    opts.all_steps = o.all_steps;
-    if (!o.gpu_spec.empty())
-      if (auto specs = analysis::load_gpu_spec_file(o.gpu_spec); specs.ok())  // checked before the launch
-        opts.gpu_specs = std::make_shared<const std::vector<analysis::GpuSpec>>(std::move(*specs));
-    if (!o.device.empty()) opts.device_name = o.device;
+    OutputOptions opts = rank_output_options(o, out, rank, ranked);
     // The command and how it ended are part of the report before report.json, report.html and the summary.
     opts.complete_report = [&](analysis::Report& report) { merge_capture_result(cr, rank.files.size(), report); };
     if (!t.meta.gpu_capture_attempted) std::cout << who << ": " << t.meta.gpu_capture_status << "\n";

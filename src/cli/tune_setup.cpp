@@ -141,27 +141,10 @@ StatusOr<std::vector<std::string>> workload_tail() {
   return tail;
 }
 
-StatusOr<TuneSetup> make_setup(const TuneArgs& a, const std::vector<std::string>& workload_flags,
-                               const std::atomic<bool>* interrupted) {
-  TuneSetup s;
-  if (a.strategy != "guided" && a.strategy != "grid") {
-    return InvalidArgument("--strategy '" + a.strategy + "': expected guided or grid");
-  }
-  if (a.repeats < 1 || a.baseline_repeats < 1) return InvalidArgument("--repeats must be at least 1");
-  if (a.confirm_repeats < 0) return InvalidArgument("--confirm-repeats must be 0 or more");
-  char buf[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n <= 0) return Internal("cannot resolve /proc/self/exe");
-  s.runner.self_exe = std::string(buf, static_cast<size_t>(n));
-  // An empty --out names no folder (as for `run` and `analyze`): bad usage before anything is created.
-  if (a.out.empty()) return InvalidArgument("--out: empty folder name");
-  s.out = a.out;
-  s.runner.out_dir = s.out;
-  s.runner.run_args = a.run_args;
-  s.runner.interrupted = interrupted;
-  s.quiet = a.quiet;
-
-  tn::TuneTarget& target = s.runner.target;
+// What is tuned: the built-in workload (its binary found) or the command after --.
+Status make_target(const TuneArgs& a, const std::vector<std::string>& workload_flags, const fs::path& self_exe,
+                   tn::TuneTarget* out) {
+  tn::TuneTarget& target = *out;
   if (!a.workload.empty()) {
     if (a.workload != "cnn" && a.workload != "mlp" && a.workload != "transformer") {
       return InvalidArgument("--workload '" + a.workload + "': expected cnn, mlp or transformer");
@@ -169,7 +152,7 @@ StatusOr<TuneSetup> make_setup(const TuneArgs& a, const std::vector<std::string>
     target.kind = tn::TuneTarget::Kind::kWorkload;
     target.model = a.workload;
     target.args = workload_flags;
-    target.workload_binary = a.workload_binary.empty() ? s.runner.self_exe.parent_path() / "profile-train-workload"
+    target.workload_binary = a.workload_binary.empty() ? self_exe.parent_path() / "profile-train-workload"
                                                        : fs::absolute(a.workload_binary);
     if (!fs::exists(target.workload_binary)) {
       return NotFound("built-in workload not found at " + target.workload_binary.string() +
@@ -183,7 +166,14 @@ StatusOr<TuneSetup> make_setup(const TuneArgs& a, const std::vector<std::string>
     target.args = a.command;
   }
 
-  // The knob space: explicit --knob values, then the defaults of the target.
+  return Status::Ok();
+}
+
+// The knob space: the explicit --knob values, else the target's default knobs (the guided search's too), each
+// checked against what the target can apply; an auto knob starts at the workload's own flag.
+StatusOr<tn::KnobSpace> knob_space(const TuneArgs& a, const std::vector<std::string>& workload_flags,
+                                   const tn::TuneTarget& target, const std::set<std::string>& placeholders) {
+  tn::KnobSpace space;
   const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
   std::map<std::string, tn::KnobRange> chosen;
   for (const std::string& k : a.knobs) {
@@ -192,8 +182,6 @@ StatusOr<TuneSetup> make_setup(const TuneArgs& a, const std::vector<std::string>
     if (r->is_auto) r->values = tn::auto_values_for(*r->def, cpus);
     chosen[r->def->name] = *r;
   }
-  const std::set<std::string> placeholders =
-      target.kind == tn::TuneTarget::Kind::kCommand ? tn::placeholders_in(target.args) : std::set<std::string>{};
   for (const tn::KnobDef& def : tn::knob_catalog()) {
     if (chosen.count(def.name)) continue;
     // Defaults only when no --knob was given (an explicit list is the whole space), except placeholders,
@@ -242,8 +230,39 @@ StatusOr<TuneSetup> make_setup(const TuneArgs& a, const std::vector<std::string>
       return InvalidArgument("knob " + def.name + " has no {" + def.name +
                              "} placeholder in the command and the Python shim cannot apply it");
     }
-    s.space.push_back(r);
+    space.push_back(r);
   }
+  return space;
+}
+
+StatusOr<TuneSetup> make_setup(const TuneArgs& a, const std::vector<std::string>& workload_flags,
+                               const std::atomic<bool>* interrupted) {
+  TuneSetup s;
+  if (a.strategy != "guided" && a.strategy != "grid") {
+    return InvalidArgument("--strategy '" + a.strategy + "': expected guided or grid");
+  }
+  if (a.repeats < 1 || a.baseline_repeats < 1) return InvalidArgument("--repeats must be at least 1");
+  if (a.confirm_repeats < 0) return InvalidArgument("--confirm-repeats must be 0 or more");
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return Internal("cannot resolve /proc/self/exe");
+  s.runner.self_exe = std::string(buf, static_cast<size_t>(n));
+  // An empty --out names no folder (as for `run` and `analyze`): bad usage before anything is created.
+  if (a.out.empty()) return InvalidArgument("--out: empty folder name");
+  s.out = a.out;
+  s.runner.out_dir = s.out;
+  s.runner.run_args = a.run_args;
+  s.runner.interrupted = interrupted;
+  s.quiet = a.quiet;
+
+  tn::TuneTarget& target = s.runner.target;
+  if (Status st = make_target(a, workload_flags, s.runner.self_exe, &target); !st.ok()) return st;
+  // The knob space: explicit --knob values, then the defaults of the target.
+  const std::set<std::string> placeholders =
+      target.kind == tn::TuneTarget::Kind::kCommand ? tn::placeholders_in(target.args) : std::set<std::string>{};
+  auto space = knob_space(a, workload_flags, target, placeholders);
+  if (!space.ok()) return space.status();
+  s.space = std::move(*space);
   if (s.space.empty()) return InvalidArgument("no knob to tune");
   if (Status st = executor_setup(a, workload_flags, s); !st.ok()) return st;
 

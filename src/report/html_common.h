@@ -80,5 +80,9 @@ void write_efficiency(Html& h, const analysis::Report& report);
 void write_memory_timeline(Html& h, const analysis::Report& report);
 // The static/activation split and the fit line (report.memory_budget); nothing when absent.
 void write_memory_budget(Html& h, const analysis::Report& report);
+// html_gpu_panels.cpp: the top kernels, the copies (pageable vs pinned) and the GPU memory peak.
+void write_kernels(Html& h, const analysis::Report& report);
+void write_copies(Html& h, const analysis::Report& report);
+void write_memory(Html& h, const analysis::Report& report);
 
 }  // namespace profile_train::report::detail

@@ -23,7 +23,9 @@ struct MemoryFacts {
   std::string optimizer_class;
   // CPU: the C heap's growth over the forward pass (bytes in use when backward starts less when the forward
   // starts, mallinfo2), the median over the measured steps: what the forward holds for backward, its outputs
-  // included. -1 when the heap cannot be read (another libc, or a preloaded allocator).
+  // included. The heap is the process's: with --workers > 0 the loader threads' batches made during a forward
+  // count too (the median over the steps damps them). -1 when the heap cannot be read (another libc, or a
+  // preloaded allocator).
   int64_t activation_heap_bytes = -1;
   int64_t step_first = 0;                               // the step index of the first per-step sample
   std::vector<int64_t> peak_allocated_bytes;            // CUDA: each step's max_memory_allocated (reset per step)

@@ -37,7 +37,7 @@ TEST(MemoryBudgetSection, GpuPeakLessStaticIsActivations) {
   EXPECT_EQ(b->free_bytes, 80 * kGiB - 8400000064);
   EXPECT_EQ(b->samples_fit, 64 + (80 * kGiB - 8400000064) / (4400000000 / 64));
   ASSERT_TRUE(b->fit);
-  EXPECT_EQ(b->fit->rfind("batch 64 fits with 72.2 GiB free; about " + format_count(*b->samples_fit) +
+  EXPECT_EQ(b->fit->rfind("batch 64 fits with 72.2 GiB free; about " + profile_train::format_count(*b->samples_fit) +
                               " samples would fit", 0),
             0u)
       << *b->fit;

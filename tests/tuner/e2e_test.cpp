@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <cstdlib>
+#include <iostream>
 #include <iterator>
 #include <map>
 
@@ -100,6 +101,40 @@ TEST(TuneEndToEnd, FindsWorkersForAnUnmodifiedScriptThroughTheShim) {
   EXPECT_EQ(doc["trials"][1]["loss"]["status"], "same loss") << doc["trials"][1]["loss"].dump(2);
   EXPECT_EQ(doc["quality"]["loss"]["status"], "same loss") << doc["quality"].dump(2);
   EXPECT_TRUE(fs::exists(out / "tune" / "tune.html"));
+
+  // issue 26 item 4: the winner's overrides in apply.json, and `run --apply` reproduces its speed in fresh runs of
+  // the unmodified script: 2 plain runs and 2 with --apply, interleaved; the ratio of their mean step times falls
+  // in the confirmed interval (widened by 10% each side: two fresh runs a side carry their own noise).
+  std::ifstream apply_in(out / "tune" / "apply.json");
+  ASSERT_TRUE(apply_in) << log;
+  const nlohmann::json apply = nlohmann::json::parse(apply_in);
+  EXPECT_EQ(apply["overrides"]["dataloader.num_workers"], 2) << apply.dump(2);
+  EXPECT_EQ(apply["config"], doc["best"]["config"]) << apply.dump(2);
+  EXPECT_EQ(apply["speedup"]["low"], doc["speedup"]["low"]) << apply.dump(2);
+  EXPECT_NE(log.find("profile-train run --apply " + (out / "tune" / "apply.json").string()), std::string::npos) << log;
+  auto step_ms = [&](const std::string& name, bool with_apply) {
+    std::vector<std::string> argv = {exe.string(), "run", "--quiet", "--out", (out / name).string()};
+    if (with_apply) argv.insert(argv.end(), {"--apply", (out / "tune" / "apply.json").string()});
+    argv.insert(argv.end(), {"--", python.string(), script.string()});
+    const auto rr = pt::run_child(argv, {"SLOW_TRAIN_STEPS=20"}, out / (name + ".log"), 120, nullptr, 1);
+    EXPECT_EQ(rr.exit_code, 0) << pt::read_tail(out / (name + ".log"), 4096);
+    std::ifstream rin(out / name / "report.json");
+    const nlohmann::json rep = nlohmann::json::parse(rin, nullptr, false);
+    if (with_apply) {
+      EXPECT_EQ(rep["facts"]["dataloader"]["num_workers"], 2) << rep["facts"].dump();  // the override took effect
+    }
+    return rep.is_object() && rep["steps"]["mean_ms"].is_number() ? rep["steps"]["mean_ms"].get<double>() : NAN;
+  };
+  double plain = 0, applied = 0;
+  for (int i = 0; i < 2; ++i) {
+    plain += step_ms("plain" + std::to_string(i), false);
+    applied += step_ms("apply" + std::to_string(i), true);
+  }
+  const double fresh_ratio = plain / applied;
+  EXPECT_GE(fresh_ratio, 0.9 * doc["speedup"]["low"].get<double>()) << doc["speedup"].dump();
+  EXPECT_LE(fresh_ratio, 1.1 * doc["speedup"]["high"].get<double>()) << doc["speedup"].dump();
+  std::cout << "fresh re-run with --apply: x" << fresh_ratio << " (confirmed " << doc["speedup"]["low"] << "-"
+            << doc["speedup"]["high"] << ")\n";
   fs::remove_all(out);
 }
 
