@@ -199,6 +199,35 @@ bool torch_available() {
   return fs::exists(fs::path(PT_BINARY_DIR) / "profile-train") && std::system(cmd.c_str()) == 0;
 }
 
+// The memory-fit sweeps' shared checks: batch 4096 skipped before any run with the prediction against the
+// --max-memory cap as the reason, never run, and the largest batch that ran is `largest` with its measured peak
+// under the cap.
+void expect_4096_skipped_and_largest_fits(const nlohmann::json& doc, const std::string& log, const std::string& cap_text,
+                                          int cap_mib, long long expected_largest) {
+  bool skipped = false;
+  for (const auto& k : doc["skipped_knobs"]) {
+    if (k["knob"] != "batch_size") continue;
+    skipped = true;
+    EXPECT_EQ(k["values"], nlohmann::json::array({"4096"})) << k.dump();
+    EXPECT_NE(k["reason"].get<std::string>().find("predicted not to fit in " + cap_text + " (--max-memory)"),
+              std::string::npos)
+        << k.dump();
+  }
+  EXPECT_TRUE(skipped) << doc["skipped_knobs"].dump(1) << log;
+  long long largest = 0;
+  double largest_peak = -1;
+  for (const auto& t : doc["trials"]) {
+    const long long batch = std::stoll(t["config"]["batch_size"].get<std::string>());
+    EXPECT_NE(batch, 4096) << t.dump();
+    if (t["status"] != "ok" || batch <= largest) continue;
+    largest = batch;
+    largest_peak = t["peak_memory_bytes"].is_number() ? t["peak_memory_bytes"].get<double>() : -1;
+  }
+  EXPECT_EQ(largest, expected_largest) << doc["trials"].dump(1);
+  ASSERT_GT(largest_peak, 0) << doc["trials"].dump(1);
+  EXPECT_LE(largest_peak, cap_mib * 1048576.0) << doc["trials"].dump(1);
+}
+
 }  // namespace
 
 // issue 26 (b): on a nanoGPT-like program without a DataLoader, the guided search's default space loses its
@@ -274,28 +303,8 @@ TEST(TuneEndToEnd, BatchSizesPredictedNotToFitAreSkippedAndTheLargestRunFits) {
       {}, &log);
   ASSERT_TRUE(doc.is_object()) << log;
   if (doc["trials"][0]["status"] != "ok") GTEST_SKIP() << "baseline did not measure: " << doc["trials"][0].dump();
-  bool skipped = false;
-  for (const auto& k : doc["skipped_knobs"]) {
-    if (k["knob"] != "batch_size") continue;
-    skipped = true;
-    EXPECT_EQ(k["values"], nlohmann::json::array({"4096"})) << k.dump();
-    EXPECT_NE(k["reason"].get<std::string>().find("predicted not to fit in 60.0 MiB (--max-memory)"), std::string::npos)
-        << k.dump();
-  }
-  EXPECT_TRUE(skipped) << doc["skipped_knobs"].dump(1) << log;
+  expect_4096_skipped_and_largest_fits(doc, log, "60.0 MiB", 60, 128);
   EXPECT_NE(doc["log"].dump().find("skip batch_size=4096: predicted not to fit"), std::string::npos) << doc["log"].dump(1);
-  long long largest = 0;
-  double largest_peak = -1;
-  for (const auto& t : doc["trials"]) {
-    const long long batch = std::stoll(t["config"]["batch_size"].get<std::string>());
-    EXPECT_NE(batch, 4096) << t.dump();
-    if (t["status"] != "ok" || batch <= largest) continue;
-    largest = batch;
-    largest_peak = t["peak_memory_bytes"].is_number() ? t["peak_memory_bytes"].get<double>() : -1;
-  }
-  EXPECT_EQ(largest, 128) << doc["trials"].dump(1);
-  ASSERT_GT(largest_peak, 0) << doc["trials"].dump(1);
-  EXPECT_LE(largest_peak, 60.0 * 1048576) << doc["trials"].dump(1);
 }
 
 // issue 24 on the built-in LibTorch workload (its own facts.memory: parameters, gradients and AdamW state counted
@@ -315,27 +324,7 @@ TEST(TuneEndToEnd, TheBuiltInWorkloadSkipsBatchSizesPredictedNotToFit) {
       {}, &log);
   ASSERT_TRUE(doc.is_object()) << log;
   if (doc["trials"][0]["status"] != "ok") GTEST_SKIP() << "baseline did not measure: " << doc["trials"][0].dump();
-  bool skipped = false;
-  for (const auto& k : doc["skipped_knobs"]) {
-    if (k["knob"] != "batch_size") continue;
-    skipped = true;
-    EXPECT_EQ(k["values"], nlohmann::json::array({"4096"})) << k.dump();
-    EXPECT_NE(k["reason"].get<std::string>().find("predicted not to fit in 40.0 MiB (--max-memory)"), std::string::npos)
-        << k.dump();
-  }
-  EXPECT_TRUE(skipped) << doc["skipped_knobs"].dump(1) << log;
-  long long largest = 0;
-  double largest_peak = -1;
-  for (const auto& t : doc["trials"]) {
-    const long long batch = std::stoll(t["config"]["batch_size"].get<std::string>());
-    EXPECT_NE(batch, 4096) << t.dump();
-    if (t["status"] != "ok" || batch <= largest) continue;
-    largest = batch;
-    largest_peak = t["peak_memory_bytes"].is_number() ? t["peak_memory_bytes"].get<double>() : -1;
-  }
-  EXPECT_EQ(largest, 256) << doc["trials"].dump(1);
-  ASSERT_GT(largest_peak, 0) << doc["trials"].dump(1);
-  EXPECT_LE(largest_peak, 40.0 * 1048576) << doc["trials"].dump(1);
+  expect_4096_skipped_and_largest_fits(doc, log, "40.0 MiB", 40, 256);
 }
 
 // The quality guard through real processes: a script that scales its learning rate with the batch size (the
