@@ -101,11 +101,12 @@ std::string summary_line(const std::string& who, const analysis::Report& report)
 }
 
 // Everything that can be wrong with the options, checked before anything is launched: a typo must not cost
-// a training run. Prints one line and returns the exit code, or kExitOk.
-int validate_before_launch(RunOptions& o, const fs::path& out, const fs::path& agent) {
+// a training run. The status's exit code is the one `run` ends with (2 for what the user can fix, 1 when the
+// agent is missing from the build).
+Status validate_run(RunOptions& o, const fs::path& out, const fs::path& agent) {
   auto fail = [](const Status& st, int rc) {
-    std::cerr << "profile-train run: " << terminal_safe(st.message()) << " (nothing was launched)\n";
-    return rc;
+    if (st.exit_code() == rc) return st;
+    return rc == kExitBadInput ? InvalidArgument(st.message()) : Internal(st.message());
   };
   if (o.command.empty())
     return fail(InvalidArgument("no command given (usage: profile-train run [options] -- CMD ARGS...)"), kExitBadInput);
@@ -151,7 +152,7 @@ int validate_before_launch(RunOptions& o, const fs::path& out, const fs::path& a
     return fail(Internal("the capture agent " + agent.string() + " is missing (build the profile_train_agent target)"),
                 kExitFailure);
   if (auto exe = platform::find_program(o.command[0]); !exe.ok()) return fail(exe.status(), kExitBadInput);
-  return kExitOk;
+  return Status::Ok();
 }
 
 // What the capture session needs from `run`'s options (the shim's folder looked up next to the binary).
@@ -213,7 +214,11 @@ int run_command(RunOptions& o) {
   }
   const fs::path out = fs::absolute(o.out_dir);
   const fs::path agent = exe_dir() / "libprofile_train_agent.so";
-  if (int rc = validate_before_launch(o, out, agent); rc != kExitOk || o.validate_only) return rc;
+  if (Status st = validate_run(o, out, agent); !st.ok()) {
+    std::cerr << "profile-train run: " << terminal_safe(st.message()) << " (nothing was launched)\n";
+    return st.exit_code();
+  }
+  if (o.validate_only) return kExitOk;
   // Held until the report is written: a second run into the same --out would share capture/.
   auto lock = lock_output_folder(out, "run");
   if (!lock.ok()) {
@@ -280,10 +285,8 @@ int run_command(RunOptions& o) {
   return report_rc;
 }
 
-}  // namespace
-
-Runner add_run(CLI::App& app, std::vector<std::string> command) {
-  auto opts = std::make_shared<RunOptions>();
+// `run`'s options, registered on `app` into `opts` (the command line of `run` and validate_run_args).
+CLI::App* add_run_options(CLI::App& app, const std::shared_ptr<RunOptions>& opts) {
   auto* sub = app.add_subcommand("run", "Run a training command with the capture agent, then analyze and report");
   sub->add_option("--out", opts->out_dir, "Output directory (report.json, report.html, capture/)");
   sub->add_option("--warmup-steps", opts->warmup_steps, "Steps to run before recording")->check(non_negative());
@@ -314,18 +317,53 @@ Runner add_run(CLI::App& app, std::vector<std::string> command) {
                   "override key -> value); facts.overrides_applied / overrides_failed in the report say what took "
                   "effect. Launchers that take no wrapper: set PROFILE_TRAIN_APPLY=FILE in the environment instead");
   sub->add_option("command", opts->command, "The command to run (after --)")->expected(-1);
+  return sub;
+}
+
+// The wrapped command: the arguments after `--` (main() splits them off), or InvalidArgument when others came
+// before it.
+Status take_command(RunOptions& o, const std::vector<std::string>& after_dashes) {
+  if (after_dashes.empty()) return Status::Ok();
+  if (!o.command.empty())
+    return InvalidArgument("unexpected argument '" + o.command[0] + "' before --: the command goes after --");
+  o.command = after_dashes;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status validate_run_args(const std::vector<std::string>& args) {
+  std::vector<std::string> options = args, command;
+  if (auto dashes = std::find(options.begin(), options.end(), "--"); dashes != options.end()) {
+    command.assign(dashes + 1, options.end());
+    options.erase(dashes, options.end());
+  }
+  auto opts = std::make_shared<RunOptions>();
+  CLI::App app;
+  add_run_options(app, opts);
+  options.insert(options.begin(), "run");
+  std::reverse(options.begin(), options.end());  // CLI11 takes the arguments last first
+  try {
+    app.parse(options);
+  } catch (const CLI::ParseError& e) {
+    return InvalidArgument(e.what());
+  }
+  if (Status st = take_command(*opts, command); !st.ok()) return st;
+  if (opts->out_dir.empty()) return InvalidArgument("--out: empty folder name");
+  return validate_run(*opts, fs::absolute(opts->out_dir), exe_dir() / "libprofile_train_agent.so");
+}
+
+Runner add_run(CLI::App& app, std::vector<std::string> command) {
+  auto opts = std::make_shared<RunOptions>();
+  auto* sub = add_run_options(app, opts);
   auto after_dashes = std::make_shared<std::vector<std::string>>(std::move(command));
   sub->footer("Exit codes: 0 ok, 2 bad usage / bad rules / unwritable --out / command not found / nothing captured, "
               "4 the command failed (report still written), 130 / 143 stopped by SIGINT / SIGTERM (report written), "
               "1 internal error.");
   return [opts, after_dashes] {
-    if (!after_dashes->empty()) {
-      if (!opts->command.empty()) {
-        std::cerr << "profile-train run: unexpected argument '" << terminal_safe(opts->command[0])
-                  << "' before --: the command goes after --\n";
-        return static_cast<int>(kExitBadInput);
-      }
-      opts->command = *after_dashes;
+    if (Status st = take_command(*opts, *after_dashes); !st.ok()) {
+      std::cerr << "profile-train run: " << terminal_safe(st.message()) << "\n";
+      return st.exit_code();
     }
     return run_command(*opts);
   };

@@ -8,6 +8,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "profile_train/common/status.h"
+
 namespace profile_train::cli {
 
 using Runner = std::function<int()>;
@@ -32,5 +34,10 @@ Runner add_diff(CLI::App& app);     // cmd_diff.cpp
 // they belong to the wrapped command, never to our options).
 Runner add_run(CLI::App& app, std::vector<std::string> command);   // cmd_run.cpp
 Runner add_tune(CLI::App& app, std::vector<std::string> command);  // cmd_tune.cpp
+
+// What `run` checks before it launches anything (options, --apply, --out, rules, --gpu-spec, --perfetto, the
+// agent, the command), in this process: `args` are run's arguments (after "run", the command after "--"). The
+// status's exit code is the one `run` would end with. `tune` checks its trial command this way.
+Status validate_run_args(const std::vector<std::string>& args);  // cmd_run.cpp
 
 }  // namespace profile_train::cli

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "commands.h"
 #include "pipeline.h"
 #include "profile_train/platform/process.h"
 
@@ -293,31 +294,20 @@ Status validate_before_trials(const TuneSetup& s) {
   if (target.kind == tn::TuneTarget::Kind::kCommand && tn::placeholders_in({target.args[0]}).empty()) {
     if (auto exe = platform::find_program(target.args[0]); !exe.ok()) return exe.status();
   }
+  // The baseline trial's `run` command line, checked as `run` checks it before a launch (in this process:
+  // options, rules, --perfetto, the agent, the command), into a folder that is removed again.
   tn::ProcessTrialRunner runner(s.runner);
   const fs::path dir = s.out / "trials" / "validate";
   std::error_code ec;
   fs::create_directories(dir, ec);
   auto argv = runner.command_for(tn::baseline_config(s.space), dir, nullptr);
   if (!argv.ok()) return argv.status();
-  argv->insert(argv->begin() + 2, "--validate-only");
-  const fs::path log = s.out / "trials" / "validate.log";
-  const tn::ChildResult r = tn::run_child(*argv, {}, log, 60, nullptr, 1);
-  std::string first;
-  std::istringstream lines(tn::read_tail(log, 1 << 16));
-  while (first.empty() && std::getline(lines, first)) {
-  }
+  const Status checked = validate_run_args(std::vector<std::string>(argv->begin() + 2, argv->end()));
   fs::remove_all(dir, ec);
-  fs::remove(log, ec);
-  if (!r.started) return Internal("cannot check the trial command: " + r.start_error);
-  if (r.exit_code == kExitOk) return Status::Ok();
-  const std::string prefix = "profile-train run: ";
-  if (first.rfind(prefix, 0) == 0) first = first.substr(prefix.size());
-  const std::string suffix = " (nothing was launched)";
-  if (first.size() > suffix.size() && first.compare(first.size() - suffix.size(), suffix.size(), suffix) == 0)
-    first.resize(first.size() - suffix.size());
+  if (checked.ok()) return Status::Ok();
   const std::string what = "the trial command (" + std::string(s.runner.run_args.empty() ? "" : "--run-arg options, ") +
-                           "rules, command): " + first;
-  return r.exit_code == kExitBadInput ? InvalidArgument(what) : Internal(what);
+                           "rules, command): " + checked.message();
+  return checked.exit_code() == kExitBadInput ? InvalidArgument(what) : Internal(what);
 }
 
 }  // namespace profile_train::cli

@@ -62,8 +62,8 @@ StatusOr<TuneSetup> make_setup(const TuneArgs& a, const std::vector<std::string>
                                const std::atomic<bool>* interrupted);
 
 // Everything a trial would trip over, checked before the first one (a typo must not cost a sweep): the output
-// folder, the command, and `run` with the --run-arg options on the baseline's command line (`run
-// --validate-only`: rules, --perfetto, its own options), which launches nothing.
+// folder, the command, and `run` with the --run-arg options on the baseline's command line, checked in this
+// process as `run` checks it before a launch (validate_run_args: rules, --perfetto, its own options).
 Status validate_before_trials(const TuneSetup& s);
 
 // The raw arguments after `--workload MODEL` (CLI11 splits unknown flags from their values, so the order is

@@ -232,6 +232,8 @@ struct Utf8Repair {
 }  // namespace
 
 json to_json(const analysis::Report& report) { return write(report); }
+json to_json(const std::vector<analysis::Recommendation>& recommendations) { return write(recommendations); }
+json to_json(const analysis::Plan& plan) { return write(plan); }
 
 StatusOr<analysis::Report> report_from_json(const json& j) {
   if (!j.is_object()) return BadInput(std::string("report: expected a JSON object, got ") + j.type_name());

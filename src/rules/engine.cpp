@@ -124,32 +124,66 @@ bool before(const Fired& a, const Fired& b) {
   return a.rule->id < b.rule->id;
 }
 
-nlohmann::json to_json(const Fired& f, int rank) {
+// The recommendation a fired rule makes, typed (report.json's "recommendations" entries). The rule's names
+// (addresses, gain.from) were checked against the vocabulary when it was loaded.
+analysis::Recommendation to_recommendation(const Fired& f, int rank) {
   const detail::Rule& r = *f.rule;
   const Outcome& o = f.outcome;
-  nlohmann::json rec;
-  rec["id"] = r.id;
-  rec["title"] = r.title;
-  rec["tier"] = r.tier;
-  rec["rank"] = rank;
-  rec["group"] = group_name(f.group);
-  rec["evidence_level"] = f.level;
-  rec["check_note"] = f.level_note.empty() ? nlohmann::json(nullptr) : nlohmann::json(f.level_note);
-  rec["addresses"] = r.addresses;
-  rec["addresses_bottleneck"] = f.addresses;
-  rec["cost"] = {{"effort", detail::level_name(r.cost.effort)}, {"risk", detail::level_name(r.cost.risk)}};
-  rec["rank_reason"] = f.reason;
-  rec["estimated_speedup_max"] = o.speedup;
-  rec["removable_share"] = o.gain_known ? nlohmann::json(o.share) : nlohmann::json(nullptr);
-  rec["gain_from"] = r.gain_from;
-  rec["evidence"] = o.evidence;
-  if (!o.gain_known)
-    rec["evidence"].push_back("The gain cannot be bounded from this report (a metric it needs is missing).");
-  rec["fix"] = {{"python", r.fix_python}, {"cpp", r.fix_cpp}};
-  rec["caveats"] = r.caveats;
-  rec["references"] = r.references;
-  rec["knobs"] = r.knobs;
+  analysis::Recommendation rec;
+  rec.id = r.id;
+  rec.title = r.title;
+  rec.tier = r.tier;
+  rec.rank = rank;
+  rec.group = group_name(f.group);
+  rec.evidence_level = f.level;
+  if (!f.level_note.empty()) rec.check_note = f.level_note;
+  for (const auto& name : r.addresses)
+    if (auto b = bottleneck_from_name(name)) rec.addresses.push_back(*b);
+  rec.addresses_bottleneck = f.addresses;
+  rec.cost = {detail::level_name(r.cost.effort), detail::level_name(r.cost.risk)};
+  rec.rank_reason = f.reason;
+  rec.estimated_speedup_max = o.speedup;
+  if (o.gain_known) rec.removable_share = o.share;
+  for (const auto& name : r.gain_from)
+    if (auto role = role_from_name(name)) rec.gain_from.push_back(*role);
+  rec.evidence = o.evidence;
+  if (!o.gain_known) rec.evidence.push_back("The gain cannot be bounded from this report (a metric it needs is missing).");
+  rec.fix = {r.fix_python, r.fix_cpp};
+  rec.caveats = r.caveats;
+  rec.references = r.references;
+  rec.knobs = r.knobs;
   return rec;
+}
+
+// A hand-made recommendations array (build_plan's JSON form) read leniently: only what the plan uses, each key
+// at its default when absent or of another type.
+std::vector<analysis::Recommendation> plan_inputs(const nlohmann::json& recommendations) {
+  std::vector<analysis::Recommendation> out;
+  if (!recommendations.is_array()) return out;
+  auto text = [](const nlohmann::json& j, const char* key, const std::string& fallback) {
+    auto it = j.find(key);
+    return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
+  };
+  for (const auto& j : recommendations) {
+    if (!j.is_object()) continue;
+    analysis::Recommendation rec;
+    rec.id = text(j, "id", "");
+    rec.title = text(j, "title", "");
+    rec.group = text(j, "group", "");
+    rec.evidence_level = text(j, "evidence_level", "measured");
+    if (auto it = j.find("check_note"); it != j.end() && it->is_string()) rec.check_note = it->get<std::string>();
+    if (auto it = j.find("addresses_bottleneck"); it != j.end() && it->is_boolean())
+      rec.addresses_bottleneck = it->get<bool>();
+    if (auto it = j.find("removable_share"); it != j.end() && it->is_number()) rec.removable_share = it->get<double>();
+    if (auto it = j.find("estimated_speedup_max"); it != j.end() && it->is_number())
+      rec.estimated_speedup_max = it->get<double>();
+    if (auto it = j.find("gain_from"); it != j.end() && it->is_array())
+      for (const auto& g : *it)
+        if (g.is_string())
+          if (auto role = role_from_name(g.get<std::string>())) rec.gain_from.push_back(*role);
+    out.push_back(std::move(rec));
+  }
+  return out;
 }
 
 }  // namespace
@@ -257,31 +291,25 @@ std::optional<std::map<std::string, double>> breakdown_shares(const nlohmann::js
 
 }  // namespace
 
-nlohmann::json build_plan(const nlohmann::json& recommendations, const nlohmann::json& report) {
-  nlohmann::json plan = {{"bottleneck", verdict_of(report)},
-                         {"steps", nlohmann::json::array()},
-                         {"combined_speedup_max", 1.0},
-                         {"no_fix_reason", nullptr},
-                         {"method", "successive Amdahl: each step removes its share of what the steps before it left of "
-                                    "the breakdown roles it draws on (gain.from), so overlapping shares count once, and "
-                                    "at most its own share of what is left of the step (host-side and GPU-side "
-                                    "removals overlap in time), so the combined bound never exceeds the product of "
-                                    "the steps' bounds"}};
+analysis::Plan plan_of(const std::vector<analysis::Recommendation>& recommendations, const nlohmann::json& report) {
+  using analysis::Recommendation;
+  const std::string b = verdict_of(report);
+  analysis::Plan plan;
+  plan.bottleneck = bottleneck_from_name(b).value_or(Bottleneck::kUnknown);
+  plan.method = "successive Amdahl: each step removes its share of what the steps before it left of the breakdown "
+                "roles it draws on (gain.from), so overlapping shares count once, and at most its own share of what "
+                "is left of the step (host-side and GPU-side removals overlap in time), so the combined bound never "
+                "exceeds the product of the steps' bounds";
   try {
-    if (!recommendations.is_array()) return plan;
     // Which recommendations go in, in order: the first one that addresses the bottleneck leads (measured or a
     // check: what limits the step comes first), then the material measured ones and the material checks that
     // address the bottleneck (primary), in rank order, up to kPlanSteps.
-    auto gain_known = [](const nlohmann::json& rec) {
-      return rec.contains("removable_share") && rec["removable_share"].is_number();
-    };
-    auto addresses = [](const nlohmann::json& rec) { return rec.value("addresses_bottleneck", false) == true; };
-    std::vector<const nlohmann::json*> chosen;
+    std::vector<const Recommendation*> chosen;
     bool any_primary = false;
     for (const auto& rec : recommendations) {
-      if (rec.value("group", "") != "primary") continue;
+      if (rec.group != "primary") continue;
       any_primary = true;
-      if (gain_known(rec) && rec.value("evidence_level", "") != "note") {
+      if (rec.removable_share && rec.evidence_level != "note") {
         chosen.push_back(&rec);
         break;
       }
@@ -289,24 +317,24 @@ nlohmann::json build_plan(const nlohmann::json& recommendations, const nlohmann:
     for (const auto& rec : recommendations) {
       if (chosen.size() >= kPlanSteps) break;
       if (!chosen.empty() && chosen.front() == &rec) continue;
-      if (!gain_known(rec) || rec["removable_share"].get<double>() < kMinorShare) continue;
-      const std::string group = rec.value("group", ""), level = rec.value("evidence_level", "");
-      const bool measured = level == "measured", check = level == "check";
-      if ((group == "primary" && (measured || check)) || (group == "secondary" && measured))
+      if (!rec.removable_share || *rec.removable_share < kMinorShare) continue;
+      const bool measured = rec.evidence_level == "measured", check = rec.evidence_level == "check";
+      if ((rec.group == "primary" && (measured || check)) || (rec.group == "secondary" && measured))
         chosen.push_back(&rec);
     }
     // The roles of the step that are left after the steps so far (fractions of today's mean step).
-    std::map<std::string, double> left = breakdown_shares(report).value_or(std::map<std::string, double>{{"other", 1.0}});
-    const bool have_breakdown = breakdown_shares(report).has_value();
+    const auto shares = breakdown_shares(report);
+    std::map<std::string, double> left = shares.value_or(std::map<std::string, double>{{"other", 1.0}});
+    const bool have_breakdown = shares.has_value();
     const std::map<std::string, double> original = left;
     double removed_total = 0.0;
-    for (const nlohmann::json* recp : chosen) {
-      const nlohmann::json& rec = *recp;
-      const double share = rec["removable_share"].get<double>();
+    for (const Recommendation* recp : chosen) {
+      const Recommendation& rec = *recp;
+      const double share = *rec.removable_share;
       std::vector<std::string> roles;
-      if (have_breakdown && rec.contains("gain_from") && rec["gain_from"].is_array())
-        for (const auto& g : rec["gain_from"])
-          if (g.is_string() && left.count(g.get<std::string>())) roles.push_back(g.get<std::string>());
+      if (have_breakdown)
+        for (Role g : rec.gain_from)
+          if (left.count(std::string(name_of(g)))) roles.emplace_back(name_of(g));
       if (roles.empty())
         for (const auto& [role, v] : left) roles.push_back(role);
       double orig = 0.0, now = 0.0;
@@ -324,78 +352,94 @@ nlohmann::json build_plan(const nlohmann::json& recommendations, const nlohmann:
       if (now > 0)
         for (const auto& role : roles) left[role] -= removed * left[role] / now;
       removed_total += removed;
-      const double alone = rec.value("estimated_speedup_max", 1.0);
+      const double alone = rec.estimated_speedup_max;
+      analysis::PlanStep step;
+      step.id = rec.id;
+      step.title = rec.title;
+      step.evidence_level = rec.evidence_level;
+      step.check_note = rec.check_note;
+      step.addresses_bottleneck = rec.addresses_bottleneck;
+      step.speedup_max_alone = alone;
+      step.removable_share = round6(share);
+      step.removed_share = round6(removed);
       // The first step's cumulative bound is its own bound (the same number, not a re-rounding of it).
-      const double cumulative = recp == chosen.front() && std::fabs(removed - share) < 1e-12
-                                    ? alone : round3(1.0 / (1.0 - removed_total));
-      plan["steps"].push_back({{"id", rec.value("id", "")},
-                               {"title", rec.value("title", "")},
-                               {"evidence_level", rec.value("evidence_level", "measured")},
-                               {"check_note", rec.contains("check_note") ? rec["check_note"] : nlohmann::json(nullptr)},
-                               {"addresses_bottleneck", addresses(rec)},
-                               {"speedup_max_alone", alone},
-                               {"removable_share", round6(share)},
-                               {"removed_share", round6(removed)},
-                               {"cumulative_speedup_max", cumulative}});
+      step.cumulative_speedup_max = recp == chosen.front() && std::fabs(removed - share) < 1e-12
+                                        ? alone : round3(1.0 / (1.0 - removed_total));
+      plan.steps.push_back(std::move(step));
     }
-    plan["combined_speedup_max"] =
-        plan["steps"].empty() ? 1.0 : plan["steps"].back()["cumulative_speedup_max"].get<double>();
-    const std::string b = verdict_of(report);
+    plan.combined_speedup_max = plan.steps.empty() ? 1.0 : plan.steps.back().cumulative_speedup_max;
+    const auto efficiency = report.find("efficiency");
+    const bool at_roof = efficiency != report.end() && efficiency->is_object() &&
+                         efficiency->value("at_roof", nlohmann::json()).is_string();
     if (b == "unknown") {
-      plan["no_fix_reason"] = "The verdict is unknown, so no fix can be targeted at what limits the step.";
-    } else if (!any_primary && b == "gpu_compute" && report.contains("efficiency") &&
-               report["efficiency"].is_object() && report["efficiency"].value("at_roof", nlohmann::json()).is_string()) {
+      plan.no_fix_reason = "The verdict is unknown, so no fix can be targeted at what limits the step.";
+    } else if (!any_primary && b == "gpu_compute" && at_roof) {
       // The leading operators run near their roof (efficiency.at_roof): say so, not "no fix".
-      plan["no_fix_reason"] = report["efficiency"]["at_roof"].get<std::string>() + ".";
-    } else if (any_primary && (chosen.empty() || chosen.front()->value("group", "") != "primary")) {
-      plan["no_fix_reason"] = "The fixes that address " + b +
-                              " fire, but their gain cannot be bounded from this report (a metric they need is "
-                              "missing); they are listed as checks.";
+      plan.no_fix_reason = (*efficiency)["at_roof"].get<std::string>() + ".";
+    } else if (any_primary && (chosen.empty() || chosen.front()->group != "primary")) {
+      plan.no_fix_reason = "The fixes that address " + b +
+                           " fire, but their gain cannot be bounded from this report (a metric they need is "
+                           "missing); they are listed as checks.";
     } else if (!any_primary) {
-      plan["no_fix_reason"] = "No catalogued fix addresses " + b +
-                              " on this report: the rules for it do not fire (their conditions are false or their "
-                              "facts are missing; `profile-train rules explain ID report.json` shows why).";
+      plan.no_fix_reason = "No catalogued fix addresses " + b +
+                           " on this report: the rules for it do not fire (their conditions are false or their "
+                           "facts are missing; `profile-train rules explain ID report.json` shows why).";
     }
   } catch (const std::exception&) {
   }
   return plan;
 }
 
-nlohmann::json recommend(const RuleSet& rules, const nlohmann::json& report) {
-  nlohmann::json out = nlohmann::json::array();
+nlohmann::json build_plan(const nlohmann::json& recommendations, const nlohmann::json& report) {
+  try {
+    return report::to_json(plan_of(plan_inputs(recommendations), report));
+  } catch (const std::exception&) {  // allocation failure
+    return nlohmann::json::object();
+  }
+}
+
+std::vector<analysis::Recommendation> recommendations_of(const RuleSet& rules, const nlohmann::json& report) {
+  std::vector<analysis::Recommendation> out;
   try {
     int rank = 0;
-    for (const auto& f : rank_rules(rules, report)) out.push_back(to_json(f, ++rank));
+    for (const auto& f : rank_rules(rules, report)) out.push_back(to_recommendation(f, ++rank));
+  } catch (const std::exception&) {
+    return {};
+  }
+  return out;
+}
+
+nlohmann::json recommend(const RuleSet& rules, const nlohmann::json& report) {
+  try {
+    return report::to_json(recommendations_of(rules, report));
   } catch (const std::exception&) {
     return nlohmann::json::array();
   }
-  return out;
 }
 
 void apply_rules(const RuleSet& rules, nlohmann::json& report) {
   try {
     if (!report.is_object()) return;
-    report["recommendations"] = recommend(rules, report);
-    report["plan"] = build_plan(report["recommendations"], report);
+    auto recommendations = recommendations_of(rules, report);
+    nlohmann::json plan = report::to_json(plan_of(recommendations, report));
+    report["recommendations"] = report::to_json(recommendations);
+    report["plan"] = std::move(plan);
   } catch (...) {
     // Never throws: leave the report as it was.
   }
 }
 
 Status apply_rules(const RuleSet& rules, analysis::Report& report) {
-  nlohmann::json json;
+  // The conditions read the report's JSON view (dotted metric paths); what the rules make comes back typed.
+  nlohmann::json view;
   try {
-    json = report::to_json(report);
+    view = report::to_json(report);
   } catch (const std::exception& e) {  // allocation failure
     return Internal(std::string("rules: cannot serialize the report: ") + e.what());
   }
-  apply_rules(rules, json);
-  auto recommendations = report::recommendations_from_json(json.value("recommendations", nlohmann::json::array()));
-  if (!recommendations.ok()) return Internal("rules: " + recommendations.status().message());
-  auto plan = report::plan_from_json(json.value("plan", nlohmann::json()));
-  if (!plan.ok()) return Internal("rules: " + plan.status().message());
-  report.recommendations = std::move(*recommendations);
-  report.plan = std::move(*plan);
+  auto recommendations = recommendations_of(rules, view);
+  report.plan = plan_of(recommendations, view);
+  report.recommendations = std::move(recommendations);
   return Status::Ok();
 }
 

@@ -248,6 +248,20 @@ TEST_F(Reliability, TuneChecksItsRunArgumentsBeforeTheFirstTrial) {
   EXPECT_FALSE(fs::exists(dir_ / "out" / "tune.json")) << "no sweep should have started";
 }
 
+// The trial command is checked in tune's own process (validate_run_args), with run's own parser: an option
+// `run` does not know is one line naming it, before any trial.
+TEST_F(Reliability, TuneRejectsARunArgumentThatRunDoesNotKnow) {
+  const fs::path mark = dir_ / "ran";
+  const auto r = run({"tune", "--run-arg=--no-such-option", "--knob", "num_workers=0,1", "--out", out(), "--quiet",
+                      "--", "touch", mark.string()});
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_FALSE(fs::exists(mark)) << "a trial ran before --run-arg was checked";
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("--no-such-option"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the trial command (--run-arg options"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "out" / "trials" / "validate")) << "the check's folder is removed";
+}
+
 TEST_F(Reliability, TuneRejectsAnUnwritableOutFolder) {
   const fs::path file = write("a-file", "x");
   const auto r = run({"tune", "--knob", "num_workers=0", "--out", (file / "tune").string(), "--", "true"});

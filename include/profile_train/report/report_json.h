@@ -19,6 +19,10 @@ nlohmann::json to_json(const analysis::Report& report);
 // expected ("report: steps.count: expected an integer, got string"); Unsupported for another major version.
 StatusOr<analysis::Report> report_from_json(const nlohmann::json& json);
 
+// The parts the rules engine fills (report["recommendations"], report["plan"]), written as in report.json.
+nlohmann::json to_json(const std::vector<analysis::Recommendation>& recommendations);
+nlohmann::json to_json(const analysis::Plan& plan);
+
 // The same for the parts the rules engine writes (report["recommendations"], report["plan"]).
 StatusOr<std::vector<analysis::Recommendation>> recommendations_from_json(const nlohmann::json& json);
 StatusOr<std::optional<analysis::Plan>> plan_from_json(const nlohmann::json& json);
