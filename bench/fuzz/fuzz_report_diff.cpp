@@ -5,7 +5,7 @@
 
 #include "fuzz_common.h"
 #include "profile_train/report/diff.h"
-#include "profile_train/report/report_json.h"
+#include "profile_train/model/report_json.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace profile_train;

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "importers/byte_sources.h"
+#include "io/byte_sources.h"
 #include "importers/importers_internal.h"
 #include "profile_train/trace/importer.h"
 

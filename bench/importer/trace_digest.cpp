@@ -11,7 +11,7 @@
 #include <sstream>
 #include <string>
 
-#include "importers/byte_sources.h"
+#include "io/byte_sources.h"
 #include "importers/importers_internal.h"
 #include "profile_train/trace/importer.h"
 

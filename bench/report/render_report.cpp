@@ -8,7 +8,7 @@
 #include <sstream>
 #include <string>
 
-#include "profile_train/report/report_json.h"
+#include "profile_train/model/report_json.h"
 #include "profile_train/report/writers.h"
 #include "profile_train/trace/importer.h"
 #include "profile_train/trace/model.h"

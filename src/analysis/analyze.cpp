@@ -133,15 +133,10 @@ DataQuality data_quality_section(const trace::Trace& t, const TraceIndex& idx, s
   if (gpu_without_corr > 0) missing.insert("correlation_ids");
   const auto& q = t.quality;
   DataQuality d;
-  d.events_total = q.events_total;
-  d.events_imported = q.events_imported;
-  d.malformed_events = q.malformed_events;
-  d.unknown_categories = q.unknown_categories;
-  d.flow_events_skipped = q.flow_events_skipped;
-  d.negative_durations = q.negative_durations;
-  d.clock_anomalies = q.clock_anomalies;
-  d.unmatched_correlations = q.unmatched_correlations + unmatched;
-  d.dropped_records = q.dropped_records;
+#define PT_DATA_QUALITY_COPY(name, problem, label) d.name = q.name;
+  PT_DATA_QUALITY_COUNTERS(PT_DATA_QUALITY_COPY)
+#undef PT_DATA_QUALITY_COPY
+  d.unmatched_correlations += unmatched;
   d.missing_device_properties = q.missing_device_properties || (t.devices.empty() && idx.has_gpu_activity);
   if (q.agent_internal_errors >= 0) d.agent_internal_errors = q.agent_internal_errors;
   d.notes.assign(q.notes.begin(), q.notes.end());

@@ -1,5 +1,5 @@
 // summarize_job(): per-rank figures of a multi-rank job and the straggler, from the ranks' typed reports.
-#include "profile_train/analysis/job.h"
+#include "profile_train/model/job.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "profile_train/analysis/analyzers.h"
-#include "profile_train/analysis/report.h"
+#include "profile_train/model/report.h"
 
 namespace profile_train::analysis {
 

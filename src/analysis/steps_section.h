@@ -5,7 +5,7 @@
 
 #include "profile_train/analysis/analyze.h"
 #include "profile_train/analysis/analyzers.h"
-#include "profile_train/analysis/report.h"
+#include "profile_train/model/report.h"
 
 namespace profile_train::analysis {
 

@@ -22,6 +22,7 @@
 #include "profile_train/trace/native_reader.h"
 #include "profile_train/format/protocol.h"
 #include "profile_train/common/strings.h"
+#include "profile_train/platform/host.h"
 #include "profile_train/platform/process.h"
 
 namespace profile_train::cli {
@@ -161,13 +162,6 @@ Status check_capture_dir(const fs::path& dir) {
 }
 
 // The system's 1-minute load average (/proc/loadavg), unset when unreadable.
-std::optional<double> load_1m() {
-  std::ifstream in("/proc/loadavg");
-  double v = 0;
-  if (in >> v && v >= 0) return v;
-  return std::nullopt;
-}
-
 // User + system CPU seconds of the children waited for so far (ours and, as subreaper, the orphans we reaped).
 double children_cpu_s() {
   rusage ru{};
@@ -203,8 +197,8 @@ std::string fixed1(double v) {
 StatusOr<CaptureResult> CaptureSession::run() const {
   if (Status st = check_capture_dir(options_.capture_dir); !st.ok()) return st;
   analysis::HostLoad load;
-  load.cpus = std::max<long>(0, ::sysconf(_SC_NPROCESSORS_ONLN));
-  load.load_1m_start = load_1m();
+  load.cpus = platform::online_cpus();
+  load.load_1m_start = platform::load_average_1m();
   const double cpu0 = children_cpu_s();
   const auto t0 = std::chrono::steady_clock::now();
   std::error_code ec;
@@ -227,7 +221,7 @@ StatusOr<CaptureResult> CaptureSession::run() const {
   if (!done.ok()) return done.status();
   load.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   load.cpu_time_s = std::max(0.0, children_cpu_s() - cpu0);
-  load.load_1m_end = load_1m();
+  load.load_1m_end = platform::load_average_1m();
 
   CaptureResult r;
   r.host_load = judge_host_load(load);

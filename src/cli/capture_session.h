@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "profile_train/analysis/report.h"
+#include "profile_train/model/report.h"
 #include "profile_train/common/status.h"
 #include "profile_train/trace/model.h"
 

@@ -20,6 +20,8 @@
 #include "commands.h"
 #include "job_summary.h"
 #include "pipeline.h"
+#include "profile_train/platform/host.h"
+#include "profile_train/common/byte_size.h"
 #include "profile_train/common/folder_lock.h"
 #include "profile_train/common/status.h"
 #include "profile_train/common/terminal.h"
@@ -56,8 +58,7 @@ struct AnalyzeArgs {
 int load_parallelism(const std::vector<std::string>& files, int requested) {
   if (files.size() <= 1) return 1;
   if (requested > 0) return std::min<int>(requested, static_cast<int>(files.size()));
-  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-  int n = static_cast<int>(std::min<size_t>({hw, files.size(), size_t{8}}));
+  int n = static_cast<int>(std::min<size_t>({platform::online_cpus(), files.size(), size_t{8}}));
   uint64_t largest = 0;
   for (const auto& f : files) {
     std::error_code ec;
@@ -66,41 +67,11 @@ int load_parallelism(const std::vector<std::string>& files, int requested) {
     const bool gz = f.size() > 3 && f.ends_with(".gz");
     largest = std::max<uint64_t>(largest, gz ? sz * 10 : sz);
   }
-  uint64_t avail_kb = 0;
-  std::ifstream meminfo("/proc/meminfo");
-  for (std::string key; meminfo >> key;) {
-    if (key == "MemAvailable:") {
-      meminfo >> avail_kb;
-      break;
-    }
-    meminfo.ignore(1 << 10, '\n');
-  }
   // Each slot holds one loaded trace waiting for its report, plus the one being reported.
   const uint64_t per_trace = largest * 35 / 100 + 1;
-  if (avail_kb > 0) n = static_cast<int>(std::clamp<uint64_t>(avail_kb * 1024 / 2 / per_trace, 1, static_cast<uint64_t>(n)));
+  if (auto avail = platform::memory_available_bytes(); avail && *avail > 0)
+    n = static_cast<int>(std::clamp<uint64_t>(*avail / 2 / per_trace, 1, static_cast<uint64_t>(n)));
   return std::max(1, n);
-}
-
-// "16G" -> 16 GiB; plain digits are bytes. False when not a positive size.
-bool parse_size(const std::string& text, uint64_t* out) {
-  size_t i = 0;
-  uint64_t v = 0;
-  for (; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i) {
-    if (v > (UINT64_MAX - 9) / 10) return false;
-    v = v * 10 + static_cast<uint64_t>(text[i] - '0');
-  }
-  if (i == 0) return false;
-  int shift = 0;
-  if (i < text.size()) {
-    const char u = static_cast<char>(std::toupper(static_cast<unsigned char>(text[i])));
-    shift = u == 'K' ? 10 : u == 'M' ? 20 : u == 'G' ? 30 : u == 'T' ? 40 : -1;
-    if (shift < 0) return false;
-    ++i;
-    if (i < text.size() && (text[i] == 'B' || text[i] == 'b')) ++i;
-  }
-  if (i != text.size() || v == 0 || v > (UINT64_MAX >> shift)) return false;
-  *out = v << shift;
-  return true;
 }
 
 // "runs/worker0.123.pt.trace.json.gz" -> "worker0.123"; only [A-Za-z0-9._-], never empty.
@@ -150,9 +121,10 @@ int check_analyze_args(const AnalyzeArgs& a, uint64_t* max_input_bytes) {
       return kExitBadInput;
     }
   }
-  if (!parse_size(a.max_input_size, max_input_bytes)) {
-    std::cerr << "profile-train: --max-input-size: '" << terminal_safe(a.max_input_size)
-              << "' is not a size (bytes, or a number with K, M, G or T)\n";
+  if (auto size = parse_byte_size(a.max_input_size); size.ok()) {
+    *max_input_bytes = *size;
+  } else {
+    std::cerr << "profile-train: --max-input-size: " << terminal_safe(size.status().message()) << "\n";
     return kExitBadInput;
   }
   if (!(a.max_load_seconds >= 0)) {

@@ -9,7 +9,7 @@
 
 #include "profile_train/common/status.h"
 #include "profile_train/common/terminal.h"
-#include "profile_train/report/job_json.h"
+#include "profile_train/model/job_json.h"
 #include "profile_train/report/writers.h"
 
 namespace profile_train::cli {

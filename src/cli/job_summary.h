@@ -1,11 +1,11 @@
-// The job summary of `analyze` and `run` over several ranks of one job (src/analysis/job.h): printed after the
+// The job summary of `analyze` and `run` over several ranks of one job (model/job.h): printed after the
 // per-trace table and written as job.json and summary.html beside the per-rank folders.
 #pragma once
 
 #include <filesystem>
 #include <vector>
 
-#include "profile_train/analysis/job.h"
+#include "profile_train/model/job.h"
 
 namespace profile_train::cli {
 

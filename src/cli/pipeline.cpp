@@ -18,7 +18,7 @@
 #include "profile_train/common/atomic_file.h"
 #include "profile_train/common/status.h"
 #include "profile_train/common/terminal.h"
-#include "profile_train/report/report_json.h"
+#include "profile_train/model/report_json.h"
 #include "profile_train/report/writers.h"
 #include "profile_train/rules/engine.h"
 

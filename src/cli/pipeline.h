@@ -12,9 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include "profile_train/analysis/efficiency.h"
-#include "profile_train/analysis/report.h"
+#include "profile_train/model/report.h"
 #include "profile_train/common/status.h"
-#include "profile_train/report/report_json.h"
+#include "profile_train/model/report_json.h"
 #include "profile_train/trace/model.h"
 
 namespace profile_train::cli {

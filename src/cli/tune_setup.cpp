@@ -14,6 +14,8 @@
 
 #include "commands.h"
 #include "pipeline.h"
+#include "profile_train/common/byte_size.h"
+#include "profile_train/platform/host.h"
 #include "profile_train/platform/process.h"
 
 namespace profile_train::cli {
@@ -21,27 +23,6 @@ namespace {
 
 namespace fs = std::filesystem;
 namespace tn = profile_train::tuner;
-
-// "16G", "512MiB", "1e9" -> bytes.
-StatusOr<double> parse_bytes(const std::string& s) {
-  size_t idx = 0;
-  double v = 0;
-  try {
-    v = std::stod(s, &idx);
-  } catch (const std::exception&) {
-    return InvalidArgument("--max-memory '" + s + "': expected a size such as 16G or 12000M");
-  }
-  std::string unit = s.substr(idx);
-  for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  double mul = 1;
-  if (unit.empty() || unit == "b") mul = 1;
-  else if (unit == "k" || unit == "kb" || unit == "kib") mul = 1024.0;
-  else if (unit == "m" || unit == "mb" || unit == "mib") mul = 1048576.0;
-  else if (unit == "g" || unit == "gb" || unit == "gib") mul = 1073741824.0;
-  else return InvalidArgument("--max-memory '" + s + "': unknown unit '" + unit + "'");
-  if (!(v > 0)) return InvalidArgument("--max-memory '" + s + "': must be positive");
-  return v * mul;
-}
 
 // Whether this host's CPU computes bf16 natively (AMX or AVX512-BF16 in /proc/cpuinfo); nullopt when unreadable.
 // Trials run here, so it stands in for facts.cpu.bf16_native when a report lacks it (the built-in workload).
@@ -175,7 +156,7 @@ Status make_target(const TuneArgs& a, const std::vector<std::string>& workload_f
 StatusOr<tn::KnobSpace> knob_space(const TuneArgs& a, const std::vector<std::string>& workload_flags,
                                    const tn::TuneTarget& target, const std::set<std::string>& placeholders) {
   tn::KnobSpace space;
-  const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
+  const unsigned cpus = platform::online_cpus();
   std::map<std::string, tn::KnobRange> chosen;
   for (const std::string& k : a.knobs) {
     auto r = tn::parse_knob_arg(k);
@@ -281,9 +262,9 @@ StatusOr<TuneSetup> make_setup(const TuneArgs& a, const std::vector<std::string>
   o.placeholders = placeholders;
   o.interrupted = interrupted;
   if (!a.max_memory.empty()) {
-    auto b = parse_bytes(a.max_memory);
-    if (!b.ok()) return b.status();
-    o.max_memory_bytes = *b;
+    auto b = parse_byte_size(a.max_memory);
+    if (!b.ok()) return InvalidArgument("--max-memory " + b.status().message());
+    o.max_memory_bytes = static_cast<double>(*b);
   }
   return s;
 }

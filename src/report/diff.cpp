@@ -16,7 +16,7 @@
 #include "profile_train/common/json_path.h"
 #include "profile_train/common/terminal.h"
 #include "profile_train/report/escape.h"
-#include "profile_train/report/report_json.h"
+#include "profile_train/model/report_json.h"
 #include "html_common.h"
 
 namespace profile_train::report {

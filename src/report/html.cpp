@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "assets.h"
-#include "profile_train/analysis/report.h"
+#include "profile_train/model/report.h"
 #include "profile_train/common/atomic_file.h"
 #include "profile_train/common/strings.h"
 #include "profile_train/report/escape.h"
@@ -347,17 +347,11 @@ struct QualityItem {
 
 std::vector<QualityItem> quality_items(const analysis::DataQuality& q) {
   std::vector<QualityItem> items;
+  for (const auto& c : analysis::kDataQualityCounters) items.push_back({c.key, q.*c.member, {}, c.problem});
   if (q.agent_internal_errors) items.push_back({"agent_internal_errors", q.agent_internal_errors, {}, true});
-  items.push_back({"clock_anomalies", q.clock_anomalies, {}, true});
-  items.push_back({"dropped_records", q.dropped_records, {}, true});
-  items.push_back({"events_imported", q.events_imported, {}, false});
-  items.push_back({"events_total", q.events_total, {}, false});
-  items.push_back({"flow_events_skipped", q.flow_events_skipped, {}, false});
-  items.push_back({"malformed_events", q.malformed_events, {}, true});
   items.push_back({"missing_device_properties", {}, q.missing_device_properties, true});
-  items.push_back({"negative_durations", q.negative_durations, {}, true});
-  items.push_back({"unknown_categories", q.unknown_categories, {}, true});
-  items.push_back({"unmatched_correlations", q.unmatched_correlations, {}, true});
+  std::sort(items.begin(), items.end(),
+            [](const QualityItem& a, const QualityItem& b) { return std::string_view(a.key) < std::string_view(b.key); });
   return items;
 }
 

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "profile_train/analysis/report.h"
+#include "profile_train/model/report.h"
 #include "profile_train/common/format.h"
 #include "profile_train/common/json_path.h"
 #include "profile_train/common/vocabulary.h"

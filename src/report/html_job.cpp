@@ -1,4 +1,4 @@
-// summary.html: the typed job summary of several ranks (analysis/job.h) -- the verdict (straggler or balanced), a
+// summary.html: the typed job summary of several ranks (model/job.h) -- the verdict (straggler or balanced), a
 // stacked bar per rank (input, compute, communication wait, in ms per step) and the per-rank table. One
 // self-contained page like report.html; every program-supplied string is escaped.
 #include <algorithm>

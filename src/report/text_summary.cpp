@@ -335,12 +335,8 @@ void write_data_quality(const Report& r, std::ostream& out, const Style& st, boo
   auto add = [&](int64_t v, const char* label) {
     if (v > 0) dq += (dq.empty() ? "" : ", ") + fmt("%.0f ", static_cast<double>(v)) + label;
   };
-  add(q.malformed_events, "malformed events");
-  add(q.unknown_categories, "unknown categories");
-  add(q.negative_durations, "negative durations");
-  add(q.clock_anomalies, "clock anomalies");
-  add(q.unmatched_correlations, "unmatched correlations");
-  add(q.dropped_records, "dropped records");
+  for (const auto& c : analysis::kDataQualityCounters)
+    if (c.label != nullptr) add(q.*c.member, c.label);
   std::string missing;
   for (const auto& s : r.source.missing) missing += (missing.empty() ? "" : ", ") + text(s);
   if (!dq.empty() || !missing.empty()) out << "\n";

@@ -12,7 +12,7 @@
 #include <string_view>
 
 #include "profile_train/common/vocabulary.h"
-#include "profile_train/report/report_json.h"
+#include "profile_train/model/report_json.h"
 
 #include "engine_internal.h"
 #include "rule_set.h"

@@ -1,6 +1,6 @@
 #include "profile_train/rules/metric_paths.h"
 
-#include "profile_train/report/report_keys.h"
+#include "profile_train/model/report_keys.h"
 
 #include <algorithm>
 #include <string>

@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "profile_train/common/json_path.h"
-#include "profile_train/report/report_json.h"
+#include "profile_train/model/report_json.h"
 
 namespace profile_train::tuner {
 

@@ -9,8 +9,8 @@
 #include <iterator>
 
 #include "profile_train/analysis/analyze.h"
-#include "profile_train/analysis/job.h"
-#include "profile_train/report/job_json.h"
+#include "profile_train/model/job.h"
+#include "profile_train/model/job_json.h"
 #include "profile_train/report/writers.h"
 #include "profile_train/trace/importer.h"
 #include "trace_builder.h"

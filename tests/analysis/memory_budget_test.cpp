@@ -5,7 +5,7 @@
 
 #include "profile_train/analysis/memory_budget.h"
 #include "profile_train/common/format.h"
-#include "profile_train/report/report_json.h"
+#include "profile_train/model/report_json.h"
 
 using namespace profile_train::analysis;
 using nlohmann::json;

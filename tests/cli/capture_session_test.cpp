@@ -12,7 +12,7 @@
 
 #include "capture_session.h"
 #include "profile_train/format/protocol.h"
-#include "profile_train/report/report_json.h"
+#include "profile_train/model/report_json.h"
 
 namespace fs = std::filesystem;
 namespace protocol = profile_train::agent::protocol;

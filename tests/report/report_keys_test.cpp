@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "profile_train/report/report_keys.h"
+#include "profile_train/model/report_keys.h"
 
 namespace profile_train::report {
 namespace {

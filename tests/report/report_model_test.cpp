@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "profile_train/report/report_json.h"
+#include "profile_train/model/report_json.h"
 #include "profile_train/common/utf8.h"
 #include "profile_train/rules/engine.h"
 #include "profile_train/rules/metric_paths.h"

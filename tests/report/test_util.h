@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "profile_train/report/report_json.h"
+#include "profile_train/model/report_json.h"
 
 namespace profile_train::report::testing {
 

@@ -4,7 +4,7 @@
 
 #include <regex>
 
-#include "profile_train/report/report_keys.h"
+#include "profile_train/model/report_keys.h"
 #include "profile_train/rules/metric_paths.h"
 #include "test_util.h"
 

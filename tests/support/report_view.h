@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "profile_train/analysis/analyze.h"
-#include "profile_train/report/report_json.h"
+#include "profile_train/model/report_json.h"
 
 namespace profile_train::analysis {
 

@@ -5,8 +5,8 @@
 #include <random>
 #include <string>
 
-#include "importers/byte_sources.h"
-#include "importers/inflate.h"
+#include "io/byte_sources.h"
+#include "io/inflate.h"
 #include "test_util.h"
 
 namespace profile_train::trace::detail {

@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "importers/byte_sources.h"
+#include "io/byte_sources.h"
 #include "importers/importers_internal.h"
 #include "profile_train/common/utf8.h"
 #include "test_util.h"

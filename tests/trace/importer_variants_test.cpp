@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <string>
 
-#include "importers/byte_sources.h"
+#include "io/byte_sources.h"
 #include "importers/importers_internal.h"
 #include "test_util.h"
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "importers/byte_sources.h"
-#include "importers/json_reader.h"
+#include "io/byte_sources.h"
+#include "io/json_reader.h"
 
 namespace profile_train::trace::detail {
 namespace {

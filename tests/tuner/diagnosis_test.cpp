@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "profile_train/common/vocabulary.h"
-#include "profile_train/report/report_json.h"
+#include "profile_train/model/report_json.h"
 #include "profile_train/rules/engine.h"
 #include "profile_train/tuner/tuner.h"
 

@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "profile_train/analysis/id_map.h"
-#include "profile_train/analysis/report.h"
+#include "profile_train/model/report.h"
 #include "profile_train/trace/model.h"
 
 namespace profile_train::analysis {

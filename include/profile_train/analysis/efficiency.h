@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "profile_train/analysis/analyzers.h"
-#include "profile_train/analysis/report.h"
+#include "profile_train/model/report.h"
 #include "profile_train/common/status.h"
 
 namespace profile_train::analysis {

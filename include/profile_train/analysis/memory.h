@@ -21,7 +21,7 @@
 #include <optional>
 
 #include "profile_train/analysis/analyzers.h"
-#include "profile_train/analysis/report.h"
+#include "profile_train/model/report.h"
 #include "profile_train/trace/model.h"
 
 namespace profile_train::analysis {

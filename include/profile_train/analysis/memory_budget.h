@@ -26,7 +26,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "profile_train/analysis/report.h"
+#include "profile_train/model/report.h"
 
 namespace profile_train::analysis {
 

@@ -1,4 +1,4 @@
-// The native capture format: what the injected agent writes and `src/trace/importers/native.cpp` reads.
+// The native capture format: what the injected agent writes and `src/trace/native/native.cpp` reads.
 // Normative description: src/agent/FORMAT.md. This header is the single definition of the on-disk layout;
 // it has no vendor types and no dependencies beyond <cstdint>, so both the agent and the reader include it.
 // It lives in format/ (the contracts, below every room); the namespace keeps the name its users spell.

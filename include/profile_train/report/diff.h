@@ -1,5 +1,5 @@
 // Comparison of two reports (before/after): step time, breakdown categories, verdict, and the kernels and
-// copies that changed most. Pure functions over typed reports (analysis/report.h) plus sinks. Owner: report component.
+// copies that changed most. Pure functions over typed reports (model/report.h) plus sinks. Owner: report component.
 #pragma once
 
 #include <filesystem>
@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "profile_train/analysis/report.h"
+#include "profile_train/model/report.h"
 #include "profile_train/common/status.h"
 #include "profile_train/report/writers.h"
 

@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "profile_train/analysis/job.h"
-#include "profile_train/analysis/report.h"
+#include "profile_train/model/job.h"
+#include "profile_train/model/report.h"
 #include "profile_train/common/status.h"
 #include "profile_train/trace/model.h"
 

@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "profile_train/analysis/report.h"
+#include "profile_train/model/report.h"
 #include "profile_train/common/status.h"
 
 namespace profile_train::rules {

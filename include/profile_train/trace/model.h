@@ -17,6 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "profile_train/common/data_quality_counters.h"
+
 namespace profile_train::trace {
 
 using TimeNs = int64_t;
@@ -154,15 +156,9 @@ struct DeviceInfo {
 
 // Counted data problems; never silent. Importers and readers increment these.
 struct DataQuality {
-  int64_t events_total = 0;            // events seen in the source (all phases)
-  int64_t events_imported = 0;
-  int64_t malformed_events = 0;        // wrong field types / missing required fields
-  int64_t unknown_categories = 0;
-  int64_t flow_events_skipped = 0;     // ph s/f (joins use correlation ids instead)
-  int64_t negative_durations = 0;
-  int64_t clock_anomalies = 0;         // e.g. GPU activity before its launch, timestamps out of range
-  int64_t unmatched_correlations = 0;  // filled by analysis: GPU activity without a runtime call, or vice versa
-  int64_t dropped_records = 0;         // capture: records lost (buffers full, process exit)
+  // events_total, malformed_events, clock_anomalies, ... (the list: common/data_quality_counters.h);
+  // unmatched_correlations is completed by analysis (GPU activity without a runtime call, or vice versa).
+  PT_DATA_QUALITY_COUNTERS(PT_DATA_QUALITY_DECLARE_COUNTER)
   int64_t agent_internal_errors = -1;  // native captures: exceptions the agent caught (-1: not a native capture)
   bool missing_device_properties = false;
   std::vector<std::string> notes;      // human-readable, deterministic order

@@ -1,5 +1,5 @@
 // Reading the agent's native capture files (format: src/agent/FORMAT.md) into the trace model.
-// Implemented in src/trace/importers/native.cpp (part of pt_trace), so `analyze` and `run` share it.
+// Implemented in src/trace/native/native.cpp (part of pt_trace), so `analyze` and `run` share it.
 #pragma once
 
 #include <cstdint>

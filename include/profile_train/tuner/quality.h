@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "profile_train/analysis/report.h"
+#include "profile_train/model/report.h"
 
 namespace profile_train::tuner {
 

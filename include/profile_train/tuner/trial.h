@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "profile_train/analysis/report.h"
+#include "profile_train/model/report.h"
 #include "profile_train/common/status.h"
 #include "profile_train/tuner/knobs.h"
 #include "profile_train/tuner/quality.h"

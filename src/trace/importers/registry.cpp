@@ -6,7 +6,7 @@
 #include <mutex>
 #include <new>
 
-#include "importers/byte_sources.h"
+#include "io/byte_sources.h"
 #include "importers/importers_internal.h"
 #include "nsys/nsys_importer.h"
 #include "profile_train/trace/importer.h"

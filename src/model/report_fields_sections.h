@@ -1,16 +1,16 @@
 // The report.json keys of the report's larger sections (memory, GPU, host, operators, efficiency): part of
-// report_fields.h, which says how to read them and is the header to include. Private to the report component.
+// report_fields.h, which says how to read them and is the header to include. Private to the model room.
 #pragma once
 
 #include <type_traits>
 
-#include "profile_train/analysis/report.h"
+#include "profile_train/model/report.h"
 
 namespace profile_train::report::detail {
 
 using namespace profile_train::analysis;  // NOLINT: the struct names below are the report's
 
-// One fields() overload per struct of analysis/report.h (report_fields.h explains the visitor).
+// One fields() overload per struct of model/report.h (report_fields.h explains the visitor).
 #define PT_REPORT_FIELDS(Type) \
   template <class V, class S>  \
   std::enable_if_t<std::is_same_v<std::remove_const_t<S>, Type>> fields(V& v, S& s)

@@ -3,7 +3,7 @@
 // counted, never fatal.
 #include <charconv>
 
-#include "importers/kineto_parser.h"
+#include "kineto/kineto_parser.h"
 
 namespace profile_train::trace::kineto {
 

@@ -1,5 +1,5 @@
 // The Kineto trace vocabulary (see kineto_schema.h).
-#include "importers/kineto_schema.h"
+#include "kineto/kineto_schema.h"
 
 namespace profile_train::trace::kineto {
 namespace {

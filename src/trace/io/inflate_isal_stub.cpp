@@ -1,5 +1,5 @@
 // Built without ISA-L (PT_WITH_ISAL=OFF or libisal-dev not found): gzip is decoded with zlib only.
-#include "importers/inflate.h"
+#include "io/inflate.h"
 
 namespace profile_train::trace::detail {
 

@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include "importers/json_reader.h"
-#include "importers/kineto_schema.h"
+#include "io/json_reader.h"
+#include "kineto/kineto_schema.h"
 #include "profile_train/common/utf8.h"
 #include "profile_train/trace/importer.h"
 

@@ -1,11 +1,11 @@
-// job.json <- analysis::JobSummary (reports/REPORT_FORMAT.md "job.json"). Owner: report component.
+// job.json <- analysis::JobSummary (reports/REPORT_FORMAT.md "job.json"). Owner: model room.
 #pragma once
 
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
 
-#include "profile_train/analysis/job.h"
+#include "profile_train/model/job.h"
 #include "profile_train/common/status.h"
 
 namespace profile_train::report {

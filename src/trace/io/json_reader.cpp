@@ -1,4 +1,4 @@
-#include "importers/json_reader.h"
+#include "io/json_reader.h"
 
 #include <algorithm>
 

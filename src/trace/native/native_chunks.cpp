@@ -1,5 +1,5 @@
 // Native capture files, chunk layer: see native_chunks.h.
-#include "importers/native_chunks.h"
+#include "native/native_chunks.h"
 
 #include <algorithm>
 #include <cstring>

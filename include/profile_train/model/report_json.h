@@ -1,13 +1,13 @@
 // report.json <-> analysis::Report. Exact: for a report this tool wrote, report_from_json then to_json gives
 // back equal JSON, and dump(2) the same bytes (integers stay integers, nulls stay null, absent keys absent).
-// Owner: report component.
+// Owner: model room.
 #pragma once
 
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
 
-#include "profile_train/analysis/report.h"
+#include "profile_train/model/report.h"
 #include "profile_train/common/status.h"
 
 namespace profile_train::report {

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "importers/inflate.h"
+#include "io/inflate.h"
 #include "profile_train/trace/importer.h"
 
 namespace profile_train::trace::detail {

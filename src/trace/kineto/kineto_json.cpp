@@ -12,7 +12,7 @@
 #include <cmath>
 
 #include "importers/importers_internal.h"
-#include "importers/kineto_parser.h"
+#include "kineto/kineto_parser.h"
 
 namespace profile_train::trace {
 namespace kineto {

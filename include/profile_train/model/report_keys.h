@@ -1,6 +1,6 @@
-// The keys of report.json as the report model declares them (src/report/report_fields.h, the declaration the
+// The keys of report.json as the report model declares them (src/model/report_fields.h, the declaration the
 // JSON writer and reader walk): every key path with its JSON type. The rules' metric-path table is built from
-// it, and a test checks reports/report.schema.json against it. Owner: report component.
+// it, and a test checks reports/report.schema.json against it. Owner: model room.
 #pragma once
 
 #include <string>

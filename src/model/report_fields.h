@@ -1,16 +1,16 @@
-// The one declaration of report.json's keys: for each struct of analysis/report.h, which member is which
+// The one declaration of report.json's keys: for each struct of model/report.h, which member is which
 // key. The JSON writer and reader (report_json.cpp) both walk it, so the two cannot disagree.
 //
 // fields(v, s) calls, per key, one of
 //   v("key", member)                 the key is always written (an std::optional member is null when unset)
 //   v.absent_if_unset("key", member) an std::optional member whose key is left out when unset
 //   v.inline_group(member)           an std::optional struct whose keys sit in the enclosing object
-// `s` is the struct, const when writing. Private to the report component.
+// `s` is the struct, const when writing. Private to the model room.
 #pragma once
 
 #include <type_traits>
 
-#include "profile_train/analysis/report.h"
+#include "profile_train/model/report.h"
 #include "report_fields_sections.h"  // the PT_REPORT_FIELDS macro and the sections' keys
 
 namespace profile_train::report::detail {
@@ -233,15 +233,9 @@ PT_REPORT_FIELDS(Plan) {
 }
 
 PT_REPORT_FIELDS(DataQuality) {
-  v("events_total", s.events_total);
-  v("events_imported", s.events_imported);
-  v("malformed_events", s.malformed_events);
-  v("unknown_categories", s.unknown_categories);
-  v("flow_events_skipped", s.flow_events_skipped);
-  v("negative_durations", s.negative_durations);
-  v("clock_anomalies", s.clock_anomalies);
-  v("unmatched_correlations", s.unmatched_correlations);
-  v("dropped_records", s.dropped_records);
+#define PT_DATA_QUALITY_FIELD(name, problem, label) v(#name, s.name);
+  PT_DATA_QUALITY_COUNTERS(PT_DATA_QUALITY_FIELD)
+#undef PT_DATA_QUALITY_FIELD
   v("missing_device_properties", s.missing_device_properties);
   v.absent_if_unset("agent_internal_errors", s.agent_internal_errors);
   v.absent_if_unset("memory_events_rejected", s.memory_events_rejected);

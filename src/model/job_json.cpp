@@ -1,6 +1,6 @@
 // job.json: the typed job summary as JSON. Every key is always written (null when unknown) except
 // communication_measured, which is absent when fewer than two ranks have a step time.
-#include "profile_train/report/job_json.h"
+#include "profile_train/model/job_json.h"
 
 #include <string>
 

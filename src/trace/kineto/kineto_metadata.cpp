@@ -1,6 +1,6 @@
 // Kineto metadata: process / thread name events, deviceProperties / computeProperties, distributedInfo,
 // baseTimeNanoseconds and the other top-level members next to traceEvents.
-#include "importers/kineto_parser.h"
+#include "kineto/kineto_parser.h"
 
 namespace profile_train::trace::kineto {
 

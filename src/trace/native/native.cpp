@@ -9,7 +9,7 @@
 #include <unordered_map>
 
 #include "importers/importers_internal.h"
-#include "importers/native_chunks.h"
+#include "native/native_chunks.h"
 #include "profile_train/format/native_format.h"
 #include "profile_train/trace/native_reader.h"
 

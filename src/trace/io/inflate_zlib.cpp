@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "importers/inflate.h"
+#include "io/inflate.h"
 
 namespace profile_train::trace::detail {
 namespace {

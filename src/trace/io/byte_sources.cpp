@@ -1,4 +1,4 @@
-#include "importers/byte_sources.h"
+#include "io/byte_sources.h"
 
 #include <sys/stat.h>
 

@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "profile_train/analysis/report.h"
+#include "profile_train/model/report.h"
 
 namespace profile_train::analysis {
 

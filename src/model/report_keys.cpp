@@ -1,5 +1,5 @@
 // report_keys(): a third walk of report_fields.h, over the members' types instead of their values.
-#include "profile_train/report/report_keys.h"
+#include "profile_train/model/report_keys.h"
 
 #include <cstdint>
 #include <optional>

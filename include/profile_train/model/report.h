@@ -1,12 +1,12 @@
 // The report as typed data: what the analysis produces, the writers present and report.json serializes
 // (reports/REPORT_FORMAT.md, reports/report.schema.json). One struct per section, one member per key.
 //
-// Conventions, so that report.json round-trips exactly (report/report_json.h):
+// Conventions, so that report.json round-trips exactly (model/report_json.h):
 //  - std::optional<T> is a key that is always written and may be null ("cannot be computed").
 //  - A member commented "absent when unset" is a key that is left out when unset (the few additive keys).
 //  - double members are JSON floating-point numbers, int64_t members JSON integers.
 //  - Units are in the key names (_ms, _us, _ns, _bytes); shares and fractions are 0..1.
-// Owner: analysis component (the data); report component (JSON).
+// Owner: model room (the data and its JSON); the analysis fills it.
 #pragma once
 
 #include <array>
@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "profile_train/common/data_quality_counters.h"
 #include "profile_train/common/vocabulary.h"
 
 namespace profile_train::analysis {
@@ -454,15 +455,24 @@ struct Plan {
 };
 
 struct DataQuality {
-  int64_t events_total = 0, events_imported = 0, malformed_events = 0, unknown_categories = 0,
-          flow_events_skipped = 0, negative_durations = 0, clock_anomalies = 0, unmatched_correlations = 0,
-          dropped_records = 0;
+  PT_DATA_QUALITY_COUNTERS(PT_DATA_QUALITY_DECLARE_COUNTER)  // events_total, ..., dropped_records
   // Memory samples left out of every figure (analysis/memory.h); absent when unset (no memory samples).
   std::optional<int64_t> memory_events_rejected;
   bool missing_device_properties = false;
   std::optional<int64_t> agent_internal_errors;  // absent when unset (native captures only)
   std::vector<std::string> notes;
 };
+
+// The counters of DataQuality in report.json's order, for the writers' lists.
+struct DataQualityCounter {
+  const char* key;
+  int64_t DataQuality::*member;
+  bool problem;       // a non-zero count is a data problem
+  const char* label;  // the terminal summary's words; nullptr: not listed there
+};
+#define PT_DATA_QUALITY_ENTRY(name, problem, label) DataQualityCounter{#name, &DataQuality::name, problem, label},
+inline constexpr DataQualityCounter kDataQualityCounters[] = {PT_DATA_QUALITY_COUNTERS(PT_DATA_QUALITY_ENTRY)};
+#undef PT_DATA_QUALITY_ENTRY
 
 struct Report {
   std::string schema_version;

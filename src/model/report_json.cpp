@@ -1,5 +1,5 @@
 // report.json <-> analysis::Report, both directions walking the one key declaration of report_fields.h.
-#include "profile_train/report/report_json.h"
+#include "profile_train/model/report_json.h"
 
 #include <cstdint>
 #include <string>
