@@ -17,21 +17,18 @@ namespace detail {
 namespace {
 
 void on_signal(int sig, siginfo_t* info, void* uctx) {
-  Global& G = g();
+  Recorder& rec = recorder();
   const int saved_errno = errno;
-  const uint64_t before = G.flush_seq.load(std::memory_order_acquire);
-  if (G.wake_pipe[1] >= 0) {
-    ssize_t ignored = ::write(G.wake_pipe[1], "s", 1);
-    (void)ignored;
-  }
-  struct sigaction& old = sig == SIGINT ? G.old_int : G.old_term;
+  const uint64_t before = rec.file.flush_seq.load(std::memory_order_acquire);
+  rec.file.wake('s');
+  struct sigaction& old = sig == SIGINT ? rec.signals.old_int : rec.signals.old_term;
   if (old.sa_flags & SA_SIGINFO) {
     if (old.sa_sigaction) old.sa_sigaction(sig, info, uctx);
   } else if (old.sa_handler == SIG_IGN) {
   } else if (old.sa_handler == SIG_DFL) {
     // The default action ends the process: give the writer up to 500 ms to flush, then re-raise.
-    if (G.writer_running) {
-      for (int i = 0; i < 100 && G.flush_seq.load(std::memory_order_acquire) <= before + 1; ++i) {
+    if (rec.file.writer_running) {
+      for (int i = 0; i < 100 && rec.file.flush_seq.load(std::memory_order_acquire) <= before + 1; ++i) {
         timespec ts{0, 5 * 1000 * 1000};
         nanosleep(&ts, nullptr);
       }
@@ -45,63 +42,57 @@ void on_signal(int sig, siginfo_t* info, void* uctx) {
 }
 
 void install_signals() {
-  Global& G = g();
+  Recorder& rec = recorder();
   struct sigaction sa {};
   sa.sa_sigaction = on_signal;
   sa.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, &G.old_int);
-  sigaction(SIGTERM, &sa, &G.old_term);
-  G.signals_installed = true;
+  sigaction(SIGINT, &sa, &rec.signals.old_int);
+  sigaction(SIGTERM, &sa, &rec.signals.old_term);
+  rec.signals.installed = true;
 }
 
 void fork_prepare() {
-  g().io_mu.lock();
-  g().mu.lock();
+  Recorder& rec = recorder();
+  rec.io_mu.lock();
+  rec.mu.lock();
 }
 
 void fork_parent() {
-  g().mu.unlock();
-  g().io_mu.unlock();
+  Recorder& rec = recorder();
+  rec.mu.unlock();
+  rec.io_mu.unlock();
 }
 
 void fork_child() {
-  Global& G = g();
-  G.fork_parent = G.pid;
-  G.pid = getpid();
-  G.is_fork_child = true;
-  G.pre_stop_hook.store(nullptr);  // CUPTI state does not survive fork; the parent flushes its own
-  G.gen.fetch_add(1);
-  G.threads.clear();
-  G.full.clear();  // the parent writes these
-  // Chunks held by the parent's other threads are forgotten here (the parent writes them).
-  G.records_allocated = free_records_locked();
-  G.chunks_total = 0;
-  for (const auto& pool : G.free_chunks) G.chunks_total += static_cast<uint32_t>(pool.size());
-  G.strings_written = 0;
-  G.side_chunks.clear();
-  G.status_dirty = true;
-  if (G.fd >= 0) ::close(G.fd);
-  G.fd = -1;  // opened on the first flush with data: a fork followed by exec leaves no empty file
-  G.file_failed = false;
-  G.path.clear();
-  G.writer_running = false;
-  G.n_records = 0;
-  G.n_dropped = 0;
-  G.n_filtered = 0;
-  G.n_written = 0;
-  // Worker processes record whatever they do; the step window is decided in the main process.
-  G.recording.store(true);
-  G.window_start.store(INT64_MIN);
-  G.window_stop.store(INT64_MAX);
-  if (G.wake_pipe[0] >= 0) {
-    ::close(G.wake_pipe[0]);
-    ::close(G.wake_pipe[1]);
-    G.wake_pipe[0] = G.wake_pipe[1] = -1;
+  Recorder& rec = recorder();
+  rec.proc.fork_parent = rec.proc.pid;
+  rec.proc.pid = getpid();
+  rec.proc.is_fork_child = true;
+  rec.pre_stop_hook.store(nullptr);  // CUPTI state does not survive fork; the parent flushes its own
+  rec.gen.fetch_add(1);
+  rec.pool.forget_in_flight();  // the parent writes the chunks in flight
+  rec.strings.written = 0;
+  rec.file.side_chunks.clear();
+  rec.file.status_dirty = true;
+  if (rec.file.fd >= 0) ::close(rec.file.fd);
+  rec.file.fd = -1;  // opened on the first flush with data: a fork followed by exec leaves no empty file
+  rec.file.failed = false;
+  rec.file.path.clear();
+  rec.file.writer_running = false;
+  rec.stats.n_records = 0;
+  rec.stats.n_dropped = 0;
+  rec.stats.n_filtered = 0;
+  rec.stats.n_written = 0;
+  rec.window.open_for_fork_child();  // workers record whatever they do; the main process decides the steps
+  if (rec.file.wake_pipe[0] >= 0) {
+    ::close(rec.file.wake_pipe[0]);
+    ::close(rec.file.wake_pipe[1]);
+    rec.file.wake_pipe[0] = rec.file.wake_pipe[1] = -1;
   }
-  G.mu.unlock();
-  G.io_mu.unlock();
-  if (G.accepting.load()) start_writer();
+  rec.mu.unlock();
+  rec.io_mu.unlock();
+  if (rec.accepting.load()) start_writer();
 }
 
 void at_exit_handler() { recorder_stop(); }

@@ -9,19 +9,19 @@ namespace profile_train::agent {
 using namespace detail;
 
 void record(const Record& r) {
-  Global& G = g();
-  if (!G.accepting.load(std::memory_order_relaxed)) return;
+  Recorder& rec = recorder();
+  if (!rec.accepting.load(std::memory_order_relaxed)) return;
   ThreadState* t = tls();
   if (!t) {
-    G.n_dropped.fetch_add(1, std::memory_order_relaxed);
+    rec.stats.n_dropped.fetch_add(1, std::memory_order_relaxed);
     return;
   }
   append(t, r);
 }
 
 int range_push(uint32_t name, uint32_t domain) {
-  Global& G = g();
-  if (!G.accepting.load(std::memory_order_relaxed)) return -1;
+  Recorder& rec = recorder();
+  if (!rec.accepting.load(std::memory_order_relaxed)) return -1;
   ThreadState* t = tls();
   if (!t) return -1;
   if (is_step_name(name)) on_step_boundary();
@@ -36,16 +36,16 @@ int range_push(uint32_t name, uint32_t domain) {
     t->stack_grown = true;  // no further attempt either way: the cap only grows once
   }
   if (level < t->stack_cap) {
-    const bool rec = G.recording.load(std::memory_order_relaxed);
-    if (!rec) G.n_filtered.fetch_add(1, std::memory_order_relaxed);
-    t->stack[level] = RangeEntry{now_ns(), name, domain, rec};
+    const bool recorded = rec.window.recording.load(std::memory_order_relaxed);
+    if (!recorded) rec.stats.n_filtered.fetch_add(1, std::memory_order_relaxed);
+    t->stack[level] = RangeEntry{now_ns(), name, domain, recorded};
   }
   return level;
 }
 
 int range_pop(uint32_t domain) {
-  Global& G = g();
-  if (!G.accepting.load(std::memory_order_relaxed)) return -1;
+  Recorder& rec = recorder();
+  if (!rec.accepting.load(std::memory_order_relaxed)) return -1;
   ThreadState* t = tls();
   if (!t || t->depth <= 0) return -1;
   const int64_t end = now_ns();
@@ -78,11 +78,11 @@ int range_pop(uint32_t domain) {
 }
 
 uint64_t range_start(uint32_t name, uint32_t domain) {
-  Global& G = g();
-  const uint64_t id = G.next_range_id.fetch_add(1, std::memory_order_relaxed);
-  if (!G.accepting.load(std::memory_order_relaxed)) return id;
-  if (!G.recording.load(std::memory_order_relaxed)) {
-    G.n_filtered.fetch_add(1, std::memory_order_relaxed);
+  Recorder& rec = recorder();
+  const uint64_t id = rec.next_range_id.fetch_add(1, std::memory_order_relaxed);
+  if (!rec.accepting.load(std::memory_order_relaxed)) return id;
+  if (!rec.window.recording.load(std::memory_order_relaxed)) {
+    rec.stats.n_filtered.fetch_add(1, std::memory_order_relaxed);
     return id;
   }
   ThreadState* t = tls();
@@ -100,8 +100,8 @@ uint64_t range_start(uint32_t name, uint32_t domain) {
 }
 
 void range_end(uint64_t id) {
-  Global& G = g();
-  if (!G.accepting.load(std::memory_order_relaxed)) return;
+  Recorder& rec = recorder();
+  if (!rec.accepting.load(std::memory_order_relaxed)) return;
   ThreadState* t = tls();
   if (!t) return;
   Record r;
@@ -113,8 +113,8 @@ void range_end(uint64_t id) {
 }
 
 void mark(uint32_t name, uint32_t domain, std::string_view text) {
-  Global& G = g();
-  if (!G.accepting.load(std::memory_order_relaxed)) return;
+  Recorder& rec = recorder();
+  if (!rec.accepting.load(std::memory_order_relaxed)) return;
   if (text.rfind(protocol::kControlPrefix, 0) == 0) {
     if (text == protocol::kMarkFlush) {
       recorder_flush();
@@ -130,8 +130,8 @@ void mark(uint32_t name, uint32_t domain, std::string_view text) {
     }
     return;  // control marks are not events
   }
-  if (!G.recording.load(std::memory_order_relaxed)) {
-    G.n_filtered.fetch_add(1, std::memory_order_relaxed);
+  if (!rec.window.recording.load(std::memory_order_relaxed)) {
+    rec.stats.n_filtered.fetch_add(1, std::memory_order_relaxed);
     return;
   }
   ThreadState* t = tls();

@@ -1,6 +1,6 @@
-// Process-wide recorder: start, stop, flush, status and counters. The rest of the recorder lives next to this
-// file, one job each (the list and the concurrency protocol: recorder_state.h); the contract is
-// include/profile_train/agent/recorder.h, the file layout src/agent/FORMAT.md.
+// Process-wide recorder: start, stop, flush, status and counters, on the one Recorder object (recorder()). Its
+// parts live next to this file, one job each (the list and the concurrency protocol: recorder_state.h); the
+// contract is include/profile_train/agent/recorder.h, the file layout src/agent/FORMAT.md.
 #include "profile_train/agent/recorder.h"
 
 #include <time.h>
@@ -40,82 +40,79 @@ RecorderConfig config_from_env() {
 }
 
 bool recorder_start(const RecorderConfig& config) {
-  Global& G = g();
+  Recorder& rec = recorder();
   static std::once_flag once;
   std::call_once(once, [&] {
     try {
-      G.cfg = config;
-      if (G.cfg.chunk_records < 16) G.cfg.chunk_records = 16;
-      if (G.cfg.max_chunks < 2) G.cfg.max_chunks = 2;
-      while (G.top_class + 1 < kClasses && class_capacity(G.top_class) < G.cfg.chunk_records) ++G.top_class;
-      if (G.cfg.flush_interval_ms == 0) G.cfg.flush_interval_ms = 50;
-      G.pid = getpid();
-      G.flags = static_cast<uint8_t*>(std::calloc(kMaxFlaggedIds, 1));
-      if (G.cfg.warmup_steps > 0) {
-        G.recording.store(false);
-        G.window_start.store(INT64_MAX);
-      }
+      rec.cfg = config;
+      if (rec.cfg.chunk_records < 16) rec.cfg.chunk_records = 16;
+      if (rec.cfg.max_chunks < 2) rec.cfg.max_chunks = 2;
+      rec.pool.set_top_class(rec.cfg);
+      if (rec.cfg.flush_interval_ms == 0) rec.cfg.flush_interval_ms = 50;
+      rec.proc.pid = getpid();
+      rec.strings.flags = static_cast<uint8_t*>(std::calloc(kMaxFlaggedIds, 1));
+      if (rec.cfg.warmup_steps > 0) rec.window.close_for_warmup();
       {
-        std::lock_guard<std::mutex> io(G.io_mu);
-        std::lock_guard<std::mutex> lock(G.mu);
+        std::lock_guard<std::mutex> io(rec.io_mu);
+        std::lock_guard<std::mutex> lock(rec.mu);
         for (int i = 0; i < 4; ++i)
-          if (Chunk* c = new_chunk_locked(G.top_class)) recycle_chunk_locked(c);
+          if (Chunk* c = rec.pool.new_chunk(rec.cfg, rec.pool.top_class)) rec.pool.recycle(rec.cfg, c);
       }
       {
-        std::lock_guard<std::mutex> io(G.io_mu);
+        std::lock_guard<std::mutex> io(rec.io_mu);
         if (!open_file_locked()) return;
-        G.status["nvtx"] = {{"attached", true}};
-        G.status["cupti"] = {{"state", "not_initialized"},
-                             {"reason", "the CUDA driver never called InitializeInjection (the program did not "
-                                        "initialize CUDA, or there is no CUDA driver)"}};
-        G.status_dirty = true;
+        rec.file.status["nvtx"] = {{"attached", true}};
+        rec.file.status["cupti"] = {{"state", "not_initialized"},
+                                    {"reason", "the CUDA driver never called InitializeInjection (the program did "
+                                               "not initialize CUDA, or there is no CUDA driver)"}};
+        rec.file.status_dirty = true;
         flush_locked(false);
       }
-      G.accepting.store(true);
+      rec.accepting.store(true);
       if (!start_writer()) {
-        std::lock_guard<std::mutex> lock(G.mu);
-        G.status["writer"] = {{"error", "writer thread could not start; data is written at exit only"}};
-        G.status_dirty = true;
+        std::lock_guard<std::mutex> lock(rec.mu);
+        rec.file.status["writer"] = {{"error", "writer thread could not start; data is written at exit only"}};
+        rec.file.status_dirty = true;
       }
-      G.start_ok = true;
+      rec.start_ok = true;
     } catch (...) {
       note_internal_error();
-      G.start_ok = false;
-      G.accepting.store(false);
+      rec.start_ok = false;
+      rec.accepting.store(false);
     }
   });
-  G.started.store(true);
-  return G.start_ok;
+  rec.started.store(true);
+  return rec.start_ok;
 }
 
-bool recorder_running() { return g().accepting.load(std::memory_order_acquire); }
+bool recorder_running() { return recorder().accepting.load(std::memory_order_acquire); }
 
-void set_pre_stop_hook(void (*hook)()) { g().pre_stop_hook.store(hook); }
+void set_pre_stop_hook(void (*hook)()) { recorder().pre_stop_hook.store(hook); }
 
 void recorder_stop() {
-  Global& G = g();
-  if (!G.accepting.load()) return;
-  if (auto hook = G.pre_stop_hook.exchange(nullptr)) {
+  Recorder& rec = recorder();
+  if (!rec.accepting.load()) return;
+  if (auto hook = rec.pre_stop_hook.exchange(nullptr)) {
     try {
       hook();
     } catch (...) {
       note_internal_error();
     }
   }
-  if (!G.accepting.exchange(false)) return;
+  if (!rec.accepting.exchange(false)) return;
   try {
     join_writer();
     {
-      std::lock_guard<std::mutex> lock(G.mu);
+      std::lock_guard<std::mutex> lock(rec.mu);
       uint64_t open = 0;
-      for (ThreadState* t : G.threads) open += static_cast<uint64_t>(std::max(0, t->depth));
-      G.n_open_at_exit.store(open);
+      for (ThreadState* t : rec.pool.threads) open += static_cast<uint64_t>(std::max(0, t->depth));
+      rec.stats.n_open_at_exit.store(open);
     }
-    std::lock_guard<std::mutex> io(G.io_mu);
+    std::lock_guard<std::mutex> io(rec.io_mu);
     flush_locked(true);
-    if (G.fd >= 0) {
-      ::close(G.fd);
-      G.fd = -1;
+    if (rec.file.fd >= 0) {
+      ::close(rec.file.fd);
+      rec.file.fd = -1;
     }
   } catch (...) {
     note_internal_error();
@@ -123,10 +120,10 @@ void recorder_stop() {
 }
 
 void recorder_flush() {
-  Global& G = g();
-  if (!G.accepting.load()) return;
+  Recorder& rec = recorder();
+  if (!rec.accepting.load()) return;
   try {
-    std::lock_guard<std::mutex> io(G.io_mu);
+    std::lock_guard<std::mutex> io(rec.io_mu);
     flush_locked(false);
   } catch (...) {
     note_internal_error();
@@ -134,61 +131,60 @@ void recorder_flush() {
 }
 
 std::string recorder_file_path() {
-  std::lock_guard<std::mutex> io(g().io_mu);
-  return g().path;
+  Recorder& rec = recorder();
+  std::lock_guard<std::mutex> io(rec.io_mu);
+  return rec.file.path;
 }
 
 void set_status(const std::string& key, const std::string& json_object) {
-  Global& G = g();
+  Recorder& rec = recorder();
   try {
     nlohmann::json v = nlohmann::json::parse(json_object, nullptr, false);
     if (v.is_discarded()) v = json_object;
-    std::lock_guard<std::mutex> lock(G.mu);
-    G.status[key] = std::move(v);
-    G.status_dirty = true;
+    std::lock_guard<std::mutex> lock(rec.mu);
+    rec.file.status[key] = std::move(v);
+    rec.file.status_dirty = true;
   } catch (...) {
     note_internal_error();
   }
 }
 
 void add_json_chunk(format::ChunkType type, const std::string& json_object) {
-  Global& G = g();
+  Recorder& rec = recorder();
   try {
-    std::lock_guard<std::mutex> lock(G.mu);
-    G.side_chunks.emplace_back(static_cast<uint16_t>(type), json_object);
+    std::lock_guard<std::mutex> lock(rec.mu);
+    rec.file.side_chunks.emplace_back(static_cast<uint16_t>(type), json_object);
   } catch (...) {
     note_internal_error();
   }
 }
 
 RecorderStats recorder_stats() {
-  Global& G = g();
+  Recorder& rec = recorder();
   RecorderStats s;
   s.records = total_records();
-  s.dropped = G.n_dropped.load();
-  s.filtered = G.n_filtered.load();
-  s.written = G.n_written.load();
-  s.nvtx_init_calls = G.nvtx_init_calls.load();
-  std::lock_guard<std::mutex> lock(G.mu);
-  uint64_t free_chunks = 0;
-  for (const auto& pool : G.free_chunks) free_chunks += pool.size();
-  s.chunks_in_use = G.chunks_total - free_chunks;
-  s.names = G.strings.size();
-  s.names_bucketed = G.n_bucketed.load();
-  s.bad_handles = G.n_bad_handles.load();
-  s.handles_refused = G.n_handles_refused.load();
-  s.internal_errors = G.n_internal_errors.load();
+  s.dropped = rec.stats.n_dropped.load();
+  s.filtered = rec.stats.n_filtered.load();
+  s.written = rec.stats.n_written.load();
+  s.nvtx_init_calls = rec.stats.nvtx_init_calls.load();
+  std::lock_guard<std::mutex> lock(rec.mu);
+  s.chunks_in_use = rec.pool.chunks_total - rec.pool.free_chunk_count();
+  s.names = rec.strings.names.size();
+  s.names_bucketed = rec.stats.n_bucketed.load();
+  s.bad_handles = rec.stats.n_bad_handles.load();
+  s.handles_refused = rec.stats.n_handles_refused.load();
+  s.internal_errors = rec.stats.n_internal_errors.load();
   return s;
 }
 
-void note_nvtx_init_call() { g().nvtx_init_calls.fetch_add(1); }
+void note_nvtx_init_call() { recorder().stats.nvtx_init_calls.fetch_add(1); }
 
-void add_dropped(uint64_t n) { g().n_dropped.fetch_add(n); }
+void add_dropped(uint64_t n) { recorder().stats.n_dropped.fetch_add(n); }
 
-void note_bad_nvtx_handle() { g().n_bad_handles.fetch_add(1, std::memory_order_relaxed); }
+void note_bad_nvtx_handle() { recorder().stats.n_bad_handles.fetch_add(1, std::memory_order_relaxed); }
 
-void note_nvtx_handle_limit() { g().n_handles_refused.fetch_add(1, std::memory_order_relaxed); }
+void note_nvtx_handle_limit() { recorder().stats.n_handles_refused.fetch_add(1, std::memory_order_relaxed); }
 
-void note_internal_error() noexcept { g().n_internal_errors.fetch_add(1, std::memory_order_relaxed); }
+void note_internal_error() noexcept { recorder().stats.n_internal_errors.fetch_add(1, std::memory_order_relaxed); }
 
 }  // namespace profile_train::agent

@@ -1,6 +1,6 @@
-// The name table: process-wide ids for range, kernel and domain names, a per-thread cache in front of it, and
-// its bound (kMaxStrings names, kMaxStringBytes of text; past it new names share kOtherBuckets hashed "other
-// names" entries, counted as names_bucketed in the status).
+// The name table: process-wide ids for range, kernel and domain names (string_table.h's StringTable), a
+// per-thread cache in front of it, and its bound (kMaxStrings names, kMaxStringBytes of text; past it new names
+// share kOtherBuckets hashed "other names" entries, counted as names_bucketed in the status).
 #include <cstdio>
 
 #include "core/recorder_state.h"
@@ -8,65 +8,70 @@
 
 namespace profile_train::agent {
 namespace detail {
-namespace {
 
-// Caller holds mu. Adds `s` to the table (no bound check).
-uint32_t insert_string_locked(std::string_view s) {
-  Global& G = g();
-  G.strings.emplace_back(s);
-  const auto id = static_cast<uint32_t>(G.strings.size());
-  const std::string& ref = G.strings.back();
-  G.string_index.emplace(std::string_view(ref), id);
-  G.string_bytes += s.size();
-  if (G.flags && id < kMaxFlaggedIds && ref.rfind(protocol::kStepRangePrefix, 0) == 0) G.flags[id] = kFlagStep;
+// ---- StringTable -----------------------------------------------------------------------------------------------
+
+// Caller holds mu.
+uint32_t StringTable::insert_locked(std::string_view s) {
+  names.emplace_back(s);
+  const auto id = static_cast<uint32_t>(names.size());
+  const std::string& ref = names.back();
+  index.emplace(std::string_view(ref), id);
+  bytes += s.size();
+  if (flags && id < kMaxFlaggedIds && ref.rfind(protocol::kStepRangePrefix, 0) == 0) flags[id] = kFlagStep;
   return id;
 }
 
-// Caller holds mu. Adds the "other names" entries and freezes the table.
-void freeze_strings_locked() {
-  Global& G = g();
+// Caller holds mu.
+void StringTable::freeze_locked() {
   for (uint32_t b = 0; b < kOtherBuckets; ++b) {
     char name[64];
     std::snprintf(name, sizeof name, "[other names %02u/%u: the agent's name table was full]", b, kOtherBuckets);
-    G.other_ids[b] = insert_string_locked(name);
+    other_ids[b] = insert_locked(name);
   }
-  G.other_step_id = insert_string_locked(std::string(protocol::kStepRangePrefix) + "[name table full]");
-  G.strings_full.store(true, std::memory_order_release);
+  other_step_id = insert_locked(std::string(protocol::kStepRangePrefix) + "[name table full]");
+  full.store(true, std::memory_order_release);
 }
 
 // The id of a name that is not in the full table.
-uint32_t other_name_id(std::string_view s, uint64_t h) {
-  Global& G = g();
-  G.n_bucketed.fetch_add(1, std::memory_order_relaxed);
-  if (s.rfind(protocol::kStepRangePrefix, 0) == 0) return G.other_step_id;
-  return G.other_ids[h % kOtherBuckets];
+uint32_t StringTable::other_name_id(std::string_view s, uint64_t h, std::atomic<uint64_t>& bucketed) const {
+  bucketed.fetch_add(1, std::memory_order_relaxed);
+  if (s.rfind(protocol::kStepRangePrefix, 0) == 0) return other_step_id;
+  return other_ids[h % kOtherBuckets];
 }
 
-uint32_t intern_slow(const char* s, size_t n, uint64_t h, ThreadState* t) {
-  Global& G = g();
-  const std::string_view sv(s, n);
-  uint32_t id;
-  const char* stored;
-  if (G.strings_full.load(std::memory_order_acquire)) {
-    auto it = G.string_index.find(sv);
-    if (it == G.string_index.end()) return other_name_id(sv, h);  // not cached: the name is not stored
-    id = it->second;
-    stored = G.strings[id - 1].data();
-  } else {
-    std::lock_guard<std::mutex> lock(G.mu);
-    auto it = G.string_index.find(sv);
-    if (it != G.string_index.end()) {
-      id = it->second;
-      stored = G.strings[id - 1].data();
-    } else if (G.strings_full.load(std::memory_order_relaxed) || G.strings.size() + 1 >= kMaxStrings ||
-               G.string_bytes + n > kMaxStringBytes) {
-      if (!G.strings_full.load(std::memory_order_relaxed)) freeze_strings_locked();
-      return other_name_id(sv, h);
-    } else {
-      id = insert_string_locked(sv);
-      stored = G.strings[id - 1].data();
-    }
+uint32_t StringTable::id_of(std::string_view sv, uint64_t h, std::mutex& mu, std::atomic<uint64_t>& bucketed,
+                            const char** stored) {
+  if (full.load(std::memory_order_acquire)) {
+    auto it = index.find(sv);
+    if (it == index.end()) return other_name_id(sv, h, bucketed);  // not cached: the name is not stored
+    *stored = names[it->second - 1].data();
+    return it->second;
   }
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = index.find(sv);
+  if (it != index.end()) {
+    *stored = names[it->second - 1].data();
+    return it->second;
+  }
+  if (full.load(std::memory_order_relaxed) || names.size() + 1 >= kMaxStrings || bytes + sv.size() > kMaxStringBytes) {
+    if (!full.load(std::memory_order_relaxed)) freeze_locked();
+    return other_name_id(sv, h, bucketed);
+  }
+  const uint32_t id = insert_locked(sv);
+  *stored = names[id - 1].data();
+  return id;
+}
+
+// ---- the per-thread cache in front of it -----------------------------------------------------------------------
+
+namespace {
+
+uint32_t intern_slow(const char* s, size_t n, uint64_t h, ThreadState* t) {
+  Recorder& rec = recorder();
+  const char* stored = nullptr;
+  const uint32_t id = rec.strings.id_of(std::string_view(s, n), h, rec.mu, rec.stats.n_bucketed, &stored);
+  if (!stored) return id;  // an "other names" id: not cached
   if (t) t->cache[h % kCacheSize] = CacheEntry{h, stored, static_cast<uint32_t>(n), id};
   return id;
 }
