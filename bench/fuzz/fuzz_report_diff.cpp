@@ -4,6 +4,8 @@
 #include <sstream>
 
 #include "fuzz_common.h"
+#include "profile_train/analysis/diff.h"
+#include "profile_train/model/report_json.h"
 #include "profile_train/report/diff.h"
 #include "profile_train/model/report_json.h"
 
@@ -12,8 +14,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto a = report::load_report(pt_fuzz::as_file(data, size));
   if (!a.ok()) return 0;
   static const analysis::Report good = *report::report_from_json(pt_fuzz::sample_report());
-  for (const auto& d : {report::diff_reports(*a, good, "fuzz", "good"), report::diff_reports(good, *a, "good", "fuzz"),
-                        report::diff_reports(*a, *a, "fuzz", "fuzz")}) {
+  for (const auto& d : {analysis::diff_reports(*a, good, "fuzz", "good"), analysis::diff_reports(good, *a, "good", "fuzz"),
+                        analysis::diff_reports(*a, *a, "fuzz", "fuzz")}) {
     std::ostringstream out;
     report::write_diff_text(d, out);
     (void)report::render_diff_html(d);

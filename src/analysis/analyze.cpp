@@ -3,6 +3,7 @@
 #include "profile_train/analysis/analyze.h"
 
 #include <algorithm>
+#include <future>
 #include <map>
 #include <unordered_map>
 #include <set>
@@ -204,6 +205,22 @@ Report build_typed_report(const trace::Trace& t, const AnalysisOptions& options)
   std::set<std::string> missing;
   int64_t mem_rejected = 0;
 
+  // The operator attribution and the memory section read only the trace, the index and the step windows: they
+  // run on a second core while this thread builds the GPU, host and communication sections (same results).
+  struct Side {
+    OperatorAttribution attribution;
+    std::optional<Memory> memory;
+    int64_t memory_rejected = 0;
+  };
+  auto side_job = std::async(std::launch::async, [&t, &idx, &c, &si, &sec] {
+    Side s;
+    s.attribution = attribute_operators(t, idx, c.windows, idx.main_device, c.busy);
+    // The memory section covers the whole capture (every step, not only the steady ones), with the steps
+    // section's phase ranges of the main thread (computed once there).
+    s.memory = memory_section(t, si.steps, sec.phase_ranges ? &*sec.phase_ranges : nullptr, &s.memory_rejected);
+    return s;
+  });
+
   Report r;
   r.schema_version = kReportSchemaVersion;
   r.tool = {"profile-train", kVersion};
@@ -231,7 +248,8 @@ Report build_typed_report(const trace::Trace& t, const AnalysisOptions& options)
   r.gpu = gpu_section(c, missing);
   r.host = host_section(c, roles);
   r.communication = communication_section(c, roles);
-  const OperatorAttribution attribution = attribute_operators(t, idx, c.windows, idx.main_device, c.busy);
+  Side side = side_job.get();
+  const OperatorAttribution& attribution = side.attribution;
   r.operators = operators_section(c, attribution);
   const GpuSpec* spec = nullptr;
   if (r.device && r.device->name) {
@@ -252,11 +270,8 @@ Report build_typed_report(const trace::Trace& t, const AnalysisOptions& options)
       inferred.push_back("training.gradient_accumulation_steps");
   }
   {
-    // The memory section covers the whole capture (every step, not only the steady ones).
-    // The steps section's phase ranges of the main thread (computed once there).
-    int64_t rejected = 0;
-    r.memory = memory_section(t, si.steps, sec.phase_ranges ? &*sec.phase_ranges : nullptr, &rejected);
-    if (!t.memory.empty()) mem_rejected = rejected;
+    r.memory = std::move(side.memory);
+    if (!t.memory.empty()) mem_rejected = side.memory_rejected;
     // gpu.memory takes the main GPU's figures from it (a reconstructed peak includes the baseline).
     if (r.memory) {
       const MemoryDevice* main = nullptr;  // the main device's, else the first GPU's

@@ -6,17 +6,14 @@
 #include <set>
 #include <vector>
 
+#include "profile_train/common/format.h"
 #include "report_context.h"  // r6, median
 
 namespace profile_train::analysis {
 
 namespace {
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
+std::string fmt(const char* f, double v) { return format_printf(f, v); }
 
 struct Rank {
   int64_t rank = -1;

@@ -201,7 +201,7 @@ namespace {
 // The ProfilerStep# ranges of a native capture come from the Python shim (one per DataLoader fetch, or per
 // optimizer step once it saw one) rather than from the program when the shim wrote facts.
 bool steps_from_shim(const trace::Trace& t) {
-  if (t.meta.format != "native") return false;
+  if (!t.meta.steps_from_capture) return false;
   const auto cap = t.facts.find("capture");
   return cap != t.facts.end() && cap->is_object() && cap->value("shim", false);
 }
@@ -297,7 +297,7 @@ StepInfo detect_steps(const trace::Trace& t, const TraceIndex& idx) {
   const bool shim = steps_from_shim(t);
   auto profiler_steps = ranges_on_main_thread(t, &is_step_annotation, &pid, &tid);
   auto take_profiler_steps = [&] {
-    info.source = t.meta.format == "native" ? StepSource::kNvtxStep : StepSource::kProfilerStep;
+    info.source = t.meta.steps_from_capture ? StepSource::kNvtxStep : StepSource::kProfilerStep;
     info.main_pid = pid;
     info.main_tid = tid;
     for (const Event* e : profiler_steps)

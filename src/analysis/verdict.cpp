@@ -39,6 +39,7 @@
 #include <string>
 #include <vector>
 
+#include "profile_train/common/format.h"
 #include "profile_train/analysis/analyzers.h"
 #include "profile_train/common/json_path.h"
 
@@ -51,11 +52,7 @@ std::string pct(double f) {
   std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * f);
   return buf;
 }
-std::string fmt(double v, const char* f = "%.1f") {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
+std::string fmt(double v, const char* f = "%.1f") { return format_printf(f, v); }
 
 struct Candidate {
   Bottleneck cls;

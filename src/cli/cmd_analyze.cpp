@@ -26,6 +26,7 @@
 #include "profile_train/common/status.h"
 #include "profile_train/common/terminal.h"
 #include "profile_train/common/vocabulary.h"
+#include "profile_train/report/writers.h"
 #include "profile_train/rules/engine.h"
 #include "profile_train/trace/importer.h"
 
@@ -94,26 +95,22 @@ void print_load_error(const std::string& file, const Status& s) {
 
 // What the traces of one `analyze` command add up to: the summary rows, the rank reports of a job, the worst
 // exit code and whether --fail-on matched.
-struct AnalyzeRow {
-  std::string file, verdict, folder;
-  double confidence = 0, mean_ms = -1, util = -1;
-};
 struct AnalyzeJob {
   bool multi = false;  // several reports: each in its own sub-folder
   std::set<std::string> used_names;
-  std::vector<AnalyzeRow> rows;
+  std::vector<report::TraceRow> rows;
   std::vector<analysis::RankReport> rank_reports;  // for the job summary, when the traces are ranks of one job
   int worst = kExitOk;
   bool gate = false;
 };
 
 // The options that need more than CLI11's checks; exit 2 with one line on the first bad one, else kExitOk.
-int check_analyze_args(const AnalyzeArgs& a, uint64_t* max_input_bytes) {
-  for (const auto& f : a.formats) {
-    if (f != "text" && f != "json" && f != "html") {
-      std::cerr << "profile-train: --format: unknown format '" << terminal_safe(f) << "' (use text, json, html)\n";
-      return kExitBadInput;
-    }
+int check_analyze_args(const AnalyzeArgs& a, uint64_t* max_input_bytes, Formats* formats) {
+  if (auto f = parse_formats(a.formats); f.ok()) {
+    *formats = *f;
+  } else {
+    std::cerr << "profile-train: " << terminal_safe(f.status().message()) << "\n";
+    return kExitBadInput;
   }
   for (const auto& b : a.fail_on) {
     if (!is_bottleneck_name(b)) {
@@ -150,15 +147,15 @@ int report_one(const AnalyzeArgs& a, const OutputOptions& base, const rules::Rul
     job.used_names.insert(folder);
     o.out_dir = base.out_dir / folder;
     if (o.perfetto) o.perfetto = o.out_dir / base.perfetto->filename();
-    if (!a.quiet && std::find(a.formats.begin(), a.formats.end(), "text") != a.formats.end())
-      std::cout << "== " << terminal_safe(label) << " ==\n";
+    o.outputs_checked = false;  // another folder than the command probed: report_trace probes it
+    if (!a.quiet && base.formats.text) std::cout << "== " << terminal_safe(label) << " ==\n";
   }
   std::optional<analysis::Report> report;
   const int rc = report_trace(one, o, &report);
   if (rc != kExitOk) return rc;
   if (!a.explain.empty())  // the rules evaluate over report.json
     std::cout << terminal_safe(rules::explain_rule(rules, a.explain, report::to_json(*report)), true) << "\n";
-  AnalyzeRow row;
+  report::TraceRow row;
   row.file = label;
   row.folder = folder;
   row.verdict = std::string(name_of(report->verdict.bottleneck));
@@ -172,26 +169,11 @@ int report_one(const AnalyzeArgs& a, const OutputOptions& base, const rules::Rul
   return kExitOk;
 }
 
-// The multi-trace summary: one row per report, under its folder name.
-void print_summary_table(const std::vector<AnalyzeRow>& rows, const std::filesystem::path& out_dir) {
-  std::cout << "Summary (" << rows.size() << " trace(s), reports under " << terminal_safe(out_dir.string()) << "/<name>/)\n";
-  std::cout << "  " << std::left << std::setw(40) << "trace" << std::setw(18) << "verdict" << std::setw(6) << "conf"
-            << std::setw(12) << "step ms" << "GPU util\n";
-  for (const auto& r : rows) {
-    std::ostringstream ms, ut, cf;
-    ms << std::fixed << std::setprecision(2) << r.mean_ms;
-    ut << std::fixed << std::setprecision(1) << 100.0 * r.util << "%";
-    cf << std::fixed << std::setprecision(2) << r.confidence;
-    std::cout << "  " << std::left << std::setw(40) << r.folder << std::setw(18) << terminal_safe(r.verdict) << std::setw(6) << cf.str()
-              << std::setw(12) << (r.mean_ms >= 0 ? ms.str() : "n/a") << (r.util >= 0 ? ut.str() : "n/a") << "\n";
-  }
-}
-
 // The output options shared by every trace of the command (--gpu-spec read here: exit 2 when bad).
-int output_options(const AnalyzeArgs& a, OutputOptions* out) {
+int output_options(const AnalyzeArgs& a, const Formats& formats, OutputOptions* out) {
   OutputOptions& base = *out;
   base.out_dir = a.out;
-  base.formats = a.formats;
+  base.formats = formats;
   base.quiet = a.quiet;
   base.all_steps = a.all_steps;
   base.max_analysis_seconds = a.max_analysis_seconds;
@@ -209,12 +191,10 @@ int output_options(const AnalyzeArgs& a, OutputOptions* out) {
 
 // After the last trace: the job summary when the traces are ranks of one job, then the exit code (the worst
 // trace's, else --fail-on's).
-int finish_analyze(const AnalyzeArgs& a, const std::filesystem::path& out_dir, AnalyzeJob& job) {
+int finish_analyze(const AnalyzeArgs& a, const OutputOptions& base, AnalyzeJob& job) {
   if (analysis::is_one_job(job.rank_reports)) {
-    const bool text = std::find(a.formats.begin(), a.formats.end(), "text") != a.formats.end();
-    const bool json = std::find(a.formats.begin(), a.formats.end(), "json") != a.formats.end();
-    const bool html = std::find(a.formats.begin(), a.formats.end(), "html") != a.formats.end();
-    job.worst = std::max(job.worst, report_job(job.rank_reports, out_dir, json, html, a.quiet || !text));
+    const Formats& f = base.formats;
+    job.worst = std::max(job.worst, report_job(job.rank_reports, base.out_dir, f.json, f.html, a.quiet || !f.text));
   }
   if (job.worst != kExitOk) return job.worst;
   if (job.gate) {
@@ -235,9 +215,7 @@ int check_outputs_and_rules(const AnalyzeArgs& a, const OutputOptions& base, Fol
   const std::vector<std::filesystem::path> inputs(a.traces.begin(), a.traces.end());
   if (Status s = a.traces.size() > 1 ? Status::Ok() : check_perfetto_path(base, inputs); !s.ok())
     return print_failure("profile-train", s);
-  const bool writes = std::find(a.formats.begin(), a.formats.end(), "json") != a.formats.end() ||
-                      std::find(a.formats.begin(), a.formats.end(), "html") != a.formats.end() || base.perfetto;
-  if (writes) {
+  if (base.formats.writes_files() || base.perfetto) {
     if (Status s = check_writable_dir(base.out_dir); !s.ok()) {
       std::cerr << "profile-train: " << terminal_safe(s.message()) << "\n";
       return kExitBadInput;
@@ -259,13 +237,16 @@ int check_outputs_and_rules(const AnalyzeArgs& a, const OutputOptions& base, Fol
 
 int run_analyze(const AnalyzeArgs& a) {
   uint64_t max_input_bytes = 0;
-  if (int rc = check_analyze_args(a, &max_input_bytes); rc != kExitOk) return rc;
+  Formats formats;
+  if (int rc = check_analyze_args(a, &max_input_bytes, &formats); rc != kExitOk) return rc;
   OutputOptions base;
-  if (int rc = output_options(a, &base); rc != kExitOk) return rc;
-  // Fail fast, before any work: output paths, output folder (locked for this command), rules.
+  if (int rc = output_options(a, formats, &base); rc != kExitOk) return rc;
+  // Fail fast, before any work: output paths, output folder (locked for this command), rules, each once.
   FolderLock lock;
   std::shared_ptr<const rules::RuleSet> rules;
   if (int rc = check_outputs_and_rules(a, base, &lock, &rules); rc != kExitOk) return rc;
+  base.rules = rules;
+  base.outputs_checked = a.traces.size() == 1;  // several traces: each report_one checks its own sub-folder
   AnalyzeJob job;
   job.multi = a.traces.size() > 1;
   const bool tty = ::isatty(2) == 1;
@@ -328,8 +309,8 @@ int run_analyze(const AnalyzeArgs& a) {
       job.worst = std::max(job.worst, report_one(a, base, *rules, one, label, stem, job));
     }
   }
-  if (job.multi && !job.rows.empty() && !a.quiet) print_summary_table(job.rows, base.out_dir);
-  return finish_analyze(a, base.out_dir, job);
+  if (job.multi && !job.rows.empty() && !a.quiet) report::write_trace_table(job.rows, base.out_dir, std::cout);
+  return finish_analyze(a, base, job);
 }
 
 }  // namespace

@@ -14,6 +14,8 @@
 #include "profile_train/common/folder_lock.h"
 #include "profile_train/common/status.h"
 #include "profile_train/common/terminal.h"
+#include "profile_train/analysis/diff.h"
+#include "profile_train/model/report_json.h"
 #include "profile_train/report/diff.h"
 
 namespace profile_train::cli {
@@ -47,7 +49,7 @@ int run_diff(const DiffArgs& args) {
   if (!b.ok()) return diff_failed(b.status());
   report::DiffOptions options;
   options.top = args.top;
-  const report::Diff diff = report::diff_reports(*a, *b, args.a, args.b, options);
+  const report::Diff diff = analysis::diff_reports(*a, *b, args.a, args.b, options);
 
   // Files first (the first failure stops the writing), then the text, printed whatever happened to them.
   Status failed;

@@ -22,7 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "capture_session.h"
+#include "profile_train/capture/capture_session.h"
 #include "commands.h"
 #include "job_summary.h"
 #include "pipeline.h"
@@ -39,6 +39,12 @@ namespace profile_train::cli {
 namespace {
 
 namespace fs = std::filesystem;
+using capture::apply_capture_status;
+using capture::CaptureOptions;
+using capture::CaptureResult;
+using capture::CaptureSession;
+using capture::merge_capture_result;
+using capture::RankCapture;
 
 struct RunOptions {
   std::string out_dir = "profile-train-out";
@@ -57,7 +63,10 @@ struct RunOptions {
   double kill_after_s = 10;    // grace between a stop signal (or the command's end) and SIGKILL of what is left
   bool validate_only = false;  // check the options and the command, launch nothing (used by `tune`)
   std::string apply;           // --apply FILE: the shim's overrides (tune's apply.json)
-  std::string overrides_json;  // FILE's overrides, checked (validate_before_launch)
+  std::string overrides_json;  // FILE's overrides, checked (validate_run)
+  // Read once by validate_run, used for every rank's report.
+  std::shared_ptr<const rules::RuleSet> rules;
+  std::shared_ptr<const std::vector<analysis::GpuSpec>> gpu_specs;  // null without --gpu-spec
 };
 
 Status check_writable(const fs::path& dir) {
@@ -132,10 +141,14 @@ Status validate_run(RunOptions& o, const fs::path& out, const fs::path& agent) {
   }
   if (Status st = check_writable(out); !st.ok()) return fail(st, kExitBadInput);
   std::vector<fs::path> rules_dirs(o.rules_dirs.begin(), o.rules_dirs.end());
-  if (auto rules = rules::load_rules(rules_dirs); !rules.ok()) return fail(rules.status(), rules.status().exit_code());
-  if (!o.gpu_spec.empty())
-    if (auto specs = analysis::load_gpu_spec_file(o.gpu_spec); !specs.ok())
-      return fail(InvalidArgument("--gpu-spec: " + specs.status().message()), kExitBadInput);
+  auto rules = rules::load_rules(rules_dirs);
+  if (!rules.ok()) return fail(rules.status(), rules.status().exit_code());
+  o.rules = std::move(*rules);
+  if (!o.gpu_spec.empty()) {
+    auto specs = analysis::load_gpu_spec_file(o.gpu_spec);
+    if (!specs.ok()) return fail(InvalidArgument("--gpu-spec: " + specs.status().message()), kExitBadInput);
+    o.gpu_specs = std::make_shared<const std::vector<analysis::GpuSpec>>(std::move(*specs));
+  }
   if (!o.perfetto.empty()) {
     const fs::path parent = fs::absolute(o.perfetto).parent_path();
     if (Status st = check_writable_dir(parent); !st.ok())
@@ -191,6 +204,7 @@ OutputOptions rank_output_options(const RunOptions& o, const fs::path& out, cons
   OutputOptions opts;
   opts.out_dir = ranked ? out / ("rank" + std::to_string(rank.rank)) : out;
   for (const auto& r : o.rules_dirs) opts.rules_dirs.emplace_back(r);
+  opts.rules = o.rules;  // loaded once by validate_run
   if (!o.perfetto.empty()) {
     fs::path pf = o.perfetto;
     if (ranked)
@@ -199,9 +213,7 @@ OutputOptions rank_output_options(const RunOptions& o, const fs::path& out, cons
   }
   opts.quiet = o.quiet;
   opts.all_steps = o.all_steps;
-  if (!o.gpu_spec.empty())
-    if (auto specs = analysis::load_gpu_spec_file(o.gpu_spec); specs.ok())  // checked before the launch
-      opts.gpu_specs = std::make_shared<const std::vector<analysis::GpuSpec>>(std::move(*specs));
+  opts.gpu_specs = o.gpu_specs;  // read once by validate_run
   if (!o.device.empty()) opts.device_name = o.device;
   return opts;
 }

@@ -2,7 +2,6 @@
 // trial through `profile-train run`, and reports the best configuration with the change that keeps it.
 // Parsing (options -> TuneSetup, tune_setup.cpp) is separate from running (TuneSetup -> trials -> tune.json /
 // tune.html, here).
-#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -20,6 +19,7 @@
 #include "pipeline.h"
 #include "tune_setup.h"
 #include "profile_train/platform/process.h"
+#include "profile_train/platform/signals.h"
 #include "profile_train/common/atomic_file.h"
 #include "profile_train/common/folder_lock.h"
 #include "profile_train/common/format.h"
@@ -40,13 +40,9 @@ namespace {
 namespace fs = std::filesystem;
 namespace tn = profile_train::tuner;
 
-std::atomic<bool> g_interrupted{false};  // set by SIGINT / SIGTERM; the sweep stops after writing results
-std::atomic<int> g_stop_signal{0};       // which one (exit 130 / 143)
-
-void on_signal(int sig) {
-  g_stop_signal.store(sig);
-  g_interrupted.store(true);
-}
+// Set by SIGINT / SIGTERM while the sweep runs (platform::StopSignals, which also records which: exit 130 / 143);
+// the sweep stops after writing its results.
+std::atomic<bool> g_interrupted{false};
 
 // "profile-train tune: guided over amp{off,bf16} threads{0,1} (4 combinations); results in OUT".
 void print_space(std::ostream& err, const TuneSetup& s) {
@@ -155,7 +151,7 @@ int print_summary(std::ostream& err, const TuneSetup& s, const tn::TuneResult& r
       err << "; see " << terminal_safe((s.out / "trials").string());
     }
     err << "\n";
-    return g_interrupted.load() ? exit_code_for_stop_signal(g_stop_signal.load()) : kExitChildFailed;
+    return g_interrupted.load() ? exit_code_for_stop_signal(platform::StopSignals::last_signal()) : kExitChildFailed;
   }
   const tn::Trial& base = result.trials[result.baseline];
   const tn::Trial& best = result.trials[result.best];
@@ -205,7 +201,7 @@ int print_summary(std::ostream& err, const TuneSetup& s, const tn::TuneResult& r
     if (e.ray && e.ray->note) err << "  note: " << terminal_safe(*e.ray->note) << "\n";
   }
   err << "  wrote " << terminal_safe((s.out / "tune.json").string()) << " and " << terminal_safe((s.out / "tune.html").string()) << "\n";
-  return g_interrupted.load() ? exit_code_for_stop_signal(g_stop_signal.load()) : kExitOk;
+  return g_interrupted.load() ? exit_code_for_stop_signal(platform::StopSignals::last_signal()) : kExitOk;
 }
 
 // Where the trials run (tune.json "execution"), said once on the terminal when they run as Ray jobs.
@@ -283,11 +279,7 @@ int run_tune(const TuneArgs& args, const std::vector<std::string>& workload_flag
     if (!s.quiet) print_trial(err, trial, t, space);
   };
 
-  struct sigaction sa {}, old_int {}, old_term {};
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  ::sigaction(SIGINT, &sa, &old_int);
-  ::sigaction(SIGTERM, &sa, &old_term);
+  auto stop_signals = std::make_unique<platform::StopSignals>(&g_interrupted);
   tn::ProcessTrialRunner local_runner(s.runner);
   tn::TrialRunner& runner = ray_runner ? static_cast<tn::TrialRunner&>(*ray_runner) : local_runner;
   tn::Tuner tuner(space, s.options, runner);
@@ -299,8 +291,7 @@ int run_tune(const TuneArgs& args, const std::vector<std::string>& workload_flag
           << " was given up while PENDING; Ray applies its stop when it could start\n";
     }
   }
-  ::sigaction(SIGINT, &old_int, nullptr);
-  ::sigaction(SIGTERM, &old_term, nullptr);
+  stop_signals.reset();  // the previous handlers are back
   write_outputs(result);
 
   return print_summary(err, s, result, with_execution(result), space, ray_runner != nullptr);

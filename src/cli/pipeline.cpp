@@ -28,12 +28,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool wants(const OutputOptions& o, const char* fmt) {
-  for (const auto& f : o.formats)
-    if (f == fmt) return true;
-  return false;
-}
-
 void print_error(const Status& s) { print_failure("profile-train", s); }
 
 // A writer that is not built yet (Unsupported) only earns a one-line note; other failures are errors.
@@ -61,7 +55,29 @@ bool same_file(const fs::path& a, const fs::path& b) {
   return resolved(a) == resolved(b);
 }
 
+// The command's rules (loaded once), else the built-in ones and --rules folders, applied to `report`.
+Status apply_rules(const OutputOptions& options, analysis::Report& report) {
+  std::shared_ptr<const rules::RuleSet> rules = options.rules;
+  if (!rules) {
+    auto loaded = rules::load_rules(options.rules_dirs);
+    if (!loaded.ok()) return loaded.status();
+    rules = std::move(*loaded);
+  }
+  return rules::apply_rules(*rules, report);
+}
+
 }  // namespace
+
+StatusOr<Formats> parse_formats(const std::vector<std::string>& names) {
+  Formats f{false, false, false};
+  for (const auto& n : names) {
+    if (n == "text") f.text = true;
+    else if (n == "json") f.json = true;
+    else if (n == "html") f.html = true;
+    else return InvalidArgument("--format: unknown format '" + n + "' (use text, json, html)");
+  }
+  return f;
+}
 
 Status check_writable_dir(const fs::path& dir) {
   std::error_code ec;
@@ -130,12 +146,7 @@ int report_trace(const trace::Trace& trace, const OutputOptions& options, std::o
     report = analysis::build_typed_report(trace, analysis_options);
   }
 
-  auto rules = rules::load_rules(options.rules_dirs);
-  if (!rules.ok()) {
-    print_error(rules.status());
-    return rules.status().exit_code();
-  }
-  if (Status s = rules::apply_rules(**rules, report); !s.ok()) {
+  if (Status s = apply_rules(options, report); !s.ok()) {
     print_error(s);
     return s.exit_code();
   }
@@ -143,7 +154,7 @@ int report_trace(const trace::Trace& trace, const OutputOptions& options, std::o
   report::repair_report_utf8(report);  // every writer gets valid text; data_quality.notes says how much
 
   std::vector<fs::path> inputs(trace.meta.source_files.begin(), trace.meta.source_files.end());
-  if (Status s = check_perfetto_path(options, inputs); !s.ok()) {
+  if (Status s = check_perfetto_path(options, inputs); !s.ok()) {  // against the files the trace was read from
     print_error(s);
     return s.exit_code();
   }
@@ -152,13 +163,14 @@ int report_trace(const trace::Trace& trace, const OutputOptions& options, std::o
   // analysis still reaches the user. The first failure stops the writing and is the one error line.
   Status failed;
   std::vector<fs::path> written;  // listed after the summary, so the user knows where to look
-  if (wants(options, "json") || wants(options, "html") || options.perfetto) failed = check_writable_dir(options.out_dir);
-  if (failed.ok() && wants(options, "json")) {
+  const Formats& formats = options.formats;
+  if ((formats.writes_files() || options.perfetto) && !options.outputs_checked) failed = check_writable_dir(options.out_dir);
+  if (failed.ok() && formats.json) {
     const fs::path path = options.out_dir / "report.json";
     failed = report::write_report_json(path, report);
     if (failed.ok()) written.push_back(path);
   }
-  if (failed.ok() && wants(options, "html")) {
+  if (failed.ok() && formats.html) {
     const fs::path path = options.out_dir / "report.html";
     failed = writer_status(report::write_html(report, &trace, path), "HTML report");
     std::error_code ec;
@@ -169,7 +181,7 @@ int report_trace(const trace::Trace& trace, const OutputOptions& options, std::o
     std::error_code ec;
     if (failed.ok() && fs::exists(*options.perfetto, ec)) written.push_back(*options.perfetto);
   }
-  if (wants(options, "text") && !options.quiet) {
+  if (formats.text && !options.quiet) {
     report::TextOptions text;
     text.color = use_color(1);
     report::write_text_summary(report, std::cout, text);

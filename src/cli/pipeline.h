@@ -17,11 +17,24 @@
 #include "profile_train/model/report_json.h"
 #include "profile_train/trace/model.h"
 
+namespace profile_train::rules {
+class RuleSet;  // rules/engine.h
+}
+
 namespace profile_train::cli {
+
+// The outputs of a report, from `--format text,json,html` (parse_formats): text = the terminal summary.
+struct Formats {
+  bool text = true, json = true, html = true;
+  bool writes_files() const { return json || html; }
+};
+
+// --format's names as flags; InvalidArgument naming the first unknown one. An empty list leaves every flag off.
+StatusOr<Formats> parse_formats(const std::vector<std::string>& names);
 
 struct OutputOptions {
   std::filesystem::path out_dir = "profile-train-out";
-  std::vector<std::string> formats = {"text", "json", "html"};  // text = terminal summary
+  Formats formats;
   std::optional<std::filesystem::path> perfetto;               // --perfetto FILE
   std::vector<std::filesystem::path> rules_dirs;                // --rules DIR (added / overriding rules)
   bool all_steps = false;                                       // --all-steps: every step in steps.per_step
@@ -34,9 +47,14 @@ struct OutputOptions {
   // Called on the finished report (after the rules) before any file is written or the summary printed: what
   // only the caller knows goes in here (`run`: the command and how it ended, merge_capture_result).
   std::function<void(analysis::Report&)> complete_report;
+  // The rules, loaded once by the command (null: report_trace loads the built-in ones and rules_dirs).
+  std::shared_ptr<const rules::RuleSet> rules;
+  // The command already created out_dir and probed that it is writable (report_trace does not probe again;
+  // the --perfetto path is still compared with the files the trace was read from, known only once loaded).
+  bool outputs_checked = false;
 };
 
-// Analyzes one loaded trace into a typed report, applies the rules (built-in + rules_dirs) and
+// Analyzes one loaded trace into a typed report, applies the rules (options.rules, else built-in + rules_dirs) and
 // complete_report to it, repairs its text (UTF-8), then feeds that one report to every writer: report.json,
 // report.html, the terminal summary on stdout (formats has "text", not quiet); the Perfetto timeline is the
 // trace's. The summary is printed even when a file cannot be written (full disk): the analysis is not lost.

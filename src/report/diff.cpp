@@ -1,4 +1,4 @@
-// Diff of two reports: document (diff.json), terminal text and self-contained HTML. Owner: report component.
+// The diff of two reports for people: terminal text and self-contained HTML (the document: model/diff.h).
 #include "profile_train/report/diff.h"
 
 #include <algorithm>
@@ -12,11 +12,8 @@
 
 #include "assets.h"
 #include "profile_train/common/atomic_file.h"
-#include "profile_train/common/json_bounded.h"
-#include "profile_train/common/json_path.h"
 #include "profile_train/common/terminal.h"
 #include "profile_train/report/escape.h"
-#include "profile_train/model/report_json.h"
 #include "html_common.h"
 
 namespace profile_train::report {
@@ -26,249 +23,12 @@ using detail::fmt_bytes;
 using detail::fmt_gbps;
 using detail::fmt_ms;
 using detail::fmt_pct;
-using analysis::Report;
 using detail::style_of;
 using nlohmann::json;
-
-DiffPair pair_of(std::optional<double> a, std::optional<double> b) {
-  return {a, b, a && b ? std::optional<double>(*b - *a) : std::nullopt};
-}
-
-// Kernel name -> ms per step and calls per step, from one report's top list.
-struct KernelRow {
-  double ms_per_step = 0;
-  std::optional<double> count_per_step;
-};
-std::map<std::string, KernelRow> kernel_rows(const Report& r) {
-  std::map<std::string, KernelRow> rows;
-  // top_kernels cover the steady-state steps (all steps in reports without steady_state: count 0 there).
-  const int64_t steady = r.steps.steady_state.count > 0 ? r.steps.steady_state.count : r.steps.count;
-  const double steps = std::max(1.0, static_cast<double>(steady));
-  for (const auto& k : r.gpu.top_kernels) {
-    KernelRow& row = rows[k.name];  // duplicates (should not happen) are summed
-    row.ms_per_step += k.total_ms / steps;
-    row.count_per_step = row.count_per_step.value_or(0) + static_cast<double>(k.count) / steps;
-  }
-  return rows;
-}
-
-const analysis::CopyDirection* copy_direction(const Report& r, analysis::CopyDirection analysis::Memcpy::*dir) {
-  return r.gpu.memcpy ? &((*r.gpu.memcpy).*dir) : nullptr;
-}
 
 std::string sign_ms(double d) { return (d >= 0 ? "+" : "\xE2\x88\x92") + fmt_ms(std::fabs(d)); }
 
 }  // namespace
-
-StatusOr<Report> load_report(const std::filesystem::path& input) {
-  std::error_code ec;
-  std::filesystem::path file = input;
-  if (std::filesystem::is_directory(input, ec)) file = input / "report.json";
-  if (!std::filesystem::exists(file, ec))
-    return NotFound(file.string() + (file == input ? ": no such file" : ": no report.json in this folder"));
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return IoError(file.string() + ": cannot open");
-  json j;
-  try {
-    j = parse_json_bounded(in);
-  } catch (const JsonTooDeep& e) {
-    return ResourceExhausted(file.string() + ": not a report (" + e.what() + ")");
-  } catch (const json::exception& e) {
-    return BadInput(file.string() + ": not valid JSON (" + e.what() + ")");
-  }
-  if (!j.is_object()) return BadInput(file.string() + ": not a report (top level is not an object)");
-  auto version = detail::string_path(j, {"schema_version"});
-  if (!version) return BadInput(file.string() + ": not a report.json (no schema_version)");
-  if (version->rfind("1.", 0) != 0 && *version != "1")
-    return Unsupported(file.string() + ": report schema_version " + *version + " is not supported (this build reads 1.x)");
-  auto report = report_from_json(j);
-  if (!report.ok()) {
-    std::string why = report.status().message();
-    if (why.rfind("report: ", 0) == 0) why.erase(0, 8);
-    return Status(report.status().code(), file.string() + ": not a report (" + why + ")");
-  }
-  return std::move(*report);
-}
-
-Diff diff_reports(const Report& a, const Report& b, const std::string& label_a, const std::string& label_b,
-                  const DiffOptions& options) {
-  Diff d;
-  auto side = [](const Report& r, const std::string& label) {
-    return DiffSide{label, r.verdict.bottleneck, r.verdict.confidence, r.verdict.summary, r.steps.count,
-                    r.device ? r.device->name.value_or("") : std::string()};
-  };
-  d.a = side(a, label_a);
-  d.b = side(b, label_b);
-
-  const auto ma = a.steps.mean_ms;
-  const auto mb = b.steps.mean_ms;
-  d.step_time.a_ms = ma;
-  d.step_time.b_ms = mb;
-  if (ma && mb) {
-    d.step_time.delta_ms = *mb - *ma;
-    // A 0 ms mean step (a trace without a step window) has no meaningful ratio: both stay null.
-    if (*ma > 0 && *mb > 0) {
-      d.step_time.ratio = *mb / *ma;
-      d.step_time.speedup = *ma / *mb;
-    }
-  }
-  d.gpu_utilization = pair_of(a.gpu.utilization, b.gpu.utilization);
-
-  for (Role role : kAllRoles) {
-    auto ms_of = [&](const Report& r, std::optional<double> mean) -> std::optional<double> {
-      if (auto v = r.breakdown_ms[role]) return v;
-      if (auto f = r.breakdown[role]; f && mean) return *f * *mean;
-      return std::nullopt;
-    };
-    const DiffPair ms = pair_of(ms_of(a, ma), ms_of(b, mb));
-    d.breakdown.push_back({role, ms.a, ms.b, ms.delta, a.breakdown[role], b.breakdown[role]});
-  }
-
-  // Kernels: union of both top lists, ordered by |change in ms per step|.
-  const auto ka = kernel_rows(a), kb = kernel_rows(b);
-  std::set<std::string> names;
-  for (const auto& [n, _] : ka) names.insert(n);
-  for (const auto& [n, _] : kb) names.insert(n);
-  std::vector<std::pair<double, DiffKernel>> ks;
-  for (const auto& n : names) {
-    DiffKernel k;
-    k.name = n;
-    if (auto it = ka.find(n); it != ka.end()) k.a_ms_per_step = it->second.ms_per_step, k.a_count_per_step = it->second.count_per_step;
-    if (auto it = kb.find(n); it != kb.end()) k.b_ms_per_step = it->second.ms_per_step, k.b_count_per_step = it->second.count_per_step;
-    k.delta_ms_per_step = pair_of(k.a_ms_per_step, k.b_ms_per_step).delta;
-    k.presence = k.a_ms_per_step && k.b_ms_per_step ? KernelPresence::kInBoth
-                 : k.a_ms_per_step                  ? KernelPresence::kOnlyInATop
-                                                    : KernelPresence::kOnlyInBTop;
-    // A kernel missing from one top list changed by at least its time in the other.
-    const double magnitude = std::fabs(k.b_ms_per_step.value_or(0) - k.a_ms_per_step.value_or(0));
-    ks.emplace_back(magnitude, std::move(k));
-  }
-  std::stable_sort(ks.begin(), ks.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
-  for (size_t i = 0; i < ks.size() && static_cast<int>(i) < options.top; ++i) d.kernels.push_back(std::move(ks[i].second));
-
-  using analysis::CopyDirection;
-  using analysis::Memcpy;
-  static const std::pair<const char*, CopyDirection Memcpy::*> kDirections[] = {
-      {"h2d", &Memcpy::h2d}, {"d2h", &Memcpy::d2h}, {"d2d", &Memcpy::d2d}};
-  for (const auto& [dir, member] : kDirections) {
-    const CopyDirection* ca = copy_direction(a, member);
-    const CopyDirection* cb = copy_direction(b, member);
-    if (!ca && !cb) continue;
-    // A direction without copies in either run is noise in a "what changed" list.
-    auto none = [](const CopyDirection* c) { return !c || c->count_per_step == 0.0; };
-    if (none(ca) && none(cb)) continue;
-    // A side without the direction (no memcpy section) is null, not 0.
-    auto field = [](const CopyDirection* c, double CopyDirection::*f) { return c ? std::optional<double>(c->*f) : std::nullopt; };
-    auto optional_field = [](const CopyDirection* c, std::optional<double> CopyDirection::*f) {
-      return c ? c->*f : std::nullopt;
-    };
-    DiffCopy e;
-    e.direction = dir;
-    e.a_ms_per_step = field(ca, &CopyDirection::time_ms_per_step);
-    e.b_ms_per_step = field(cb, &CopyDirection::time_ms_per_step);
-    e.delta_ms_per_step = pair_of(e.a_ms_per_step, e.b_ms_per_step).delta;
-    e.a_bytes_per_step = field(ca, &CopyDirection::bytes_per_step);
-    e.b_bytes_per_step = field(cb, &CopyDirection::bytes_per_step);
-    e.a_count_per_step = field(ca, &CopyDirection::count_per_step);
-    e.b_count_per_step = field(cb, &CopyDirection::count_per_step);
-    e.a_bandwidth_gbps = optional_field(ca, &CopyDirection::bandwidth_gbps);
-    e.b_bandwidth_gbps = optional_field(cb, &CopyDirection::bandwidth_gbps);
-    e.a_pageable_fraction = optional_field(ca, &CopyDirection::pageable_fraction);
-    e.b_pageable_fraction = optional_field(cb, &CopyDirection::pageable_fraction);
-    d.copies.push_back(std::move(e));
-  }
-  std::stable_sort(d.copies.begin(), d.copies.end(), [](const DiffCopy& x, const DiffCopy& y) {
-    return std::fabs(x.delta_ms_per_step.value_or(0)) > std::fabs(y.delta_ms_per_step.value_or(0));
-  });
-
-  auto rec_ids = [](const Report& r) {
-    std::vector<std::string> ids;
-    for (const auto& rec : r.recommendations) ids.push_back(rec.id);
-    return ids;
-  };
-  DiffRecommendations& recs = d.recommendations;
-  recs.a = rec_ids(a);
-  recs.b = rec_ids(b);
-  for (const auto& id : recs.a)
-    if (std::find(recs.b.begin(), recs.b.end(), id) == recs.b.end()) recs.resolved.push_back(id);
-  for (const auto& id : recs.b)
-    if (std::find(recs.a.begin(), recs.a.end(), id) == recs.a.end()) recs.added.push_back(id);
-  return d;
-}
-
-// ---- diff.json ----------------------------------------------------------------------------------------
-
-namespace {
-const char* presence_name(KernelPresence p) {
-  switch (p) {
-    case KernelPresence::kInBoth: return "in_both";
-    case KernelPresence::kOnlyInATop: return "only_in_a_top";
-    case KernelPresence::kOnlyInBTop: return "only_in_b_top";
-  }
-  return "in_both";
-}
-}  // namespace
-
-json to_json(const Diff& d) {
-  auto side = [](const DiffSide& s) {
-    return json{{"label", s.label},
-                {"bottleneck", name_of(s.bottleneck)},
-                {"confidence", s.confidence},
-                {"summary", s.summary},
-                // a float in diff.json, as diff 1.0 wrote it
-                {"steps", static_cast<double>(s.steps)},
-                {"device", s.device}};
-  };
-  json out;
-  out["diff_version"] = kDiffVersion;
-  out["tool"] = {{"name", "profile-train"}};
-  out["a"] = side(d.a);
-  out["b"] = side(d.b);
-  const DiffStepTime& st = d.step_time;
-  out["step_time"] = {{"a_ms", or_null(st.a_ms)},   {"b_ms", or_null(st.b_ms)},       {"delta_ms", or_null(st.delta_ms)},
-                      {"ratio", or_null(st.ratio)}, {"speedup", or_null(st.speedup)}};
-  out["gpu_utilization"] = {
-      {"a", or_null(d.gpu_utilization.a)}, {"b", or_null(d.gpu_utilization.b)}, {"delta", or_null(d.gpu_utilization.delta)}};
-  json cats = json::array();
-  for (const DiffCategory& c : d.breakdown)
-    cats.push_back({{"category", name_of(c.role)},
-                    {"a_ms", or_null(c.a_ms)},
-                    {"b_ms", or_null(c.b_ms)},
-                    {"delta_ms", or_null(c.delta_ms)},
-                    {"a_fraction", or_null(c.a_fraction)},
-                    {"b_fraction", or_null(c.b_fraction)}});
-  out["breakdown"] = std::move(cats);
-  const std::string va(name_of(d.a.bottleneck)), vb(name_of(d.b.bottleneck));
-  out["verdict"] = {{"a", va}, {"b", vb}, {"changed", d.verdict_changed()}};
-  json kernels = json::array();
-  for (const DiffKernel& k : d.kernels)
-    kernels.push_back({{"name", k.name},
-                       {"a_ms_per_step", or_null(k.a_ms_per_step)},
-                       {"b_ms_per_step", or_null(k.b_ms_per_step)},
-                       {"delta_ms_per_step", or_null(k.delta_ms_per_step)},
-                       {"a_count_per_step", or_null(k.a_count_per_step)},
-                       {"b_count_per_step", or_null(k.b_count_per_step)},
-                       {"status", presence_name(k.presence)}});
-  out["kernels"] = std::move(kernels);
-  json copies = json::array();
-  for (const DiffCopy& c : d.copies)
-    copies.push_back({{"direction", c.direction},
-                      {"a_ms_per_step", or_null(c.a_ms_per_step)},
-                      {"b_ms_per_step", or_null(c.b_ms_per_step)},
-                      {"delta_ms_per_step", or_null(c.delta_ms_per_step)},
-                      {"a_bytes_per_step", or_null(c.a_bytes_per_step)},
-                      {"b_bytes_per_step", or_null(c.b_bytes_per_step)},
-                      {"a_count_per_step", or_null(c.a_count_per_step)},
-                      {"b_count_per_step", or_null(c.b_count_per_step)},
-                      {"a_bandwidth_gbps", or_null(c.a_bandwidth_gbps)},
-                      {"b_bandwidth_gbps", or_null(c.b_bandwidth_gbps)},
-                      {"a_pageable_fraction", or_null(c.a_pageable_fraction)},
-                      {"b_pageable_fraction", or_null(c.b_pageable_fraction)}});
-  out["copies"] = std::move(copies);
-  const DiffRecommendations& r = d.recommendations;
-  out["recommendations"] = {{"a", r.a}, {"b", r.b}, {"resolved", r.resolved}, {"new", r.added}};
-  return out;
-}
 
 // ---- text ---------------------------------------------------------------------------------------------
 

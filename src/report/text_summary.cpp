@@ -22,11 +22,7 @@ namespace {
 std::string text(const std::string& s) { return terminal_safe(s); }
 std::string text(const std::optional<std::string>& s, const std::string& dflt = "") { return terminal_safe(s.value_or(dflt)); }
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
+std::string fmt(const char* f, double v) { return format_printf(f, v); }
 std::string pct(double f) { return fmt("%.1f%%", 100.0 * f); }
 std::string opt_pct(const std::optional<double>& v) { return v ? pct(*v) : "n/a"; }
 std::string bytes(double b) {

@@ -5,7 +5,7 @@
 
 #include "profile_train/common/format.h"
 #include "profile_train/report/escape.h"
-#include "profile_train/tuner/tune_report_data.h"
+#include "profile_train/model/tune.h"
 
 namespace profile_train::report {
 

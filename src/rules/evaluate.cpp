@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "profile_train/common/format.h"
 #include "engine_internal.h"
 #include "rule_set.h"
 
@@ -20,13 +21,7 @@ bool is_known_format(const std::string& f) {
   return std::any_of(std::begin(kFormats), std::end(kFormats), [&](const char* k) { return f == k; });
 }
 
-namespace {
-std::string fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
-}  // namespace
+using profile_train::format_fixed;
 
 std::optional<std::string> format_value(const expr::Value& v, const std::string& f) {
   using expr::ValueKind;
@@ -45,17 +40,17 @@ std::optional<std::string> format_value(const expr::Value& v, const std::string&
     return std::nullopt;  // a list/object cannot be rendered with a numeric format
   }
   const double n = v.number;
-  if (f == "pct") return fixed(n * 100.0, 1) + "%";
-  if (f == "pct0") return fixed(n * 100.0, 0) + "%";
-  if (f == "f0") return fixed(n, 0);
-  if (f == "f1") return fixed(n, 1);
-  if (f == "f2") return fixed(n, 2);
-  if (f == "f3") return fixed(n, 3);
-  if (f == "int") return fixed(std::round(n), 0);
-  if (f == "ms") return fixed(n, n >= 100 ? 0 : 1) + " ms";
-  if (f == "us") return fixed(n, n >= 100 ? 0 : 1) + " us";
-  if (f == "gbps") return fixed(n, 1) + " GB/s";
-  if (f == "x") return fixed(n, 2) + "x";
+  if (f == "pct") return format_fixed(n * 100.0, 1) + "%";
+  if (f == "pct0") return format_fixed(n * 100.0, 0) + "%";
+  if (f == "f0") return format_fixed(n, 0);
+  if (f == "f1") return format_fixed(n, 1);
+  if (f == "f2") return format_fixed(n, 2);
+  if (f == "f3") return format_fixed(n, 3);
+  if (f == "int") return format_fixed(std::round(n), 0);
+  if (f == "ms") return format_fixed(n, n >= 100 ? 0 : 1) + " ms";
+  if (f == "us") return format_fixed(n, n >= 100 ? 0 : 1) + " us";
+  if (f == "gbps") return format_fixed(n, 1) + " GB/s";
+  if (f == "x") return format_fixed(n, 2) + "x";
   if (f == "bytes") {
     static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     double x = n;
@@ -64,7 +59,7 @@ std::optional<std::string> format_value(const expr::Value& v, const std::string&
       x /= 1024.0;
       ++u;
     }
-    return u == 0 ? fixed(x, 0) + " B" : fixed(x, 1) + " " + kUnits[u];
+    return u == 0 ? format_fixed(x, 0) + " B" : format_fixed(x, 1) + " " + kUnits[u];
   }
   return v.describe();
 }

@@ -53,16 +53,6 @@ constexpr double kLostContactAfterS = 30;  // status requests failing this long:
 
 }  // namespace
 
-nlohmann::json to_json(const RayPlacement& p) {
-  nlohmann::json j = {{"trial", p.trial_index},  {"repeat", p.repeat + 1},       {"dir", p.dir},
-                      {"job_id", p.submission_id}, {"node_id", p.node_id},      {"host", p.host},
-                      {"final_state", p.final_state}, {"submit_s", p.submit_s}, {"queued_s", p.queued_s},
-                      {"running_s", p.running_s},   {"log_fetch_s", p.log_fetch_s}, {"polls", p.polls}};
-  j["gpu"] = p.cuda_visible_devices.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.cuda_visible_devices);
-  j["gpu_name"] = p.gpu_name.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.gpu_name);
-  return j;
-}
-
 std::string ray_entrypoint(const std::vector<std::string>& argv, const std::string& worker_dir, const std::string& token) {
   const std::string mark = "@@PT " + token;
   std::ostringstream os;

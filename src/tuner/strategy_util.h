@@ -24,9 +24,9 @@ inline std::vector<long long> ladder(const KnobRange& r, long long current) {
   return v;
 }
 
-// One line: "loss 2.31 vs 1.12 (+1.19, bar 0.06, per sample seen)" (session.cpp).
+// One line: "loss 2.31 vs 1.12 (+1.19, bar 0.06, per sample seen)" (tuner.cpp).
 std::string loss_summary(const LossComparison& l);
-// The arithmetic mean (0 for none), session.cpp.
+// The arithmetic mean (0 for none), tuner.cpp.
 double mean_of(const std::vector<double>& v);
 
 std::unique_ptr<Strategy> make_grid_strategy();

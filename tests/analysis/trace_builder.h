@@ -120,6 +120,7 @@ class TraceBuilder {
   }
   TraceBuilder& format(const std::string& f) {
     t_.meta.format = f;
+    t_.meta.steps_from_capture = f == "native";  // as the native importer sets it
     return *this;
   }
   trace::Trace& raw() { return t_; }

@@ -1,4 +1,4 @@
-// CaptureSession (src/cli/capture_session.h): the injection environment, a real launch of /bin/sh, and the one
+// CaptureSession (include/profile_train/capture/capture_session.h): the injection environment, a real launch of /bin/sh, and the one
 // function that merges the typed result into a report.
 #include <gtest/gtest.h>
 
@@ -10,15 +10,15 @@
 #include <fstream>
 #include <sstream>
 
-#include "capture_session.h"
+#include "profile_train/capture/capture_session.h"
 #include "profile_train/format/protocol.h"
 #include "profile_train/model/report_json.h"
 
 namespace fs = std::filesystem;
 namespace protocol = profile_train::agent::protocol;
-using profile_train::cli::CaptureOptions;
-using profile_train::cli::CaptureResult;
-using profile_train::cli::CaptureSession;
+using profile_train::capture::CaptureOptions;
+using profile_train::capture::CaptureResult;
+using profile_train::capture::CaptureSession;
 
 namespace {
 
@@ -124,7 +124,7 @@ TEST_F(CaptureSessionRun, CommandNotFoundIsAStatus) {
 
 // The merge fills the typed report; report.json gets the keys `run` always wrote (source.command, ...).
 nlohmann::json merged(const CaptureResult& r, size_t files, profile_train::analysis::Report report = {}) {
-  profile_train::cli::merge_capture_result(r, files, report);
+  profile_train::capture::merge_capture_result(r, files, report);
   return profile_train::report::to_json(report);
 }
 
@@ -191,7 +191,7 @@ TEST(MergeCaptureResult, AnOversubscribedMachineIsNamedInDataQuality) {
   CaptureResult r;
   r.command = {"python", "train.py"};
   r.exit_code = 0;
-  r.host_load = profile_train::cli::judge_host_load(busy);
+  r.host_load = profile_train::capture::judge_host_load(busy);
   const nlohmann::json report = merged(r, 1);
   const auto& load = report["source"]["host_load"];
   EXPECT_EQ(load["oversubscribed"], true) << load.dump();
@@ -204,14 +204,14 @@ TEST(MergeCaptureResult, AnOversubscribedMachineIsNamedInDataQuality) {
   HostLoad quiet = busy;
   quiet.load_1m_start = 1.1;
   quiet.load_1m_end = 1.3;
-  EXPECT_FALSE(profile_train::cli::judge_host_load(quiet).oversubscribed);
+  EXPECT_FALSE(profile_train::capture::judge_host_load(quiet).oversubscribed);
   HostLoad own = busy;  // 16 CPUs, the command itself keeps them busy: load 16.5 is its own
   own.cpus = 16;
   own.load_1m_start = 16.2;
   own.load_1m_end = 16.5;
   own.cpu_time_s = 15.6 * own.wall_s;
-  EXPECT_FALSE(profile_train::cli::judge_host_load(own).oversubscribed);
-  r.host_load = profile_train::cli::judge_host_load(quiet);
+  EXPECT_FALSE(profile_train::capture::judge_host_load(own).oversubscribed);
+  r.host_load = profile_train::capture::judge_host_load(quiet);
   EXPECT_TRUE(merged(r, 1)["data_quality"]["notes"].empty());
 }
 

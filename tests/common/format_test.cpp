@@ -24,5 +24,15 @@ TEST(Format, SignificantDigitsAndBinaryBytes) {
   EXPECT_EQ(format_bytes_binary(822276), "803.0 KiB");
 }
 
+TEST(Format, PrintfConversionsAreNeverCut) {
+  EXPECT_EQ(format_printf("%.1f%%", 12.345), "12.3%");
+  EXPECT_EQ(format_printf("%.2f ms", 0.5), "0.50 ms");
+  // 1e300 in fixed notation is 301 digits and the decimals: longer than any fixed buffer the callers had.
+  const std::string huge = format_printf("%.1f", 1e300);
+  EXPECT_EQ(huge.size(), 303u);
+  EXPECT_EQ(huge.substr(0, 2), "10");
+  EXPECT_EQ(huge.substr(huge.size() - 2), ".0");
+}
+
 }  // namespace
 }  // namespace profile_train

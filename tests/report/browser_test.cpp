@@ -13,6 +13,7 @@
 #include <regex>
 
 #include "profile_train/analysis/analyze.h"
+#include "profile_train/analysis/diff.h"
 #include "profile_train/report/diff.h"
 #include "profile_train/report/writers.h"
 #include "profile_train/rules/engine.h"

@@ -3,6 +3,8 @@
 
 #include <sstream>
 
+#include "profile_train/analysis/diff.h"
+#include "profile_train/model/report_json.h"
 #include "profile_train/report/diff.h"
 #include "test_util.h"
 

@@ -14,6 +14,17 @@ inline std::string format_fixed(double v, int decimals = 1) {
   return buf;
 }
 
+// `v` through one printf conversion of a double, e.g. "%.1f%%" -> "12.3%" (never cut, whatever its length).
+inline std::string format_printf(const char* f, double v) {
+  char buf[64];
+  const int n = std::snprintf(buf, sizeof buf, f, v);
+  if (n < 0) return {};
+  if (static_cast<size_t>(n) < sizeof buf) return std::string(buf, static_cast<size_t>(n));
+  std::string out(static_cast<size_t>(n), '\0');
+  std::snprintf(out.data(), out.size() + 1, f, v);
+  return out;
+}
+
 // `v` with `digits` significant digits in fixed notation, never fewer than 0 nor more than 6 decimals:
 // 0.1234 -> "0.123", 12.34 -> "12.3", 1234.6 -> "1235" (rates below 1 keep their digits: "0.12", not "0.1").
 inline std::string format_significant(double v, int digits = 3) {

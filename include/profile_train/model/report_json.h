@@ -19,6 +19,11 @@ nlohmann::json to_json(const analysis::Report& report);
 // expected ("report: steps.count: expected an integer, got string"); Unsupported for another major version.
 StatusOr<analysis::Report> report_from_json(const nlohmann::json& json);
 
+// Loads a report.json given the file itself or a run output folder that contains one (report_from_json).
+// Rejects an unknown major schema_version and a document that is not a report (a key of the wrong type:
+// BadInput naming the file and the key). Errors name the path (BadInput / NotFound / Unsupported).
+StatusOr<analysis::Report> load_report(const std::filesystem::path& file_or_dir);
+
 // The parts the rules engine fills (report["recommendations"], report["plan"]), written as in report.json.
 nlohmann::json to_json(const std::vector<analysis::Recommendation>& recommendations);
 nlohmann::json to_json(const analysis::Plan& plan);

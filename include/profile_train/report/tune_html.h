@@ -1,11 +1,11 @@
 // tune.html: the self-contained page of a tuning session, written from its typed tune report (the data of
-// tune.json: include/profile_train/tuner/tune_report_data.h). Pure functions; every string is escaped.
+// tune.json: include/profile_train/model/tune.h). Pure functions; every string is escaped.
 // Owner: report component.
 #pragma once
 
 #include <string>
 
-#include "profile_train/tuner/tune_report_data.h"
+#include "profile_train/model/tune.h"
 
 namespace profile_train::report {
 

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -32,6 +33,18 @@ void write_text_summary(const analysis::Report& report, std::ostream& out, const
 Status write_html(const analysis::Report& report, const trace::Trace* trace, const std::filesystem::path& path);
 // The same document as a string (write_html writes this). May throw only on allocation failure.
 std::string render_html(const analysis::Report& report, const trace::Trace* trace);
+
+// The job summary in the terminal (after the per-trace lines of `analyze` / `run`): its sentence, then one
+// row per rank, the straggler marked. `rank_count`: the ranks analyzed.
+void write_job_text(const analysis::JobSummary& job, size_t rank_count, std::ostream& out);
+
+// One row of `analyze`'s table over several traces; mean_ms / util < 0: not known.
+struct TraceRow {
+  std::string file, verdict, folder;
+  double confidence = 0, mean_ms = -1, util = -1;
+};
+// That table: one row per report, under its folder name in out_dir.
+void write_trace_table(const std::vector<TraceRow>& rows, const std::filesystem::path& out_dir, std::ostream& out);
 
 // summary.html of a multi-rank job (analysis::summarize_job): verdict, per-rank bars and table.
 Status write_job_html(const analysis::JobSummary& job, const std::filesystem::path& path);

@@ -25,6 +25,9 @@ struct LoadOptions {
   // Give up (ResourceExhausted) when loading one file takes longer than this; 0 = no limit. Checked as
   // the decompressed bytes stream in (about every 16 MiB).
   double max_load_seconds = 0;
+  // A file at least this big as stored is read (and inflated) on a second thread while the importer parses:
+  // the same bytes and errors, sooner on two cores. UINT64_MAX: never; 0: always (tests).
+  uint64_t read_ahead_min_bytes = uint64_t{4} << 20;
 };
 
 // Loads one trace file of any supported format (Kineto JSON .json/.json.gz, native capture files, Nsight

@@ -166,7 +166,11 @@ struct DataQuality {
 
 struct TraceMeta {
   std::vector<std::string> source_files;
-  std::string format;            // "kineto_json" | "native"
+  std::string format;            // "kineto_json" | "native" | "nsys_sqlite" (for people: analyses read the hints)
+  // A hint for the step detection: the ProfilerStep# ranges were written by profile-train's own capture (the
+  // agent's NVTX ranges, the Python shim's steps: a native capture) rather than by the profiled program
+  // (torch.profiler's step(): Kineto and other imports).
+  bool steps_from_capture = false;
   std::string format_version;    // e.g. schemaVersion "1", native "1.0"
   std::string producer;          // e.g. "PyTorch Profiler", "profile-train agent 0.1"
   int64_t base_time_ns = 0;      // Kineto baseTimeNanoseconds, already applied to event times

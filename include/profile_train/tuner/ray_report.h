@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "profile_train/tuner/ray_runner.h"
-#include "profile_train/tuner/tune_report_data.h"
+#include "profile_train/model/tune.h"
 #include "profile_train/tuner/tuner.h"
 
 namespace profile_train::tuner {

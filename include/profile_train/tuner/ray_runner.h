@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "profile_train/tuner/process_runner.h"
-#include "profile_train/tuner/ray_placement.h"
+#include "profile_train/model/tune.h"
 #include "profile_train/tuner/ray_client.h"
 #include "profile_train/tuner/trial.h"
 

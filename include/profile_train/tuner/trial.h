@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "profile_train/model/report.h"
+#include "profile_train/model/tune.h"
 #include "profile_train/common/status.h"
 #include "profile_train/tuner/knobs.h"
 #include "profile_train/tuner/quality.h"
@@ -118,18 +119,7 @@ struct Pair {
   double log_ratio() const;  // ln(value / reference_value)
 };
 
-// The compact diagnosis of a trial's last report kept in tune.json: its verdict and first recommendations.
-struct DiagnosisRecommendation {
-  std::string id, title;
-  std::vector<std::string> knobs;  // the catalog's knobs among the recommendation's `knobs`
-};
-struct Diagnosis {
-  bool from_report = false;  // false: no report was read (an empty object in tune.json)
-  Bottleneck bottleneck = Bottleneck::kUnknown;
-  double confidence = 0;
-  std::string summary;
-  std::vector<DiagnosisRecommendation> recommendations;  // the first 5
-};
+// Diagnosis (the compact diagnosis of a trial's last report kept in tune.json) is in model/tune.h.
 
 // All measurements of one configuration, aggregated.
 struct Trial {

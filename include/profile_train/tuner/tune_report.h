@@ -9,13 +9,13 @@
 #include <nlohmann/json.hpp>
 
 #include "profile_train/common/status.h"
+#include "profile_train/model/tune.h"
 #include "profile_train/tuner/process_runner.h"
-#include "profile_train/tuner/tune_report_data.h"
 #include "profile_train/tuner/tuner.h"
 
 namespace profile_train::tuner {
 
-// tune.json (typed: tune_report_data.h), format 1.x (minor versions only add keys; 1.1: status.partial, budget.confirm_repeats,
+// tune.json (typed: model/tune.h), format 1.x (minor versions only add keys; 1.1: status.partial, budget.confirm_repeats,
 // noise.method, skipped_knobs, runs, trials[].pairs, confirmation, speedup{claimed} with a 95% interval from the
 // head-to-head check in low/high):
 //   schema_version, tool{name,version}, created_utc,
@@ -72,9 +72,6 @@ CodeChange code_change(const Config& baseline, const Config& best, const TuneTar
 // The whole tune report of a session (created_utc: now). Its `execution` is added by add_execution
 // (ray_report.h); report::tune_html (profile_train/report/tune_html.h) presents it.
 TuneReport tune_report(const TuneResult& result, const KnobSpace& space, const TuneReportContext& ctx);
-
-// tune.json's document: every key of the format, from the one typed report.
-nlohmann::json to_json(const TuneReport& report);
 
 // to_json(tune_report(...)).
 inline nlohmann::json tune_json(const TuneResult& result, const KnobSpace& space, const TuneReportContext& ctx) {

@@ -80,12 +80,7 @@ struct RunRecord {
   std::string excluded;          // "" or why this run was left out (a pair re-run under a changed load)
 };
 
-// Values of a knob not tried because they cannot act on this machine (pin_memory without a GPU, ...).
-struct SkippedKnob {
-  std::string knob;
-  std::vector<std::string> values;
-  std::string reason;
-};
+// SkippedKnob (values of a knob not tried on this machine) is part of the tune document: model/tune.h.
 
 // The memory a batch size is predicted to need (memory_fit.cpp): peak = static + batch x activations per
 // sample, from the baseline's memory_budget, against --max-memory or the device's capacity, the smaller.

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <mutex>
 #include <new>
+#include <thread>
 
 #include "io/byte_sources.h"
 #include "importers/importers_internal.h"
@@ -79,6 +80,13 @@ StatusOr<Trace> load_from(ByteSource& raw, std::function<uint64_t()> raw_positio
   } else if (raw_total > options.max_uncompressed_bytes) {
     return ResourceExhausted(name + ": file is " + std::to_string(raw_total) + " bytes, more than the limit of " +
                              std::to_string(options.max_uncompressed_bytes));
+  }
+  // A big file is read (and inflated) on another core while this one parses: same bytes, same errors.
+  std::unique_ptr<detail::ReadAheadSource> ahead;
+  if (raw_total >= options.read_ahead_min_bytes && std::thread::hardware_concurrency() >= 2) {
+    ahead = std::make_unique<detail::ReadAheadSource>(*decoded, std::move(raw_position));
+    decoded = ahead.get();
+    raw_position = [a = ahead.get()] { return a->raw_position(); };
   }
   detail::GuardSource stream(*decoded, options.max_uncompressed_bytes, options.progress, std::move(raw_position),
                              raw_total);

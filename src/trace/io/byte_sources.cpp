@@ -4,8 +4,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <mutex>
+#include <optional>
 #include <sstream>
+#include <thread>
 
 namespace profile_train::trace::detail {
 
@@ -42,6 +47,119 @@ StatusOr<size_t> MemorySource::read(char* buf, size_t n) {
   const size_t k = std::min(n, data_.size() - pos_);
   if (k > 0) std::memcpy(buf, data_.data() + pos_, k);
   pos_ += k;
+  return k;
+}
+
+// ---- ReadAheadSource ----------------------------------------------------------------------------------
+
+struct ReadAheadSource::Shared {
+  struct Buffer {
+    std::unique_ptr<char[]> bytes;  // capacity: Shared::capacity (left uninitialized)
+    size_t size = 0, pos = 0;
+    uint64_t raw_position = 0;
+  };
+  ByteSource& inner;
+  std::function<uint64_t()> raw_position;
+  size_t capacity = 0;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<Buffer> ready;          // filled, in stream order
+  std::vector<Buffer> free;          // empty, to be filled
+  bool stop = false;                 // the reader is gone: the thread ends after its current read
+  bool done = false;                 // the thread has put its last buffer (and the end or the error)
+  std::optional<Status> error;       // what `inner` failed with, after the ready buffers
+  std::thread thread;
+  Shared(ByteSource& in, std::function<uint64_t()> rp) : inner(in), raw_position(std::move(rp)) {}
+};
+
+ReadAheadSource::ReadAheadSource(ByteSource& inner, std::function<uint64_t()> raw_position, size_t buffer_bytes,
+                                 int buffers)
+    : name_(inner.name()), sh_(std::make_unique<Shared>(inner, std::move(raw_position))) {
+  sh_->capacity = std::max<size_t>(buffer_bytes, 4096);
+  for (int i = 0; i < std::max(2, buffers); ++i) {
+    Shared::Buffer b;
+    b.bytes.reset(new char[sh_->capacity]);
+    sh_->free.push_back(std::move(b));
+  }
+  sh_->thread = std::thread([this] { produce(); });
+}
+
+ReadAheadSource::~ReadAheadSource() {
+  {
+    std::lock_guard<std::mutex> g(sh_->mu);
+    sh_->stop = true;
+  }
+  sh_->cv.notify_all();
+  sh_->thread.join();
+}
+
+void ReadAheadSource::produce() {
+  Shared& s = *sh_;
+  for (;;) {
+    Shared::Buffer b;
+    {
+      std::unique_lock<std::mutex> g(s.mu);
+      s.cv.wait(g, [&] { return s.stop || !s.free.empty(); });
+      if (s.stop) break;
+      b = std::move(s.free.back());
+      s.free.pop_back();
+    }
+    std::optional<Status> failed;
+    b.size = b.pos = 0;
+    try {
+      // Fill the buffer (fewer, larger hand-overs); a short read is kept as it is only at the end.
+      while (b.size < s.capacity) {
+        StatusOr<size_t> got = s.inner.read(b.bytes.get() + b.size, s.capacity - b.size);
+        if (!got.ok()) {
+          failed = got.status();
+          break;
+        }
+        if (*got == 0) break;
+        b.size += *got;
+      }
+      if (s.raw_position) b.raw_position = s.raw_position();
+    } catch (const std::exception& e) {
+      failed = Internal(s.inner.name() + ": read failed (" + e.what() + ")");
+    }
+    const bool last = failed.has_value() || b.size < s.capacity;
+    {
+      std::lock_guard<std::mutex> g(s.mu);
+      if (b.size > 0) s.ready.push_back(std::move(b));
+      else s.free.push_back(std::move(b));
+      if (failed) s.error = std::move(failed);
+      if (last) s.done = true;
+    }
+    s.cv.notify_all();
+    if (last) break;
+  }
+  std::lock_guard<std::mutex> g(s.mu);
+  s.done = true;
+  s.cv.notify_all();
+}
+
+StatusOr<size_t> ReadAheadSource::read(char* buf, size_t n) {
+  Shared& s = *sh_;
+  std::unique_lock<std::mutex> g(s.mu);
+  s.cv.wait(g, [&] { return !s.ready.empty() || s.done; });
+  if (s.ready.empty()) {
+    if (s.error) return *s.error;
+    return size_t{0};
+  }
+  // The front buffer is this thread's until it is handed back: the producer only appends to `ready` (which
+  // keeps references to its elements valid), so the copy runs without the lock.
+  Shared::Buffer& b = s.ready.front();
+  g.unlock();
+  const size_t k = std::min(n, b.size - b.pos);
+  std::memcpy(buf, b.bytes.get() + b.pos, k);
+  b.pos += k;
+  raw_position_now_ = b.raw_position;
+  if (b.pos == b.size) {
+    g.lock();
+    s.free.push_back(std::move(b));
+    s.ready.pop_front();
+    g.unlock();
+    s.cv.notify_all();
+  }
   return k;
 }
 

@@ -74,6 +74,31 @@ class GzipSource final : public ByteSource {
   std::unique_ptr<State> st_;
 };
 
+// Reads `inner` on a thread of its own, at most `buffers` buffers of `buffer_bytes` ahead of the reader, so that
+// reading the file and inflating it overlap the parsing on another core. The bytes, their order, the end and
+// any error (at the point of the stream where `inner` gave it) are exactly what `inner` gives. `raw_position`
+// (may be null) is called on that thread after each read: raw_position() returns its value for the bytes read
+// so far. For regular files and memory only: the destructor waits for the read in progress, which a FIFO could
+// block forever. Only read() and raw_position() may be called, from one thread.
+class ReadAheadSource final : public ByteSource {
+ public:
+  ReadAheadSource(ByteSource& inner, std::function<uint64_t()> raw_position, size_t buffer_bytes = size_t{4} << 20,
+                  int buffers = 3);
+  ~ReadAheadSource() override;
+  ReadAheadSource(const ReadAheadSource&) = delete;
+  ReadAheadSource& operator=(const ReadAheadSource&) = delete;
+  StatusOr<size_t> read(char* buf, size_t n) override;
+  const std::string& name() const override { return name_; }
+  uint64_t raw_position() const { return raw_position_now_; }
+
+ private:
+  struct Shared;
+  void produce();
+  std::string name_;
+  std::unique_ptr<Shared> sh_;
+  uint64_t raw_position_now_ = 0;
+};
+
 // Wraps the decompressed stream: enforces `limit` and an optional time limit (ResourceExhausted), calls
 // `progress` about every 16 MiB with the raw (compressed) position, and first replays the bytes read by
 // peek().

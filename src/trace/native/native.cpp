@@ -306,6 +306,7 @@ StatusOr<Trace> load_captures(const std::vector<std::filesystem::path>& files, c
   }
   Trace t;
   t.meta.format = "native";
+  t.meta.steps_from_capture = true;
   t.meta.producer = "profile-train agent";
   std::vector<int64_t> step_counts(parsed.size(), 0);
   int64_t max_minor = 0;

@@ -1,6 +1,6 @@
 // The tuning session's statistics: paired noise, the ratio of two trials, the significance bar, which of two
 // trials is better (speed, then the quality guard), and what a trial may cost (memory, time). Split from
-// session.cpp, which holds the rest of the Tuner.
+// tuner.cpp, which holds the rest of the Tuner.
 #include <algorithm>
 #include <cmath>
 

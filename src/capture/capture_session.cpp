@@ -1,6 +1,6 @@
 // CaptureSession: the injection environment, the supervised launch and the capture files by rank; and the one
 // function that merges the typed result into a report.
-#include "capture_session.h"
+#include "profile_train/capture/capture_session.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -25,7 +25,7 @@
 #include "profile_train/platform/host.h"
 #include "profile_train/platform/process.h"
 
-namespace profile_train::cli {
+namespace profile_train::capture {
 namespace {
 
 namespace fs = std::filesystem;
@@ -291,4 +291,4 @@ void merge_capture_result(const CaptureResult& r, size_t rank_files, analysis::R
         " s): step times are longer than on a quiet machine; measure again when it is idle");
 }
 
-}  // namespace profile_train::cli
+}  // namespace profile_train::capture

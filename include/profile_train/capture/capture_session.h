@@ -13,7 +13,7 @@
 #include "profile_train/common/status.h"
 #include "profile_train/trace/model.h"
 
-namespace profile_train::cli {
+namespace profile_train::capture {
 
 struct CaptureOptions {
   std::vector<std::string> command;
@@ -92,4 +92,4 @@ void apply_capture_status(const CaptureResult& result, trace::Trace& trace);
 // files of that rank.
 void merge_capture_result(const CaptureResult& result, size_t rank_files, analysis::Report& report);
 
-}  // namespace profile_train::cli
+}  // namespace profile_train::capture

@@ -1,10 +1,12 @@
-// tune.json as typed data: what tune_report builds from a session (tune_report.h), to_json serializes and
-// report::tune_html presents. One struct per section, one member per key (the format: tune_report.h).
+// tune.json as typed data: what the tuner builds from a session (tuner/tune_report.h), to_json serializes
+// (tune_json.cpp, the one serialization) and report::tune_html presents. One struct per section, one member per
+// key (the format: tuner/tune_report.h). Plain data: it includes no tuner header; the few tuner types a row
+// carries (a configuration, a skipped knob, a trial's diagnosis, a Ray placement) are defined here.
 // Conventions, so that tune.json keeps its bytes:
 //  - std::optional<T> is a key that is always written and may be null, except members commented "absent
 //    when unset" (keys that are left out).
 //  - double members are JSON floating-point numbers, integer members JSON integers.
-// Owner: tuner component.
+// Owner: model room (namespace kept: profile_train::tuner).
 #pragma once
 
 #include <cstdint>
@@ -16,10 +18,50 @@
 
 #include <nlohmann/json.hpp>
 
-#include "profile_train/tuner/ray_placement.h"
-#include "profile_train/tuner/tuner.h"
+#include "profile_train/common/vocabulary.h"
 
 namespace profile_train::tuner {
+
+// A configuration: knob name -> canonical value (the same alias as tuner/knobs.h).
+using Config = std::map<std::string, std::string>;
+
+// Values of a knob not tried because they cannot act on this machine (pin_memory without a GPU, ...).
+struct SkippedKnob {
+  std::string knob;
+  std::vector<std::string> values;
+  std::string reason;
+};
+
+// The compact diagnosis of a trial's last report kept in tune.json: its verdict and first recommendations.
+struct DiagnosisRecommendation {
+  std::string id, title;
+  std::vector<std::string> knobs;  // the catalog's knobs among the recommendation's `knobs`
+};
+struct Diagnosis {
+  bool from_report = false;  // false: no report was read (an empty object in tune.json)
+  Bottleneck bottleneck = Bottleneck::kUnknown;
+  double confidence = 0;
+  std::string summary;
+  std::vector<DiagnosisRecommendation> recommendations;  // the first 5
+};
+
+// Where one Ray measurement ran and what the Jobs API cost it (seconds); the Ray runner fills it.
+struct RayPlacement {
+  int trial_index = 0;
+  int repeat = 0;
+  std::string dir;                  // the driver's trial folder
+  std::string submission_id;
+  std::string node_id;              // Ray's driver_node_id
+  std::string host;                 // the worker's hostname (from the entry point)
+  std::string cuda_visible_devices; // as Ray set it for the job ("" without a GPU)
+  std::string gpu_name;             // the report's device.name ("" on the CPU)
+  std::string final_state;          // SUCCEEDED | FAILED | STOPPED | (none: never submitted)
+  double submit_s = 0;              // POST /api/jobs/ round trip
+  double queued_s = 0;              // submit -> first RUNNING seen (PENDING: waiting for resources + job start)
+  double running_s = 0;             // first RUNNING -> terminal state seen
+  double log_fetch_s = 0;           // GET .../logs round trip
+  int polls = 0;                    // status requests made
+};
 
 struct TuneTool {
   std::string name = "profile-train";
@@ -220,5 +262,9 @@ struct TuneReport {
   std::vector<std::string> log;
   std::optional<Execution> execution;  // absent when unset
 };
+
+// tune.json (tune_json.cpp): the one serialization of the document and of a Ray placement.
+nlohmann::json to_json(const TuneReport& report);
+nlohmann::json to_json(const RayPlacement& placement);
 
 }  // namespace profile_train::tuner

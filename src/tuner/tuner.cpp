@@ -1,5 +1,5 @@
-// The tuning session: budget, interleaved measurements, early stop, the load rule, the final head-to-head
-// check; strategies drive it. Noise, significance and which trial is better: session_noise.cpp.
+// The Tuner (tuner.h), the tuning session: budget, interleaved measurements, early stop, the load rule, the
+// final head-to-head check; strategies drive it. Noise, significance and which trial is better: tuner_noise.cpp.
 #include <algorithm>
 #include <chrono>
 #include <cmath>

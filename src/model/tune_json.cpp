@@ -1,5 +1,5 @@
-// tune.json: the one serialization of a TuneReport (tune_report_data.h).
-#include "profile_train/tuner/tune_report.h"
+// tune.json: the one serialization of a TuneReport (model/tune.h; the format: tuner/tune_report.h).
+#include "profile_train/model/tune.h"
 
 #include "profile_train/common/json_path.h"
 
@@ -128,6 +128,16 @@ json to_json(const Execution& e) {
 }
 
 }  // namespace
+
+json to_json(const RayPlacement& p) {
+  json j = {{"trial", p.trial_index},  {"repeat", p.repeat + 1},       {"dir", p.dir},
+                      {"job_id", p.submission_id}, {"node_id", p.node_id},      {"host", p.host},
+                      {"final_state", p.final_state}, {"submit_s", p.submit_s}, {"queued_s", p.queued_s},
+                      {"running_s", p.running_s},   {"log_fetch_s", p.log_fetch_s}, {"polls", p.polls}};
+  j["gpu"] = p.cuda_visible_devices.empty() ? json(nullptr) : json(p.cuda_visible_devices);
+  j["gpu_name"] = p.gpu_name.empty() ? json(nullptr) : json(p.gpu_name);
+  return j;
+}
 
 json to_json(const TuneReport& r) {
   json doc;

@@ -1,0 +1,18 @@
+// The diff of two reports (before/after): step time, breakdown categories, verdict, and the kernels and copies
+// that changed most, built over the typed reports into the diff document (model/diff.h); report/diff.h renders it.
+#pragma once
+
+#include <string>
+
+#include "profile_train/model/diff.h"
+#include "profile_train/model/report.h"
+
+namespace profile_train::analysis {
+
+// The diff of `a` and `b`. `label_a` / `label_b` name the inputs (usually their paths).
+// Kernel times per step are top_kernels[].total_ms / steps.count (total_ms covers the analysis window);
+// a kernel in only one report's top list is compared against null ("not in top list"), not against 0.
+report::Diff diff_reports(const Report& a, const Report& b, const std::string& label_a, const std::string& label_b,
+                          const report::DiffOptions& options = {});
+
+}  // namespace profile_train::analysis

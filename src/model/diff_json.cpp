@@ -1,0 +1,81 @@
+// diff.json: the one serialization of a Diff (model/diff.h).
+#include "profile_train/common/json_path.h"
+#include "profile_train/model/diff.h"
+
+namespace profile_train::report {
+
+using nlohmann::json;
+
+namespace {
+const char* presence_name(KernelPresence p) {
+  switch (p) {
+    case KernelPresence::kInBoth: return "in_both";
+    case KernelPresence::kOnlyInATop: return "only_in_a_top";
+    case KernelPresence::kOnlyInBTop: return "only_in_b_top";
+  }
+  return "in_both";
+}
+}  // namespace
+
+json to_json(const Diff& d) {
+  auto side = [](const DiffSide& s) {
+    return json{{"label", s.label},
+                {"bottleneck", name_of(s.bottleneck)},
+                {"confidence", s.confidence},
+                {"summary", s.summary},
+                // a float in diff.json, as diff 1.0 wrote it
+                {"steps", static_cast<double>(s.steps)},
+                {"device", s.device}};
+  };
+  json out;
+  out["diff_version"] = kDiffVersion;
+  out["tool"] = {{"name", "profile-train"}};
+  out["a"] = side(d.a);
+  out["b"] = side(d.b);
+  const DiffStepTime& st = d.step_time;
+  out["step_time"] = {{"a_ms", or_null(st.a_ms)},   {"b_ms", or_null(st.b_ms)},       {"delta_ms", or_null(st.delta_ms)},
+                      {"ratio", or_null(st.ratio)}, {"speedup", or_null(st.speedup)}};
+  out["gpu_utilization"] = {
+      {"a", or_null(d.gpu_utilization.a)}, {"b", or_null(d.gpu_utilization.b)}, {"delta", or_null(d.gpu_utilization.delta)}};
+  json cats = json::array();
+  for (const DiffCategory& c : d.breakdown)
+    cats.push_back({{"category", name_of(c.role)},
+                    {"a_ms", or_null(c.a_ms)},
+                    {"b_ms", or_null(c.b_ms)},
+                    {"delta_ms", or_null(c.delta_ms)},
+                    {"a_fraction", or_null(c.a_fraction)},
+                    {"b_fraction", or_null(c.b_fraction)}});
+  out["breakdown"] = std::move(cats);
+  const std::string va(name_of(d.a.bottleneck)), vb(name_of(d.b.bottleneck));
+  out["verdict"] = {{"a", va}, {"b", vb}, {"changed", d.verdict_changed()}};
+  json kernels = json::array();
+  for (const DiffKernel& k : d.kernels)
+    kernels.push_back({{"name", k.name},
+                       {"a_ms_per_step", or_null(k.a_ms_per_step)},
+                       {"b_ms_per_step", or_null(k.b_ms_per_step)},
+                       {"delta_ms_per_step", or_null(k.delta_ms_per_step)},
+                       {"a_count_per_step", or_null(k.a_count_per_step)},
+                       {"b_count_per_step", or_null(k.b_count_per_step)},
+                       {"status", presence_name(k.presence)}});
+  out["kernels"] = std::move(kernels);
+  json copies = json::array();
+  for (const DiffCopy& c : d.copies)
+    copies.push_back({{"direction", c.direction},
+                      {"a_ms_per_step", or_null(c.a_ms_per_step)},
+                      {"b_ms_per_step", or_null(c.b_ms_per_step)},
+                      {"delta_ms_per_step", or_null(c.delta_ms_per_step)},
+                      {"a_bytes_per_step", or_null(c.a_bytes_per_step)},
+                      {"b_bytes_per_step", or_null(c.b_bytes_per_step)},
+                      {"a_count_per_step", or_null(c.a_count_per_step)},
+                      {"b_count_per_step", or_null(c.b_count_per_step)},
+                      {"a_bandwidth_gbps", or_null(c.a_bandwidth_gbps)},
+                      {"b_bandwidth_gbps", or_null(c.b_bandwidth_gbps)},
+                      {"a_pageable_fraction", or_null(c.a_pageable_fraction)},
+                      {"b_pageable_fraction", or_null(c.b_pageable_fraction)}});
+  out["copies"] = std::move(copies);
+  const DiffRecommendations& r = d.recommendations;
+  out["recommendations"] = {{"a", r.a}, {"b", r.b}, {"resolved", r.resolved}, {"new", r.added}};
+  return out;
+}
+
+}  // namespace profile_train::report

@@ -1,0 +1,52 @@
+// The terminal tables over several reports (report/writers.h): the job summary, the traces of one `analyze`.
+#include <cstdio>
+#include <iomanip>
+#include <sstream>
+#include <vector>
+#include <optional>
+#include <ostream>
+#include <string>
+
+#include "profile_train/common/terminal.h"
+#include "profile_train/report/writers.h"
+
+namespace profile_train::report {
+namespace {
+
+std::string cell(const std::optional<double>& v, const char* missing) {
+  if (!v) return missing;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", *v);
+  return buf;
+}
+
+}  // namespace
+
+void write_job_text(const analysis::JobSummary& job, size_t rank_count, std::ostream& out) {
+  out << "\nJob (" << rank_count << " ranks): " << terminal_safe(job.summary) << "\n";
+  out << "  rank   step ms   input ms  compute ms  comm wait ms  verdict\n";
+  for (const auto& r : job.ranks) {
+    char line[200];
+    std::snprintf(line, sizeof line, "  %-5s %9s %10s %11s %13s  %s", std::to_string(r.rank).c_str(),
+                  cell(r.mean_step_ms, "n/a").c_str(), cell(r.input_ms, "n/a").c_str(),
+                  cell(r.compute_ms, "n/a").c_str(), cell(r.communication_wait_ms, "not measured").c_str(),
+                  std::string(name_of(r.verdict)).c_str());
+    out << line << (job.straggler && job.straggler->rank == r.rank ? "  <- straggler" : "") << "\n";
+  }
+}
+
+void write_trace_table(const std::vector<TraceRow>& rows, const std::filesystem::path& out_dir, std::ostream& out) {
+  out << "Summary (" << rows.size() << " trace(s), reports under " << terminal_safe(out_dir.string()) << "/<name>/)\n";
+  out << "  " << std::left << std::setw(40) << "trace" << std::setw(18) << "verdict" << std::setw(6) << "conf"
+      << std::setw(12) << "step ms" << "GPU util\n";
+  for (const auto& r : rows) {
+    std::ostringstream ms, ut, cf;
+    ms << std::fixed << std::setprecision(2) << r.mean_ms;
+    ut << std::fixed << std::setprecision(1) << 100.0 * r.util << "%";
+    cf << std::fixed << std::setprecision(2) << r.confidence;
+    out << "  " << std::left << std::setw(40) << r.folder << std::setw(18) << terminal_safe(r.verdict) << std::setw(6)
+        << cf.str() << std::setw(12) << (r.mean_ms >= 0 ? ms.str() : "n/a") << (r.util >= 0 ? ut.str() : "n/a") << "\n";
+  }
+}
+
+}  // namespace profile_train::report
