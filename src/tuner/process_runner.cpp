@@ -284,56 +284,54 @@ Measurement ProcessTrialRunner::run(const Config& config, const RunContext& ctx)
     m.message = os.str();
     return m;
   }
-  if (looks_like_oom(tail)) {
-    m.status = RunStatus::kOom;
-    m.message = "out of memory: " + last_line(tail);
-    return m;
-  }
-  if (child.term_signal == SIGKILL) {
-    // Not sent by us: most likely the kernel's OOM killer.
-    m.status = RunStatus::kOom;
-    m.message = "killed by SIGKILL (likely the kernel OOM killer)";
-    return m;
-  }
-  if (child.exit_code != 0) {
-    m.status = RunStatus::kCrashed;
-    m.message = failed_command_message(child.exit_code, tail, &m.exit_code);
-    return m;
-  }
-  if (m.report) {
-    if (std::string why = overrides_failed(*m.report); !why.empty()) {
-      m.status = RunStatus::kOverrideFailed;
-      m.message = why;
-      return m;
-    }
-  }
-  if (known_batch_ <= 0) known_batch_ = batch_from_facts(m.report);
-  Status st = metric_from_report(m.report, config, known_batch_, &m);
-  if (st.ok()) {
-    m.status = RunStatus::kOk;
-    return m;
-  }
-  // Fallback for the built-in workload: its own result file (samples/s over its measured window).
+  RunEnd end;
+  end.log = tail;
+  end.last_line = last_line(tail);
+  end.exit_code = child.exit_code;
+  end.sigkill = child.term_signal == SIGKILL;  // not sent by us: most likely the kernel's OOM killer
   if (options_.target.kind == TuneTarget::Kind::kWorkload) {
     std::ifstream in(dir / "workload_result.json");
     if (in) {
-      try {
-        const nlohmann::json w = nlohmann::json::parse(in);
-        if (w.contains("samples_per_s") && w["samples_per_s"].is_number() && w["samples_per_s"].get<double>() > 0) {
-          m.throughput = w["samples_per_s"].get<double>();
-          m.per_sample = true;
-          if (w.contains("step_ms") && w["step_ms"].is_number()) m.step_ms = w["step_ms"].get<double>();
-          m.status = RunStatus::kOk;
-          m.message = "metric from the workload's result file (" + st.message() + ")";
-          return m;
-        }
-      } catch (const std::exception&) {
-      }
+      std::ostringstream text;
+      text << in.rdbuf();
+      end.workload_result = text.str();
     }
   }
-  m.status = RunStatus::kNoMetric;
-  m.message = st.message();
+  classify_run_end(end, config, &known_batch_, &m);
   return m;
+}
+
+void classify_run_end(const RunEnd& end, const Config& config, long long* known_batch, Measurement* m) {
+  auto set = [m](RunStatus st, std::string msg) {
+    m->status = st;
+    m->message = std::move(msg);
+  };
+  if (looks_like_oom(end.log)) return set(RunStatus::kOom, "out of memory: " + end.last_line);
+  if (end.sigkill)
+    return set(RunStatus::kOom, "killed by SIGKILL" + end.sigkill_where + " (likely the kernel OOM killer)");
+  if (end.exit_code != 0)
+    return set(RunStatus::kCrashed, failed_command_message(end.exit_code, end.log, &m->exit_code));
+  if (m->report) {
+    if (std::string why = overrides_failed(*m->report); !why.empty()) return set(RunStatus::kOverrideFailed, why);
+  }
+  if (*known_batch <= 0) *known_batch = batch_from_facts(m->report);
+  Status st = metric_from_report(m->report, config, *known_batch, m);
+  if (st.ok()) {
+    m->status = RunStatus::kOk;
+    return;
+  }
+  // Fallback for the built-in workload: its own result file (samples/s over its measured window).
+  if (end.workload_result) {
+    const nlohmann::json w = nlohmann::json::parse(*end.workload_result, nullptr, false);
+    if (w.is_object() && w.contains("samples_per_s") && w["samples_per_s"].is_number() &&
+        w["samples_per_s"].get<double>() > 0) {
+      m->throughput = w["samples_per_s"].get<double>();
+      m->per_sample = true;
+      if (w.contains("step_ms") && w["step_ms"].is_number()) m->step_ms = w["step_ms"].get<double>();
+      return set(RunStatus::kOk, "metric from the workload's result file (" + st.message() + ")");
+    }
+  }
+  set(RunStatus::kNoMetric, st.message());
 }
 
 }  // namespace profile_train::tuner

@@ -351,43 +351,14 @@ void RayTrialRunner::finish(Slot& s) {
     return;
   }
   m.exit_code = out.exit_code;
-  if (looks_like_oom(out.log)) {
-    set(RunStatus::kOom, "out of memory: " + last_log_line(out.log));
-    return;
-  }
-  if (out.exit_code == 128 + 9) {
-    set(RunStatus::kOom, "killed by SIGKILL on " + (out.host.empty() ? std::string("the worker") : out.host) +
-                             " (likely the kernel OOM killer)");
-    return;
-  }
-  if (out.exit_code != 0) {
-    set(RunStatus::kCrashed, failed_command_message(out.exit_code, out.log, &m.exit_code));
-    return;
-  }
-  if (m.report) {
-    if (std::string why = overrides_failed(*m.report); !why.empty()) {
-      set(RunStatus::kOverrideFailed, why);
-      return;
-    }
-  }
-  if (known_batch_ <= 0) known_batch_ = batch_from_facts(m.report);
-  Status st = metric_from_report(m.report, s.config, known_batch_, &m);
-  if (st.ok()) {
-    m.status = RunStatus::kOk;
-    return;
-  }
-  if (auto it = out.files.find("workload_result.json"); it != out.files.end()) {
-    const nlohmann::json w = nlohmann::json::parse(it->second, nullptr, false);
-    if (w.is_object() && w.contains("samples_per_s") && w["samples_per_s"].is_number() &&
-        w["samples_per_s"].get<double>() > 0) {
-      m.throughput = w["samples_per_s"].get<double>();
-      m.per_sample = true;
-      if (w.contains("step_ms") && w["step_ms"].is_number()) m.step_ms = w["step_ms"].get<double>();
-      set(RunStatus::kOk, "metric from the workload's result file (" + st.message() + ")");
-      return;
-    }
-  }
-  set(RunStatus::kNoMetric, st.message());
+  RunEnd end;
+  end.log = out.log;
+  end.last_line = last_log_line(out.log);
+  end.exit_code = out.exit_code;
+  end.sigkill = out.exit_code == 128 + 9;
+  end.sigkill_where = " on " + (out.host.empty() ? std::string("the worker") : out.host);
+  if (auto it = out.files.find("workload_result.json"); it != out.files.end()) end.workload_result = it->second;
+  classify_run_end(end, s.config, &known_batch_, &m);
 }
 
 std::vector<Measurement> RayTrialRunner::run_batch(const std::vector<std::pair<Config, RunContext>>& items) {

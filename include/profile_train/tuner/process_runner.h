@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -89,6 +90,20 @@ ChildResult run_child(const std::vector<std::string>& argv, const std::vector<st
 // (e.g. the Python exception), and *exit_code set to N; `run_exit_code` and the log's last line when run did
 // not say how its command ended.
 std::string failed_command_message(int run_exit_code, const std::string& log, int* exit_code);
+
+// How a run that ended by itself (not stopped, not timed out) is classified, by every runner alike: out of
+// memory (its output says so, or a SIGKILL the tuner did not send), a failed command, overrides that did not
+// apply, then the metric from its report, else from the built-in workload's result file. Sets m->status and
+// m->message (and m->exit_code through failed_command_message); *known_batch remembers a batch size seen.
+struct RunEnd {
+  std::string log;                 // the run's output (or its end) that the checks read
+  std::string last_line;           // its last line, as the runner words it
+  int exit_code = 0;               // `profile-train run`'s exit code
+  bool sigkill = false;            // ended by a SIGKILL nobody here sent
+  std::string sigkill_where;       // "" or " on HOST"
+  std::optional<std::string> workload_result;  // workload_result.json's text, when the runner has one
+};
+void classify_run_end(const RunEnd& end, const Config& config, long long* known_batch, Measurement* m);
 
 // The last `max_bytes` of a file ("" when unreadable).
 std::string read_tail(const std::filesystem::path& file, size_t max_bytes);
