@@ -6,7 +6,6 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
 
 #include "commands.h"
 #include "pipeline.h"
@@ -28,9 +27,8 @@ struct DiffArgs {
   int top = 10;
 };
 
-int diff_failed(const Status& s) { return print_failure("profile-train diff", s); }
-
-int run_diff(const DiffArgs& args) {
+int run_diff(const DiffArgs& args, const Io& io) {
+  auto diff_failed = [&io](const Status& s) { return print_failure(*io.err, "profile-train diff", s); };
   std::set<std::string> formats;
   for (const auto& f : args.formats) {
     if (f != "text" && f != "json" && f != "html")
@@ -70,10 +68,10 @@ int run_diff(const DiffArgs& args) {
   }
   if (formats.count("text")) {
     report::TextOptions text;
-    text.color = use_color(STDOUT_FILENO);
-    report::write_diff_text(diff, std::cout, text);
+    text.color = io.color;
+    report::write_diff_text(diff, *io.out, text);
     if (failed.ok() && !args.out_dir.empty() && (formats.count("json") || formats.count("html")))
-      std::cout << "\nwritten to " << terminal_safe(args.out_dir) << "/"
+      *io.out << "\nwritten to " << terminal_safe(args.out_dir) << "/"
                 << (formats.count("json") ? " diff.json" : "") << (formats.count("html") ? " diff.html" : "") << "\n";
   }
   if (!failed.ok()) return diff_failed(failed);
@@ -82,7 +80,7 @@ int run_diff(const DiffArgs& args) {
 
 }  // namespace
 
-Runner add_diff(CLI::App& app) {
+Runner add_diff(CLI::App& app, Io io) {
   auto args = std::make_shared<DiffArgs>();
   auto* sub = app.add_subcommand("diff", "Compare two runs or reports (before/after): step time, breakdown, "
                                          "verdict, kernels and copies that changed most");
@@ -92,7 +90,7 @@ Runner add_diff(CLI::App& app) {
   sub->add_option("--format", args->formats, "Comma-separated: text, json, html (default: text; text,json,html with --out)")
       ->delimiter(',');
   sub->add_option("--top", args->top, "Kernels listed (default 10)")->check(CLI::Range(1, 1000));
-  return [args] { return run_diff(*args); };
+  return [args, io] { return run_diff(*args, io); };
 }
 
 }  // namespace profile_train::cli

@@ -25,87 +25,87 @@ struct RulesArgs {
   bool json = false;
 };
 
-int rules_failed(const Status& s) { return print_failure("profile-train rules", s); }
+int rules_failed(const Io& io, const Status& s) { return print_failure(*io.err, "profile-train rules", s); }
 
 StatusOr<std::shared_ptr<const rules::RuleSet>> load(const RulesArgs& a) {
   std::vector<std::filesystem::path> dirs(a.rules_dirs.begin(), a.rules_dirs.end());
   return rules::load_rules(dirs);
 }
 
-int run_list(const RulesArgs& a) {
+int run_list(const RulesArgs& a, const Io& io) {
   auto set = load(a);
-  if (!set.ok()) return rules_failed(set.status());
+  if (!set.ok()) return rules_failed(io, set.status());
   const auto all = rules::list_rules(**set);
   if (a.json) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& r : all)
       out.push_back({{"id", r.id}, {"title", r.title}, {"tier", r.tier}, {"file", r.file}, {"builtin", r.builtin},
                      {"knobs", r.knobs}});
-    std::cout << out.dump(2) << "\n";
+    *io.out << out.dump(2) << "\n";
     return kExitOk;
   }
-  std::cout << "tier  id                             title\n";
+  *io.out << "tier  id                             title\n";
   for (const auto& r : all) {
-    std::cout << "  " << r.tier << "   " << std::left << std::setw(30) << terminal_safe(r.id) << " " << terminal_safe(r.title);
-    if (!r.builtin) std::cout << "   [" << terminal_safe(r.file) << "]";
-    std::cout << "\n";
+    *io.out << "  " << r.tier << "   " << std::left << std::setw(30) << terminal_safe(r.id) << " " << terminal_safe(r.title);
+    if (!r.builtin) *io.out << "   [" << terminal_safe(r.file) << "]";
+    *io.out << "\n";
   }
-  std::cout << all.size() << " rules (tier 1 = cheapest, lowest risk; `profile-train rules show ID` for details)\n";
+  *io.out << all.size() << " rules (tier 1 = cheapest, lowest risk; `profile-train rules show ID` for details)\n";
   return kExitOk;
 }
 
-int run_show(const RulesArgs& a) {
+int run_show(const RulesArgs& a, const Io& io) {
   auto set = load(a);
-  if (!set.ok()) return rules_failed(set.status());
+  if (!set.ok()) return rules_failed(io, set.status());
   if (a.json) {
     auto j = rules::rule_json(**set, a.id);
-    if (!j.ok()) return rules_failed(j.status());
-    std::cout << j->dump(2) << "\n";
+    if (!j.ok()) return rules_failed(io, j.status());
+    *io.out << j->dump(2) << "\n";
     return kExitOk;
   }
   auto text = rules::describe_rule(**set, a.id);
-  if (!text.ok()) return rules_failed(text.status());
-  std::cout << terminal_safe(*text, true);
+  if (!text.ok()) return rules_failed(io, text.status());
+  *io.out << terminal_safe(*text, true);
   return kExitOk;
 }
 
-int run_check(const RulesArgs& a) {
+int run_check(const RulesArgs& a, const Io& io) {
   auto found = rules::check_rules(a.path);
-  if (!found.ok()) return rules_failed(found.status());
+  if (!found.ok()) return rules_failed(io, found.status());
   // A user folder is also checked together with the built-ins (ids that replace built-ins are reported).
   auto set = rules::load_rules({std::filesystem::path(a.path)});
-  if (!set.ok()) return rules_failed(set.status());
+  if (!set.ok()) return rules_failed(io, set.status());
   std::vector<std::string> builtin_ids;
   if (auto builtins = rules::load_rules({}); builtins.ok())
     for (const auto& r : rules::list_rules(**builtins)) builtin_ids.push_back(r.id);
-  std::cout << "OK: " << found->size() << " rule(s) in " << terminal_safe(a.path) << "\n";
+  *io.out << "OK: " << found->size() << " rule(s) in " << terminal_safe(a.path) << "\n";
   for (const auto& r : *found) {
     const bool replaces = std::find(builtin_ids.begin(), builtin_ids.end(), r.id) != builtin_ids.end();
-    std::cout << "  " << terminal_safe(r.id) << " (tier " << r.tier << ")" << (replaces ? " replaces the built-in rule" : "") << "\n";
+    *io.out << "  " << terminal_safe(r.id) << " (tier " << r.tier << ")" << (replaces ? " replaces the built-in rule" : "") << "\n";
   }
   return kExitOk;
 }
 
-int run_explain(const RulesArgs& a) {
+int run_explain(const RulesArgs& a, const Io& io) {
   auto set = load(a);
-  if (!set.ok()) return rules_failed(set.status());
-  if (auto known = rules::rule_json(**set, a.id); !known.ok()) return rules_failed(known.status());  // exit 2
+  if (!set.ok()) return rules_failed(io, set.status());
+  if (auto known = rules::rule_json(**set, a.id); !known.ok()) return rules_failed(io, known.status());  // exit 2
   std::ifstream in(a.report);
-  if (!in) return rules_failed(IoError(a.report + ": cannot read the report"));
+  if (!in) return rules_failed(io, IoError(a.report + ": cannot read the report"));
   nlohmann::json report;
   try {
     report = parse_json_bounded(in);  // nesting limit: a hostile report must not cost GBs
   } catch (const std::exception& e) {
-    return rules_failed(BadInput(a.report + ": not a JSON report: " + e.what()));
+    return rules_failed(io, BadInput(a.report + ": not a JSON report: " + e.what()));
   }
   // The explanation quotes the report's values and the rule's text: both may carry escape sequences.
-  std::cout << terminal_safe(rules::explain_rule(**set, a.id, report), true);
+  *io.out << terminal_safe(rules::explain_rule(**set, a.id, report), true);
   return kExitOk;
 }
 
 }  // namespace
 
-Runner add_rules(CLI::App& app) {
+Runner add_rules(CLI::App& app, Io io) {
   auto args = std::make_shared<RulesArgs>();
   auto* sub = app.add_subcommand("rules", "List, show and check technique rules (the recommendation catalog)");
   sub->require_subcommand(1);
@@ -122,11 +122,11 @@ Runner add_rules(CLI::App& app) {
   explain->add_option("id", args->id, "Rule id")->required();
   explain->add_option("report", args->report, "report.json written by analyze/run")->required();
   explain->add_option("--rules", args->rules_dirs, "Folder of extra rule files (*.json)");
-  return [args, list, show, check, explain]() -> int {
-    if (list->parsed()) return run_list(*args);
-    if (show->parsed()) return run_show(*args);
-    if (check->parsed()) return run_check(*args);
-    if (explain->parsed()) return run_explain(*args);
+  return [args, list, show, check, explain, io]() -> int {
+    if (list->parsed()) return run_list(*args, io);
+    if (show->parsed()) return run_show(*args, io);
+    if (check->parsed()) return run_check(*args, io);
+    if (explain->parsed()) return run_explain(*args, io);
     return kExitBadInput;
   };
 }

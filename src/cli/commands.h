@@ -3,16 +3,28 @@
 #pragma once
 
 #include <functional>
+#include <iostream>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "profile_train/common/status.h"
+#include "profile_train/common/terminal.h"
 
 namespace profile_train::cli {
 
 using Runner = std::function<int()>;
+
+// Where a command writes: its results (`out`) and its one-line errors (`err`); `color`: `out` is a terminal
+// that takes colours. main() gives the process's streams; tests give string streams and run the command in
+// their own process. (diff and rules take theirs; analyze, run and tune still write to std::cout/std::cerr.)
+struct Io {
+  std::ostream* out = &std::cout;
+  std::ostream* err = &std::cerr;
+  bool color = false;
+};
+inline Io standard_io() { return Io{&std::cout, &std::cerr, use_color(1)}; }
 
 // A count or a number of seconds that must be >= 0. Unlike CLI::NonNegativeNumber, whose message spells out
 // the range up to the largest double (300 digits), the message is short; the value is echoed by CLI11 and
@@ -28,8 +40,8 @@ inline CLI::Validator non_negative() {
 }
 
 Runner add_analyze(CLI::App& app);  // cmd_analyze.cpp
-Runner add_rules(CLI::App& app);    // cmd_rules.cpp
-Runner add_diff(CLI::App& app);     // cmd_diff.cpp
+Runner add_rules(CLI::App& app, Io io);  // cmd_rules.cpp
+Runner add_diff(CLI::App& app, Io io);   // cmd_diff.cpp
 // `command`: the arguments after the first `--` of the command line (main() splits them off before parsing:
 // they belong to the wrapped command, never to our options).
 Runner add_run(CLI::App& app, std::vector<std::string> command);   // cmd_run.cpp

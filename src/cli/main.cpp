@@ -54,8 +54,8 @@ int main(int argc, char** argv) {
   add(cli::add_analyze);
   add([&](CLI::App& a) { return cli::add_run(a, command); });
   add([&](CLI::App& a) { return cli::add_tune(a, command); });
-  add(cli::add_diff);
-  add(cli::add_rules);
+  add([](CLI::App& a) { return cli::add_diff(a, cli::standard_io()); });
+  add([](CLI::App& a) { return cli::add_rules(a, cli::standard_io()); });
   try {
     app.parse(parsed_argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -114,8 +114,10 @@ Status check_perfetto_path(const OutputOptions& options, const std::vector<fs::p
   return Status::Ok();
 }
 
-int print_failure(std::string_view who, const Status& status) {
-  std::cerr << who << ": " << terminal_safe(status.message()) << "\n";
+int print_failure(std::string_view who, const Status& status) { return print_failure(std::cerr, who, status); }
+
+int print_failure(std::ostream& err, std::string_view who, const Status& status) {
+  err << who << ": " << terminal_safe(status.message()) << "\n";
   return status.exit_code();
 }
 

@@ -66,6 +66,8 @@ int report_trace(const trace::Trace& trace, const OutputOptions& options,
 
 // Prints "WHO: message" (terminal-safe) as the one error line on stderr; returns the status's exit code.
 int print_failure(std::string_view who, const Status& status);
+// The same on `err`.
+int print_failure(std::ostream& err, std::string_view who, const Status& status);
 
 // Creates `dir` if needed and checks that a file can be written there (IoError naming the folder and the
 // reason, e.g. "No space left on device", if not).
