@@ -1,24 +1,19 @@
 // The terminal tables over several reports (report/writers.h): the job summary, the traces of one `analyze`.
 #include <cstdio>
 #include <iomanip>
-#include <sstream>
-#include <vector>
 #include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
+#include "profile_train/common/format.h"
 #include "profile_train/common/terminal.h"
 #include "profile_train/report/writers.h"
 
 namespace profile_train::report {
 namespace {
 
-std::string cell(const std::optional<double>& v, const char* missing) {
-  if (!v) return missing;
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f", *v);
-  return buf;
-}
+std::string cell(const std::optional<double>& v, const char* missing) { return v ? format_fixed(*v, 2) : missing; }
 
 }  // namespace
 
@@ -40,12 +35,9 @@ void write_trace_table(const std::vector<TraceRow>& rows, const std::filesystem:
   out << "  " << std::left << std::setw(40) << "trace" << std::setw(18) << "verdict" << std::setw(6) << "conf"
       << std::setw(12) << "step ms" << "GPU util\n";
   for (const auto& r : rows) {
-    std::ostringstream ms, ut, cf;
-    ms << std::fixed << std::setprecision(2) << r.mean_ms;
-    ut << std::fixed << std::setprecision(1) << 100.0 * r.util << "%";
-    cf << std::fixed << std::setprecision(2) << r.confidence;
     out << "  " << std::left << std::setw(40) << r.folder << std::setw(18) << terminal_safe(r.verdict) << std::setw(6)
-        << cf.str() << std::setw(12) << (r.mean_ms >= 0 ? ms.str() : "n/a") << (r.util >= 0 ? ut.str() : "n/a") << "\n";
+        << format_fixed(r.confidence, 2) << std::setw(12) << (r.mean_ms >= 0 ? format_fixed(r.mean_ms, 2) : "n/a")
+        << (r.util >= 0 ? format_fixed(100.0 * r.util, 1) + "%" : "n/a") << "\n";
   }
 }
 

@@ -290,12 +290,13 @@ Measurement ProcessTrialRunner::run(const Config& config, const RunContext& ctx)
   end.exit_code = child.exit_code;
   end.sigkill = child.term_signal == SIGKILL;  // not sent by us: most likely the kernel's OOM killer
   if (options_.target.kind == TuneTarget::Kind::kWorkload) {
-    std::ifstream in(dir / "workload_result.json");
-    if (in) {
+    end.workload_result = [&dir]() -> std::optional<std::string> {
+      std::ifstream in(dir / "workload_result.json");
+      if (!in) return std::nullopt;
       std::ostringstream text;
       text << in.rdbuf();
-      end.workload_result = text.str();
-    }
+      return text.str();
+    };
   }
   classify_run_end(end, config, &known_batch_, &m);
   return m;
@@ -310,7 +311,7 @@ void classify_run_end(const RunEnd& end, const Config& config, long long* known_
   if (end.sigkill)
     return set(RunStatus::kOom, "killed by SIGKILL" + end.sigkill_where + " (likely the kernel OOM killer)");
   if (end.exit_code != 0)
-    return set(RunStatus::kCrashed, failed_command_message(end.exit_code, end.log, &m->exit_code));
+    return set(RunStatus::kCrashed, failed_command_message(end.exit_code, std::string(end.log), &m->exit_code));
   if (m->report) {
     if (std::string why = overrides_failed(*m->report); !why.empty()) return set(RunStatus::kOverrideFailed, why);
   }
@@ -321,8 +322,8 @@ void classify_run_end(const RunEnd& end, const Config& config, long long* known_
     return;
   }
   // Fallback for the built-in workload: its own result file (samples/s over its measured window).
-  if (end.workload_result) {
-    const nlohmann::json w = nlohmann::json::parse(*end.workload_result, nullptr, false);
+  if (const auto text = end.workload_result ? end.workload_result() : std::nullopt) {
+    const nlohmann::json w = nlohmann::json::parse(*text, nullptr, false);
     if (w.is_object() && w.contains("samples_per_s") && w["samples_per_s"].is_number() &&
         w["samples_per_s"].get<double>() > 0) {
       m->throughput = w["samples_per_s"].get<double>();

@@ -357,7 +357,8 @@ void RayTrialRunner::finish(Slot& s) {
   end.exit_code = out.exit_code;
   end.sigkill = out.exit_code == 128 + 9;
   end.sigkill_where = " on " + (out.host.empty() ? std::string("the worker") : out.host);
-  if (auto it = out.files.find("workload_result.json"); it != out.files.end()) end.workload_result = it->second;
+  if (auto it = out.files.find("workload_result.json"); it != out.files.end())
+    end.workload_result = [&text = it->second] { return std::optional<std::string>(text); };
   classify_run_end(end, s.config, &known_batch_, &m);
 }
 

@@ -7,9 +7,11 @@
 
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -96,12 +98,13 @@ std::string failed_command_message(int run_exit_code, const std::string& log, in
 // apply, then the metric from its report, else from the built-in workload's result file. Sets m->status and
 // m->message (and m->exit_code through failed_command_message); *known_batch remembers a batch size seen.
 struct RunEnd {
-  std::string log;                 // the run's output (or its end) that the checks read
+  std::string_view log;            // the run's output (or its end) that the checks read; outlives the call
   std::string last_line;           // its last line, as the runner words it
   int exit_code = 0;               // `profile-train run`'s exit code
   bool sigkill = false;            // ended by a SIGKILL nobody here sent
   std::string sigkill_where;       // "" or " on HOST"
-  std::optional<std::string> workload_result;  // workload_result.json's text, when the runner has one
+  // workload_result.json's text, when the runner has one; asked only when the report gives no metric.
+  std::function<std::optional<std::string>()> workload_result;
 };
 void classify_run_end(const RunEnd& end, const Config& config, long long* known_batch, Measurement* m);
 

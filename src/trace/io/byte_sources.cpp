@@ -127,13 +127,14 @@ void ReadAheadSource::produce() {
       if (b.size > 0) s.ready.push_back(std::move(b));
       else s.free.push_back(std::move(b));
       if (failed) s.error = std::move(failed);
-      if (last) s.done = true;
     }
     s.cv.notify_all();
     if (last) break;
   }
-  std::lock_guard<std::mutex> g(s.mu);
-  s.done = true;
+  {
+    std::lock_guard<std::mutex> g(s.mu);
+    s.done = true;  // after the end, an error, or a stop
+  }
   s.cv.notify_all();
 }
 
