@@ -113,23 +113,7 @@ TEST(ReadAhead, TheRawPositionIsThatOfTheBufferBeingRead) {
 namespace profile_train::trace {
 namespace {
 
-// Every field of the model, as text, for comparing two loads of one file.
-std::string model_text(const Trace& t) {
-  std::ostringstream o;
-  o << t.events.size() << " events, " << t.strings.size() << " strings, " << t.op_inputs.size() << " inputs, "
-    << t.memory.size() << " memory, " << t.devices.size() << " devices\n";
-  for (const Event& e : t.events)
-    o << e.start_ns << ' ' << e.dur_ns << ' ' << e.pid << ' ' << e.tid << ' ' << e.correlation << ' ' << e.external_id
-      << ' ' << e.bytes << ' ' << t.name(e) << ' ' << static_cast<int>(e.cat) << ' ' << static_cast<int>(e.copy_kind)
-      << ' ' << e.is_gpu << ' ' << e.device << ' ' << e.grid_blocks << ' ' << e.block_threads << ' ' << e.inputs << '\n';
-  for (const OpInputs& in : t.op_inputs)
-    o << t.strings.get(in.dims) << '|' << t.strings.get(in.types) << '|' << t.strings.get(in.concrete) << '\n';
-  for (const MemorySample& m : t.memory) o << m.ts_ns << ' ' << m.bytes_delta << ' ' << m.total_allocated << '\n';
-  for (const std::string& n : t.quality.notes) o << n << '\n';
-  o << t.quality.events_total << ' ' << t.quality.malformed_events << ' ' << t.meta.main_pid << ' ' << t.meta.format
-    << ' ' << t.meta.producer << '\n';
-  return o.str();
-}
+using testing::model_text;
 
 TEST(ReadAhead, ATraceReadAheadLoadsToTheSameModel) {
   const std::filesystem::path root = PT_TRACES_DIR;

@@ -61,6 +61,42 @@ StatusOr<Trace> load_json(std::string_view json, bool gzip, const LoadOptions& o
   return load_trace(f.path(), opt);
 }
 
+std::string model_text(const Trace& t) {
+  std::ostringstream o;
+  o << t.events.size() << " events, " << t.strings.size() << " strings, " << t.op_inputs.size() << " inputs, "
+    << t.memory.size() << " memory, " << t.devices.size() << " devices\n";
+  for (size_t i = 0; i < t.strings.size(); ++i) o << t.strings.get(static_cast<StringId>(i)) << '\n';
+  for (const Event& e : t.events)
+    o << e.start_ns << ' ' << e.dur_ns << ' ' << e.pid << ' ' << e.tid << ' ' << e.correlation << ' ' << e.external_id
+      << ' ' << e.bytes << ' ' << e.name << ' ' << static_cast<int>(e.cat) << ' ' << static_cast<int>(e.copy_kind)
+      << ' ' << static_cast<int>(e.src_mem) << ' ' << static_cast<int>(e.dst_mem) << ' '
+      << static_cast<int>(e.sync_kind) << ' ' << e.is_gpu << ' ' << e.collective << ' ' << e.device << ' '
+      << e.grid_blocks << ' ' << e.block_threads << ' ' << e.registers_per_thread << ' ' << e.shared_mem_bytes << ' '
+      << e.blocks_per_sm << ' ' << e.occupancy_pct << ' ' << e.inputs << '\n';
+  for (const OpInputs& in : t.op_inputs) o << in.dims << '|' << in.types << '|' << in.concrete << '\n';
+  for (const MemorySample& m : t.memory)
+    o << m.ts_ns << ' ' << m.device_type << ' ' << m.device_id << ' ' << m.bytes_delta << ' ' << m.total_allocated << ' '
+      << m.total_reserved << ' ' << m.addr << ' ' << m.pid << ' ' << m.tid << '\n';
+  for (const DeviceInfo& d : t.devices)
+    o << d.id << ' ' << d.name << ' ' << d.vendor << ' ' << d.compute_major << ' ' << d.compute_minor << ' ' << d.num_sms
+      << ' ' << d.max_threads_per_sm << ' ' << d.max_threads_per_block << ' ' << d.regs_per_sm << ' '
+      << d.shared_mem_per_sm << ' ' << d.total_memory_bytes << '\n';
+  const TraceMeta& m = t.meta;
+  o << m.format << '|' << m.steps_from_capture << '|' << m.format_version << '|' << m.producer << '|' << m.base_time_ns
+    << '|' << m.rank << '|' << m.world_size << '|' << m.distributed_backend << '|' << m.main_pid << '|'
+    << m.gpu_capture_attempted << '|' << m.gpu_capture_status << '\n';
+  for (const auto& [k, v] : m.versions) o << "version " << k << '=' << v << '\n';
+  for (const auto& [k, v] : m.thread_names) o << "thread " << k.first << ',' << k.second << '=' << v << '\n';
+  for (const auto& [k, v] : m.process_names) o << "process " << k << '=' << v << '\n';
+#define PT_MODEL_TEXT_COUNTER(name, problem, label) o << #name << '=' << t.quality.name << ' ';
+  PT_DATA_QUALITY_COUNTERS(PT_MODEL_TEXT_COUNTER)
+#undef PT_MODEL_TEXT_COUNTER
+  o << t.quality.agent_internal_errors << ' ' << t.quality.missing_device_properties << '\n';
+  for (const std::string& n : t.quality.notes) o << n << '\n';
+  o << t.facts.dump() << '\n';
+  return o.str();
+}
+
 std::string kineto_doc(std::string_view events, std::string_view extra_top_level) {
   std::ostringstream s;
   s << "{\n  \"schemaVersion\": 1,\n";

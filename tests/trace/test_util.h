@@ -30,6 +30,10 @@ class TempFile {
 // Loads `json` through load_trace from a temporary file (plain or gzipped).
 StatusOr<Trace> load_json(std::string_view json, bool gzip = false, const LoadOptions& opt = {});
 
+// Every field of the model as text (events, strings through their ids, inputs, memory, devices, meta, quality),
+// for comparing two loads of one file; meta.parsed_in_parts and source_files are left out.
+std::string model_text(const Trace& t);
+
 // Wraps event objects (comma-separated JSON text) into a modern Kineto document.
 std::string kineto_doc(std::string_view events, std::string_view extra_top_level = "");
 

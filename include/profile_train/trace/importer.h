@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +29,13 @@ struct LoadOptions {
   // A file at least this big as stored is read (and inflated) on a second thread while the importer parses:
   // the same bytes and errors, sooner on two cores. UINT64_MAX: never; 0: always (tests).
   uint64_t read_ahead_min_bytes = uint64_t{4} << 20;
+  // A trace that can be re-read from any point (a plain file or bytes in memory, not gzip) and is at least this
+  // big is parsed by several threads, each from a point in its events on, and their parts joined into the same
+  // model one thread builds (a part that cannot be joined exactly is parsed again by its neighbour).
+  // UINT64_MAX: never; 0: always (tests).
+  uint64_t parallel_parse_min_bytes = uint64_t{64} << 20;
+  // How many parts: 0 = one per core (at most 8, each at least parallel_parse_min_bytes); tests set it.
+  int parallel_parse_parts = 0;
 };
 
 // Loads one trace file of any supported format (Kineto JSON .json/.json.gz, native capture files, Nsight
@@ -55,6 +63,15 @@ class ByteSource {
   virtual StatusOr<size_t> read(char* buf, size_t n) = 0;
   // The file path (or stand-in name) used at the start of every error message.
   virtual const std::string& name() const = 0;
+  // The stream's length in bytes when known before reading it (a plain file, memory); 0 when not (gzip, pipes).
+  virtual uint64_t known_size() const { return 0; }
+  // A second, independent reader of the same stream from byte `offset` on, under the same limits, for a loader
+  // that parses parts of a big input on several threads; null when the stream cannot be re-read from a point
+  // (gzip, pipes). May be called from another thread than the one reading this source.
+  virtual std::unique_ptr<ByteSource> reopen_at(uint64_t offset) const {
+    (void)offset;
+    return nullptr;
+  }
 };
 
 // Importer registry.

@@ -180,6 +180,7 @@ struct TraceMeta {
   std::map<std::string, std::string> versions;  // cuda_runtime_version, cupti_version, torch, ...
   std::map<std::pair<int64_t, int64_t>, std::string> thread_names;  // (pid, tid) -> name
   std::map<int64_t, std::string> process_names;
+  int32_t parsed_in_parts = 1;   // threads whose parts of the file the model was joined from (importer detail)
   bool gpu_capture_attempted = true;     // false when the source could not record GPU activity at all
   std::string gpu_capture_status;        // why GPU activity is missing, if it is ("no CUDA driver", ...)
 };

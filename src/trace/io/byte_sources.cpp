@@ -41,6 +41,14 @@ StatusOr<size_t> FileSource::read(char* buf, size_t n) {
   return got;
 }
 
+std::unique_ptr<ByteSource> FileSource::reopen_at(uint64_t offset) const {
+  if (size_ == 0 || offset > size_) return nullptr;
+  auto f = open(name_);
+  if (!f.ok()) return nullptr;
+  if (::fseeko((*f)->f_, static_cast<off_t>(offset), SEEK_SET) != 0) return nullptr;
+  return std::move(*f);
+}
+
 // ---- MemorySource -------------------------------------------------------------------------------------
 
 StatusOr<size_t> MemorySource::read(char* buf, size_t n) {
@@ -48,6 +56,11 @@ StatusOr<size_t> MemorySource::read(char* buf, size_t n) {
   if (k > 0) std::memcpy(buf, data_.data() + pos_, k);
   pos_ += k;
   return k;
+}
+
+std::unique_ptr<ByteSource> MemorySource::reopen_at(uint64_t offset) const {
+  if (offset > data_.size()) return nullptr;
+  return std::make_unique<MemorySource>(data_.substr(static_cast<size_t>(offset)), name_);
 }
 
 // ---- ReadAheadSource ----------------------------------------------------------------------------------
@@ -238,19 +251,27 @@ StatusOr<size_t> GzipSource::read(char* buf, size_t n) {
   return total;
 }
 
+uint64_t ReadAheadSource::known_size() const { return sh_->inner.known_size(); }
+
+std::unique_ptr<ByteSource> ReadAheadSource::reopen_at(uint64_t offset) const { return sh_->inner.reopen_at(offset); }
+
 // ---- GuardSource --------------------------------------------------------------------------------------
 
 StatusOr<size_t> GuardSource::read_inner(char* buf, size_t n) {
   auto got = inner_.read(buf, n);
   if (!got.ok()) return got;
   produced_ += *got;
+  if (counts_into_) counts_into_->fetch_add(*got, std::memory_order_relaxed);
   if (produced_ > limit_) {
     return ResourceExhausted(name() + ": more than " + std::to_string(limit_) +
                              " bytes after decompression (limit: analyze --max-input-size)");
   }
   if (produced_ >= next_progress_) {
     next_progress_ = produced_ + (uint64_t{16} << 20);
-    if (progress_) progress_(raw_position_ ? raw_position_() : produced_, raw_total_);
+    if (progress_) {
+      const uint64_t side = side_bytes_->load(std::memory_order_relaxed);
+      progress_((raw_position_ ? raw_position_() : produced_) + side, raw_total_);
+    }
     if (time_limit_s_ > 0 && std::chrono::steady_clock::now() > deadline_) {
       std::ostringstream s;
       s << name() << ": still loading after " << time_limit_s_ << " s (" << produced_
@@ -259,6 +280,17 @@ StatusOr<size_t> GuardSource::read_inner(char* buf, size_t n) {
     }
   }
   return got;
+}
+
+std::unique_ptr<ByteSource> GuardSource::reopen_at(uint64_t offset) const {
+  std::unique_ptr<ByteSource> in = inner_.reopen_at(offset);
+  if (!in) return nullptr;
+  auto g = std::make_unique<GuardSource>(*in, limit_, nullptr, nullptr, 0);
+  g->owned_ = std::move(in);
+  g->time_limit_s_ = time_limit_s_;
+  g->deadline_ = deadline_;
+  g->counts_into_ = side_bytes_;
+  return g;
 }
 
 void GuardSource::set_time_limit(double seconds) {

@@ -3,6 +3,7 @@
 // Owner: trace component. None of these are thread-safe; each is used by one loader at a time.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -25,6 +26,8 @@ class FileSource final : public ByteSource {
   ~FileSource() override;
   StatusOr<size_t> read(char* buf, size_t n) override;
   const std::string& name() const override { return name_; }
+  uint64_t known_size() const override { return size_; }
+  std::unique_ptr<ByteSource> reopen_at(uint64_t offset) const override;  // regular files only
   uint64_t consumed() const { return consumed_; }
   uint64_t size() const { return size_; }  // 0 when unknown (pipes)
 
@@ -42,6 +45,8 @@ class MemorySource final : public ByteSource {
   MemorySource(std::string_view data, std::string name) : data_(data), name_(std::move(name)) {}
   StatusOr<size_t> read(char* buf, size_t n) override;
   const std::string& name() const override { return name_; }
+  uint64_t known_size() const override { return data_.size(); }
+  std::unique_ptr<ByteSource> reopen_at(uint64_t offset) const override;
   uint64_t consumed() const { return pos_; }
 
  private:
@@ -89,6 +94,8 @@ class ReadAheadSource final : public ByteSource {
   ReadAheadSource& operator=(const ReadAheadSource&) = delete;
   StatusOr<size_t> read(char* buf, size_t n) override;
   const std::string& name() const override { return name_; }
+  uint64_t known_size() const override;
+  std::unique_ptr<ByteSource> reopen_at(uint64_t offset) const override;  // a plain reader of `inner`'s stream
   uint64_t raw_position() const { return raw_position_now_; }
 
  private:
@@ -101,13 +108,16 @@ class ReadAheadSource final : public ByteSource {
 
 // Wraps the decompressed stream: enforces `limit` and an optional time limit (ResourceExhausted), calls
 // `progress` about every 16 MiB with the raw (compressed) position, and first replays the bytes read by
-// peek().
+// peek(). A reader made by reopen_at() keeps the same limits (the deadline included) and adds the bytes it
+// reads to this one's progress.
 class GuardSource final : public ByteSource {
  public:
   GuardSource(ByteSource& inner, uint64_t limit, std::function<void(uint64_t, uint64_t)> progress,
               std::function<uint64_t()> raw_position, uint64_t raw_total)
       : inner_(inner), limit_(limit), progress_(std::move(progress)), raw_position_(std::move(raw_position)),
-        raw_total_(raw_total) {}
+        raw_total_(raw_total), side_bytes_(std::make_shared<std::atomic<uint64_t>>(0)) {}
+  uint64_t known_size() const override { return inner_.known_size(); }
+  std::unique_ptr<ByteSource> reopen_at(uint64_t offset) const override;
   // Fails reads (ResourceExhausted) once `seconds` have passed since this call; checked about every 16 MiB.
   void set_time_limit(double seconds);
   // Reads up to `n` bytes ahead without consuming them (they are returned again by read()).
@@ -128,6 +138,11 @@ class GuardSource final : public ByteSource {
   std::chrono::steady_clock::time_point deadline_{};
   std::string head_;
   size_t head_pos_ = 0;
+  // Bytes read by the readers reopen_at() made (counted in progress); for such a reader: its parent's count
+  // (`counts_into_`) and the source it reads (`owned_`).
+  std::shared_ptr<std::atomic<uint64_t>> side_bytes_;
+  std::shared_ptr<std::atomic<uint64_t>> counts_into_;
+  std::unique_ptr<ByteSource> owned_;
 };
 
 }  // namespace profile_train::trace::detail

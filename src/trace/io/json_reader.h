@@ -129,8 +129,11 @@ class JsonReader {
   static constexpr size_t kPad = 64;  // zero bytes kept after the data: SIMD loads may read past the end
 
   // `max_element` bounds one element (with the whitespace inside it): the buffer never grows past it.
-  JsonReader(ByteSource& src, int max_depth, size_t chunk = size_t{4} << 20, uint64_t max_element = UINT64_MAX)
-      : src_(src), max_depth_(max_depth), chunk_(chunk), max_element_(max_element) {
+  // `base`: the stream offset of `src`'s first byte (a reader of a part of a stream: its offsets and error
+  // positions are those of the whole stream).
+  JsonReader(ByteSource& src, int max_depth, size_t chunk = size_t{4} << 20, uint64_t max_element = UINT64_MAX,
+             uint64_t base = 0)
+      : src_(src), max_depth_(max_depth), chunk_(chunk), max_element_(max_element), base_(base) {
     cap_ = chunk_;
     buf_.reset(new char[cap_ + kPad]);
     std::memset(buf_.get(), 0, kPad);
@@ -140,6 +143,11 @@ class JsonReader {
   int max_depth() const { return max_depth_; }
   uint64_t offset() const { return base_ + static_cast<uint64_t>(p_ - buf_.get()); }
   bool at_eof() const { return eof_ && p_ >= end_; }
+  // The stream offset where the next element starts (whitespace skipped; outside element() only).
+  uint64_t element_offset() {
+    skip_ws_between();
+    return offset();
+  }
 
   // Runs `f` until it completes without running out of buffered data (see the file comment).
   template <typename F>

@@ -199,15 +199,15 @@ uint32_t KinetoParser::intern_inputs(const RawEvent& e) {
 
 int64_t KinetoParser::resolve_id(const IdField& f) {
   if (!f.present) return 0;
-  if (!f.is_str) return f.num;
+  if (!f.is_str) return note_numeric_id(f.num);
   std::string_view s = trim(f.str);
   int64_t v = 0;
-  if (parse_decimal(s, &v)) return v;
-  if (starts_with(s, "stream ") && parse_decimal(trim(s.substr(7)), &v)) return v;  // 2021 GPU tids
+  if (parse_decimal(s, &v)) return note_numeric_id(v);
+  if (starts_with(s, "stream ") && parse_decimal(trim(s.substr(7)), &v)) return note_numeric_id(v);  // 2021 GPU tids
   // Other strings ("Spans", "Traces", "PyTorch Profiler"): stable synthetic ids far from real ones.
   auto it = synthetic_ids_.find(s);
   if (it != synthetic_ids_.end()) return it->second;
-  const int64_t id = -(int64_t{1} << 40) - static_cast<int64_t>(synthetic_ids_.size());
+  const int64_t id = kSyntheticIdBase - static_cast<int64_t>(synthetic_ids_.size());
   synthetic_ids_.emplace(std::string(s), id);
   return id;
 }
@@ -228,61 +228,61 @@ void KinetoParser::parse_args(int hd) {
     r_.expect(':');
     switch (k.size()) {
       case 4:
-        if (k == "grid") arg_dim3(raw_.grid, &raw_.grid_n, vd);
-        else if (k == "name") arg_string(&raw_.meta_name, &raw_.has_meta_name, vd);
-        else if (k == "Addr") arg_int(&raw_.mem_addr, vd);
+        if (key_is(k, "grid")) arg_dim3(raw_.grid, &raw_.grid_n, vd);
+        else if (key_is(k, "name")) arg_string(&raw_.meta_name, &raw_.has_meta_name, vd);
+        else if (key_is(k, "Addr")) arg_int(&raw_.mem_addr, vd);
         else r_.skip_value(vd);
         break;
       case 5:
-        if (k == "bytes") arg_int(&raw_.bytes, vd);
-        else if (k == "Bytes") arg_int(&raw_.mem_bytes, vd, &raw_.has_mem_bytes);
-        else if (k == "block") arg_dim3(raw_.block, &raw_.block_n, vd);
+        if (key_is(k, "bytes")) arg_int(&raw_.bytes, vd);
+        else if (key_is(k, "Bytes")) arg_int(&raw_.mem_bytes, vd, &raw_.has_mem_bytes);
+        else if (key_is(k, "block")) arg_dim3(raw_.block, &raw_.block_n, vd);
         else r_.skip_value(vd);
         break;
       case 6:
-        if (k == "device") arg_int(&raw_.device, vd, &raw_.has_device);
-        else if (k == "stream") arg_int(&raw_.stream, vd, &raw_.has_stream);
+        if (key_is(k, "device")) arg_int(&raw_.device, vd, &raw_.has_device);
+        else if (key_is(k, "stream")) arg_int(&raw_.stream, vd, &raw_.has_stream);
         else r_.skip_value(vd);
         break;
       case 9:
-        if (k == "Device Id") arg_int(&raw_.mem_device_id, vd);
+        if (key_is(k, "Device Id")) arg_int(&raw_.mem_device_id, vd);
         else r_.skip_value(vd);
         break;
       case 10:
-        if (k == "Input Dims") arg_inputs(&raw_.input_dims, &raw_.has_input_dims, true, vd);
-        else if (k == "Input type") arg_inputs(&raw_.input_types, &raw_.has_input_types, false, vd);
+        if (key_is(k, "Input Dims")) arg_inputs(&raw_.input_dims, &raw_.has_input_dims, true, vd);
+        else if (key_is(k, "Input type")) arg_inputs(&raw_.input_types, &raw_.has_input_types, false, vd);
         else r_.skip_value(vd);
         break;
       case 11:
-        if (k == "External id" || k == "external id") arg_int(&raw_.external_id, vd);
-        else if (k == "correlation") arg_int(&raw_.correlation, vd);
-        else if (k == "Device Type") arg_int(&raw_.mem_device_type, vd);
+        if (key_is(k, "External id") || key_is(k, "external id")) arg_int(&raw_.external_id, vd);
+        else if (key_is(k, "correlation")) arg_int(&raw_.correlation, vd);
+        else if (key_is(k, "Device Type")) arg_int(&raw_.mem_device_type, vd);
         else r_.skip_value(vd);
         break;
       case 13:
-        if (k == "shared memory") arg_int(&raw_.shmem, vd);
-        else if (k == "blocks per SM") arg_double(&raw_.blocks_per_sm, vd);
+        if (key_is(k, "shared memory")) arg_int(&raw_.shmem, vd);
+        else if (key_is(k, "blocks per SM")) arg_double(&raw_.blocks_per_sm, vd);
         else r_.skip_value(vd);
         break;
       case 14:
-        if (k == "cuda_sync_kind") arg_string(&raw_.sync_kind, &raw_.has_sync_kind, vd);
-        else if (k == "Total Reserved") arg_int(&raw_.total_reserved, vd);
+        if (key_is(k, "cuda_sync_kind")) arg_string(&raw_.sync_kind, &raw_.has_sync_kind, vd);
+        else if (key_is(k, "Total Reserved")) arg_int(&raw_.total_reserved, vd);
         else r_.skip_value(vd);
         break;
       case 15:
-        if (k == "Total Allocated") arg_int(&raw_.total_allocated, vd);
-        else if (k == "Collective name") {
+        if (key_is(k, "Total Allocated")) arg_int(&raw_.total_allocated, vd);
+        else if (key_is(k, "Collective name")) {
           raw_.collective = true;
           r_.skip_value(vd);
-        } else if (k == "Concrete Inputs") arg_inputs(&raw_.concrete_inputs, &raw_.has_concrete_inputs, false, vd, 2);
+        } else if (key_is(k, "Concrete Inputs")) arg_inputs(&raw_.concrete_inputs, &raw_.has_concrete_inputs, false, vd, 2);
         else r_.skip_value(vd);
         break;
       case 20:
-        if (k == "registers per thread") arg_int(&raw_.regs, vd);
+        if (key_is(k, "registers per thread")) arg_int(&raw_.regs, vd);
         else r_.skip_value(vd);
         break;
       case 25:
-        if (k == "est. achieved occupancy %") arg_double(&raw_.occupancy, vd);
+        if (key_is(k, "est. achieved occupancy %")) arg_double(&raw_.occupancy, vd);
         else r_.skip_value(vd);
         break;
       default:
@@ -311,20 +311,20 @@ void KinetoParser::parse_event(int hd) {
     r_.expect(':');
     switch (k.size()) {
       case 2:
-        if (k == "ph") field_string(&raw_.ph, &raw_.has_ph, vd);
-        else if (k == "ts") field_number(&raw_.ts, &raw_.has_ts, vd);
+        if (key_is(k, "ph")) field_string(&raw_.ph, &raw_.has_ph, vd);
+        else if (key_is(k, "ts")) field_number(&raw_.ts, &raw_.has_ts, vd);
         else r_.skip_value(vd);
         break;
       case 3:
-        if (k == "cat") field_string(&raw_.cat, &raw_.has_cat, vd);
-        else if (k == "pid") field_id(&raw_.pid, vd);
-        else if (k == "tid") field_id(&raw_.tid, vd);
-        else if (k == "dur") field_number(&raw_.dur, &raw_.has_dur, vd);
+        if (key_is(k, "cat")) field_string(&raw_.cat, &raw_.has_cat, vd);
+        else if (key_is(k, "pid")) field_id(&raw_.pid, vd);
+        else if (key_is(k, "tid")) field_id(&raw_.tid, vd);
+        else if (key_is(k, "dur")) field_number(&raw_.dur, &raw_.has_dur, vd);
         else r_.skip_value(vd);
         break;
       case 4:
-        if (k == "name") field_string(&raw_.name, &raw_.has_name, vd);
-        else if (k == "args") parse_args(vd);
+        if (key_is(k, "name")) field_string(&raw_.name, &raw_.has_name, vd);
+        else if (key_is(k, "args")) parse_args(vd);
         else r_.skip_value(vd);
         break;
       default:
@@ -333,7 +333,7 @@ void KinetoParser::parse_event(int hd) {
   } while (r_.next_or_close('}'));
 }
 
-void KinetoParser::parse_event_array(int holding_depth) {
+bool KinetoParser::parse_event_array(int holding_depth) {
   // At '[' (already checked). `holding_depth` is the depth of the container holding the array.
   bool empty = false;
   r_.element([&] {
@@ -341,17 +341,32 @@ void KinetoParser::parse_event_array(int holding_depth) {
     r_.expect('[');
     empty = r_.try_close(']');
   });
+  const bool first = !saw_events_;
   saw_events_ = true;
-  if (empty) return;
-  const int hd = holding_depth + 1;
+  if (empty) return true;
+  events_hd_ = holding_depth + 1;
+  top_object_ = holding_depth == 1;
+  if (first) start_parts();
+  return parse_elements();
+}
+
+// From the start of an element to the array's ']', or to the start of the next part (returns false).
+bool KinetoParser::parse_elements() {
+  const int hd = events_hd_;
   bool more = true;
   while (more) {
+    if (self_ != nullptr && self_->cancel.load(std::memory_order_relaxed)) throw Cancelled{};
+    if (next_ != nullptr && at_boundary()) {
+      stopped_ = true;
+      return false;
+    }
     r_.element([&] {
       parse_event(hd);
       more = r_.next_or_close(']');
     });
     commit_event();
   }
+  return true;
 }
 
 }  // namespace profile_train::trace::kineto

@@ -95,8 +95,8 @@ void KinetoParser::import_complete(const RawEvent& e, Cls cls) {
                    cls == Cls::kGpuAnnotation;
   if (gpu) {
     // pid = device index, tid = stream; args win over the (sometimes string) pid/tid.
-    const int64_t dev = e.has_device ? e.device : resolve_id(e.pid);
-    const int64_t stream = e.has_stream ? e.stream : resolve_id(e.tid);
+    const int64_t dev = e.has_device ? note_numeric_id(e.device) : resolve_id(e.pid);
+    const int64_t stream = e.has_stream ? note_numeric_id(e.stream) : resolve_id(e.tid);
     ev.is_gpu = true;
     ev.pid = dev;
     ev.tid = stream;
@@ -148,7 +148,7 @@ void KinetoParser::import_complete(const RawEvent& e, Cls cls) {
 }
 
 void KinetoParser::import_instant(const RawEvent& e, Cls cls) {
-  if (e.name == "[memory]") {
+  if (key_is(e.name, "[memory]")) {
     MemorySample m;
     if (!e.has_ts || !detail::us_text_to_ns(e.ts, &m.ts_ns) || !e.has_mem_bytes) {
       ++trace_.quality.malformed_events;
@@ -178,11 +178,14 @@ void KinetoParser::parse_top_object() {
     r_.expect('{');
     empty = r_.try_close('}');
   });
-  if (empty) return;
+  if (!empty) parse_members();
+}
+
+// From a member's key to the object's '}'; returns early when the events stopped at the next part's start.
+void KinetoParser::parse_members() {
   bool more = true;
   while (more) {
     bool is_events = false;
-    std::string key;
     r_.element([&] {
       const std::string_view k = r_.read_string();
       r_.expect(':');
@@ -194,40 +197,61 @@ void KinetoParser::parse_top_object() {
       }
       parse_top_member(k, 1);  // commits its results; the separator is read in its own element below
     });
-    if (is_events) parse_event_array(1);
+    if (is_events && !parse_event_array(1)) return;
     r_.element([&] { more = r_.next_or_close('}'); });
   }
 }
 
-StatusOr<Trace> KinetoParser::run() {
-  const std::string& file = src_.name();
-  try {
-    int c = r_.peek_top();
-    if (c == 0xEF) {  // UTF-8 byte order mark
-      r_.element([&] { (void)r_.starts_with("\xEF\xBB\xBF"); });
-      c = r_.peek_top();
-    }
-    if (c == JsonReader::kEof) return BadInput(file + ": empty file");
-    if (c == '{') {
-      parse_top_object();
-      if (!saw_events_) return BadInput(file + ": no 'traceEvents' array (not a Kineto/Chrome trace)");
-    } else if (c == '[') {
-      parse_event_array(0);  // Chrome's bare-array form
-    } else {
-      return BadInput(file + ": not JSON (expected '{' or '[' at the start)");
-    }
-    if (r_.peek_top() != JsonReader::kEof) {
-      return BadInput(file + ": invalid JSON at byte " + std::to_string(r_.offset()) +
-                      ": unexpected data after the end of the top-level value");
-    }
-  } catch (const JsonError& e) {
-    return BadInput(file + ": invalid JSON at byte " + std::to_string(e.offset) + ": " + e.what);
-  } catch (const FormatError& e) {
-    return BadInput(file + ": " + e.what);
-  } catch (const SourceError& e) {
-    return e.status;
-  }
+// After the events array's ']': the members that follow it.
+void KinetoParser::finish_top_object() {
+  bool more = false;
+  r_.element([&] { more = r_.next_or_close('}'); });
+  if (more) parse_members();
+}
 
+void KinetoParser::end_of_document() {
+  if (r_.peek_top() != JsonReader::kEof)
+    throw JsonError{r_.offset(), "unexpected data after the end of the top-level value"};
+}
+
+void KinetoParser::parse_document() {
+  int c = r_.peek_top();
+  if (c == 0xEF) {  // UTF-8 byte order mark
+    r_.element([&] { (void)r_.starts_with("\xEF\xBB\xBF"); });
+    c = r_.peek_top();
+  }
+  if (c == JsonReader::kEof) throw FormatError{"empty file"};
+  if (c == '{') {
+    parse_top_object();
+    if (stopped_) return;
+    if (!saw_events_) throw FormatError{"no 'traceEvents' array (not a Kineto/Chrome trace)"};
+  } else if (c == '[') {
+    if (!parse_event_array(0)) return;  // Chrome's bare-array form
+  } else {
+    throw FormatError{"not JSON (expected '{' or '[' at the start)"};
+  }
+  end_of_document();
+}
+
+// At the start of an event of the array (a part of the stream that starts there, or this parser where it
+// stopped): the events to the array's end, the rest of the document, its end.
+void KinetoParser::parse_tail() {
+  stopped_ = false;
+  saw_events_ = true;
+  if (!parse_elements()) return;
+  if (top_object_) finish_top_object();
+  end_of_document();
+}
+
+StatusOr<Trace> KinetoParser::run() {
+  Status st = guarded([&] { parse_document(); });
+  Status joined = join_parts();  // the parts other threads parsed (when this parser started them)
+  if (!st.ok()) return st;
+  if (!joined.ok()) return joined;
+  return finish();
+}
+
+Trace KinetoParser::finish() {
   Trace& t = trace_;
   t.meta.format = "kineto_json";
   t.meta.producer = saw_pytorch_span_ ? "PyTorch Profiler (Kineto)" : "Chrome trace JSON";

@@ -121,6 +121,7 @@ void KinetoParser::parse_top_member(std::string_view key, int hd) {
     empty_device_props_ = devs.empty();
     devices_ = std::move(devs);
   } else if (key == "distributedInfo") {
+    saw_distributed_ = true;
     parse_distributed(hd);
   } else if (key == "baseTimeNanoseconds") {
     const char c = r_.peek();
@@ -133,6 +134,7 @@ void KinetoParser::parse_top_member(std::string_view key, int hd) {
       trace_.quality.notes.push_back("baseTimeNanoseconds is not an integer; ignored");
     }
   } else if (key == "schemaVersion") {
+    saw_schema_ = true;
     trace_.meta.format_version = scalar_text(hd);
   } else if (key == "cupti_version" || key == "cuda_runtime_version" || key == "cuda_driver_version" ||
              key == "roctracer_version" || key == "hip_runtime_version" || key == "hip_driver_version") {

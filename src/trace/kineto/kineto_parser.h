@@ -3,10 +3,12 @@
 // kineto_json.cpp walks the document and imports the events into the model; kineto_schema.h is the vocabulary.
 #pragma once
 
+#include <atomic>
 #include <charconv>
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -58,6 +60,9 @@ inline std::string_view utf8_safe(std::string_view s, std::string* scratch) {
   return *scratch;
 }
 
+// Ids made up for string pids/tids ("Spans", "Traces"): kSyntheticIdBase, kSyntheticIdBase - 1, ...
+inline constexpr int64_t kSyntheticIdBase = -(int64_t{1} << 40);
+
 struct IdField {
   bool present = false;
   bool is_str = false;
@@ -95,23 +100,60 @@ struct RawEvent {
   StringId input_dims = 0, input_types = 0, concrete_inputs = 0;
 };
 
+// One part of a trace parsed by several threads (kineto_split.cpp): where it starts, published by the thread
+// that parses it once it has found a point that looks like the start of an event, and whether to give up.
+struct PartControl {
+  static constexpr uint64_t kPending = UINT64_MAX;     // not looked for yet
+  static constexpr uint64_t kAbsent = UINT64_MAX - 1;  // no such point: this part is not parsed
+  std::atomic<uint64_t> start{kPending};  // notified when set
+  std::atomic<bool> cancel{false};
+  uint64_t scan_at = 0;  // where its thread looks from: the part before it waits there for `start`
+};
+struct Cancelled {};  // thrown inside a part's parser when its control says cancel
+
 class KinetoParser {
  public:
-  KinetoParser(ByteSource& src, const LoadOptions& opt, size_t chunk) : src_(src), r_(src, opt.max_json_depth, chunk, opt.max_json_value_bytes) {}
+  // `base`: the stream offset of `src`'s first byte (a part of the stream that starts at an event).
+  KinetoParser(ByteSource& src, const LoadOptions& opt, size_t chunk, uint64_t base = 0);
+  ~KinetoParser();
+  KinetoParser(const KinetoParser&) = delete;
+  KinetoParser& operator=(const KinetoParser&) = delete;
 
   StatusOr<Trace> run();
 
  private:
+  // kineto_json.cpp: the whole document (the first part); the events from an event on, then the rest of the
+  // document (a later part, or a part resumed after its neighbour could not be used); the end of the document.
+  void parse_document();
+  void parse_tail();
+  void end_of_document();
+  // Runs f, turning a parse error into the Status the importer returns (ok when f returns).
+  template <typename F>
+  Status guarded(F&& f);
+  Trace finish();
+  // kineto_split.cpp: parts parsed by other threads, then joined into this one.
+  struct Parts;
+  void start_parts();
+  Status join_parts();
+  bool at_boundary();
+  static void run_part(Parts& parts, size_t i);
+  size_t joinable_prefix(const std::vector<KinetoParser*>& chain) const;
+  void absorb(KinetoParser& part);
+
   void check_depth(int d) {
     if (d > r_.max_depth()) r_.fail_too_deep();
   }
   // kineto_json.cpp: the top-level walk and the events' import into the model.
   void parse_top_object();
+  void parse_members();
+  void finish_top_object();
   void commit_event();
   void import_complete(const RawEvent& e, Cls cls);
   void import_instant(const RawEvent& e, Cls cls);
-  // kineto_event_reader.cpp: one traceEvents element into raw_.
-  void parse_event_array(int holding_depth);
+  // kineto_event_reader.cpp: one traceEvents element into raw_. The array's readers return false when they
+  // stopped at the start of the next part (stopped_).
+  bool parse_event_array(int holding_depth);
+  bool parse_elements();
   void parse_event(int hd);
   void parse_args(int hd);
   // kineto_metadata.cpp: metadata events and the top-level members other than traceEvents.
@@ -135,10 +177,30 @@ class KinetoParser {
   uint32_t intern_inputs(const RawEvent& e);
 
   int64_t resolve_id(const IdField& f);
+  int64_t note_numeric_id(int64_t v) {
+    if (v <= kSyntheticIdBase) numeric_in_synthetic_range_ = true;
+    return v;
+  }
 
   ByteSource& src_;
+  const LoadOptions& opt_;
+  size_t chunk_;
   JsonReader r_;
   Trace trace_;
+  // The events array: where its elements sit (depth), and whether it is a member of a top-level object.
+  int events_hd_ = 0;
+  bool top_object_ = false;
+  // Parallel parse: this part's control and the next part's (null: parse to the end), whether this parser
+  // stopped at the next part's start, the parts other threads parse (kineto_split.cpp).
+  PartControl* self_ = nullptr;
+  PartControl* next_ = nullptr;
+  bool stopped_ = false;
+  bool parts_started_ = false;
+  std::unique_ptr<Parts> parts_;
+  // Top-level members this parser read (a later part reads those after traceEvents: they win when joined).
+  bool saw_schema_ = false, saw_distributed_ = false;
+  // A numeric pid/tid/device/stream at or below kSyntheticIdBase (where ids for string pids are made up).
+  bool numeric_in_synthetic_range_ = false;
   RawEvent raw_;
   bool saw_events_ = false;
   bool saw_device_props_ = false;
@@ -178,5 +240,20 @@ class KinetoParser {
   };
   std::unordered_map<InputsKey, uint32_t, InputsKeyHash> inputs_index_;
 };
+
+template <typename F>
+inline Status KinetoParser::guarded(F&& f) {
+  const std::string& file = src_.name();
+  try {
+    f();
+  } catch (const JsonError& e) {
+    return BadInput(file + ": invalid JSON at byte " + std::to_string(e.offset) + ": " + e.what);
+  } catch (const FormatError& e) {
+    return BadInput(file + ": " + e.what);
+  } catch (const SourceError& e) {
+    return e.status;
+  }
+  return Status();
+}
 
 }  // namespace profile_train::trace::kineto

@@ -5,10 +5,10 @@ namespace profile_train::trace::kineto {
 namespace {
 
 MemoryKind memory_kind(std::string_view w) {
-  if (w == "Pageable") return MemoryKind::kPageable;
-  if (w == "Pinned") return MemoryKind::kPinned;
-  if (w == "Device") return MemoryKind::kDevice;
-  if (w == "Managed") return MemoryKind::kManaged;
+  if (key_is(w, "Pageable")) return MemoryKind::kPageable;
+  if (key_is(w, "Pinned")) return MemoryKind::kPinned;
+  if (key_is(w, "Device")) return MemoryKind::kDevice;
+  if (key_is(w, "Managed")) return MemoryKind::kManaged;
   return MemoryKind::kUnknown;  // "Host" (ROCm: pageable or pinned unknown), "Array", ...
 }
 
@@ -17,21 +17,21 @@ MemoryKind memory_kind(std::string_view w) {
 Cls classify(std::string_view c, bool has_cat) {
   if (!has_cat) return Cls::kNone;
   // Ordered roughly by frequency in real traces.
-  if (c == "cpu_op" || c == "Operator") return Cls::kCpuOp;
-  if (c == "cuda_runtime" || c == "Runtime") return Cls::kRuntime;
-  if (c == "kernel" || c == "Kernel") return Cls::kKernel;
-  if (c == "ac2g" || c == "async" || c == "async_cpu_to_gpu" || c == "async_gpu" || c == "fwdbwd") return Cls::kFlow;
-  if (c == "user_annotation") return Cls::kUserAnnotation;
-  if (c == "cpu_instant_event") return Cls::kCpuInstant;
-  if (c == "gpu_memcpy" || c == "Memcpy") return Cls::kMemcpy;
-  if (c == "gpu_memset" || c == "Memset") return Cls::kMemset;
-  if (c == "python_function") return Cls::kPython;
-  if (c == "gpu_user_annotation") return Cls::kGpuAnnotation;
-  if (c == "cuda_driver" || c == "Driver") return Cls::kDriver;
-  if (c == "cuda_sync") return Cls::kSync;
-  if (c == "overhead" || c == "Overhead") return Cls::kOverhead;
-  if (c == "Trace") return Cls::kTraceSpan;
-  if (c == "cuda_profiler_range") return Cls::kProfilerRange;
+  if (key_is(c, "cpu_op") || key_is(c, "Operator")) return Cls::kCpuOp;
+  if (key_is(c, "cuda_runtime") || key_is(c, "Runtime")) return Cls::kRuntime;
+  if (key_is(c, "kernel") || key_is(c, "Kernel")) return Cls::kKernel;
+  if (key_is(c, "ac2g") || key_is(c, "async") || key_is(c, "async_cpu_to_gpu") || key_is(c, "async_gpu") || key_is(c, "fwdbwd")) return Cls::kFlow;
+  if (key_is(c, "user_annotation")) return Cls::kUserAnnotation;
+  if (key_is(c, "cpu_instant_event")) return Cls::kCpuInstant;
+  if (key_is(c, "gpu_memcpy") || key_is(c, "Memcpy")) return Cls::kMemcpy;
+  if (key_is(c, "gpu_memset") || key_is(c, "Memset")) return Cls::kMemset;
+  if (key_is(c, "python_function")) return Cls::kPython;
+  if (key_is(c, "gpu_user_annotation")) return Cls::kGpuAnnotation;
+  if (key_is(c, "cuda_driver") || key_is(c, "Driver")) return Cls::kDriver;
+  if (key_is(c, "cuda_sync")) return Cls::kSync;
+  if (key_is(c, "overhead") || key_is(c, "Overhead")) return Cls::kOverhead;
+  if (key_is(c, "Trace")) return Cls::kTraceSpan;
+  if (key_is(c, "cuda_profiler_range")) return Cls::kProfilerRange;
   return Cls::kUnknown;
 }
 

@@ -4,11 +4,18 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 
 #include "profile_train/trace/model.h"
 
 namespace profile_train::trace::kineto {
+
+// `k` == `lit`, compared with a constant length (inlined; string_view's == calls memcmp for each key).
+template <size_t N>
+inline bool key_is(std::string_view k, const char (&lit)[N]) {
+  return k.size() == N - 1 && std::memcmp(k.data(), lit, N - 1) == 0;
+}
 
 // What a `cat` value means for import.
 enum class Cls : uint8_t {
