@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <set>
 #include <string>
+#include <tuple>
 
 #include "profile_train/analysis/analyzers.h"
 #include "profile_train/analysis/efficiency.h"
@@ -183,18 +184,22 @@ Source source_section(const trace::Trace& t, const TraceIndex& idx, const StepIn
 
 Report build_typed_report(const trace::Trace& t, const AnalysisOptions& options) {
   const TraceIndex idx = build_index(t);
-  const StepInfo si = detect_steps(t, idx);
+  // The analyzers are pure functions of the trace and what they are given: independent ones run on a second
+  // core (std::async) while this thread does the others; the report is the same.
+  auto steps_job = std::async(std::launch::async, [&t, &idx] { return detect_steps(t, idx); });
   const RoleRanges roles = build_role_ranges(t, idx);
-
   Intervals kern_main;
   for (size_t i : idx.kernels)
     if (device_of(t.events[i]) == idx.main_device) kern_main.push_back({t.events[i].start_ns, t.events[i].end_ns()});
   kern_main = merge_intervals(std::move(kern_main));
+  Intervals busy = device_busy(t, idx);
+  Intervals optimizer = optimizer_ranges(t);
+  const StepInfo si = steps_job.get();
   StepsSection sec = steps_section(t, idx, si, roles, kern_main, options);
   // Every section below covers the steady-state steps (steps.steady_state says which were left out).
   StepInfo steady = si;
   steady.steps = sec.steady;
-  Ctx c{t, idx, steady, {}, device_busy(t, idx), optimizer_ranges(t), 0, 0};
+  Ctx c{t, idx, steady, {}, std::move(busy), std::move(optimizer), 0, 0};
   Intervals w;
   for (const auto& s : steady.steps) {
     w.push_back({s.start, s.end});
@@ -205,20 +210,22 @@ Report build_typed_report(const trace::Trace& t, const AnalysisOptions& options)
   std::set<std::string> missing;
   int64_t mem_rejected = 0;
 
-  // The operator attribution and the memory section read only the trace, the index and the step windows: they
-  // run on a second core while this thread builds the GPU, host and communication sections (same results).
+  // The operator attribution and the memory section read only the trace, the index and the step windows: each
+  // runs on a thread of its own while this one builds the GPU, host and communication sections (same results).
   struct Side {
     OperatorAttribution attribution;
     std::optional<Memory> memory;
     int64_t memory_rejected = 0;
   };
-  auto side_job = std::async(std::launch::async, [&t, &idx, &c, &si, &sec] {
-    Side s;
-    s.attribution = attribute_operators(t, idx, c.windows, idx.main_device, c.busy);
+  auto attribution_job = std::async(std::launch::async, [&t, &idx, &c] {
+    return attribute_operators(t, idx, c.windows, idx.main_device, c.busy);
+  });
+  auto memory_job = std::async(std::launch::async, [&t, &si, &sec] {
     // The memory section covers the whole capture (every step, not only the steady ones), with the steps
     // section's phase ranges of the main thread (computed once there).
-    s.memory = memory_section(t, si.steps, sec.phase_ranges ? &*sec.phase_ranges : nullptr, &s.memory_rejected);
-    return s;
+    std::pair<std::optional<Memory>, int64_t> m;
+    m.first = memory_section(t, si.steps, sec.phase_ranges ? &*sec.phase_ranges : nullptr, &m.second);
+    return m;
   });
 
   Report r;
@@ -248,7 +255,9 @@ Report build_typed_report(const trace::Trace& t, const AnalysisOptions& options)
   r.gpu = gpu_section(c, missing);
   r.host = host_section(c, roles);
   r.communication = communication_section(c, roles);
-  Side side = side_job.get();
+  Side side;
+  side.attribution = attribution_job.get();
+  std::tie(side.memory, side.memory_rejected) = memory_job.get();
   const OperatorAttribution& attribution = side.attribution;
   r.operators = operators_section(c, attribution);
   const GpuSpec* spec = nullptr;

@@ -90,6 +90,16 @@ void radix_sort_by_start(std::vector<SortKey>& keys) {
 }  // namespace
 
 void Trace::finalize() {
+  sort_events(events);
+  sort_memory(memory);
+}
+
+void sort_memory(std::vector<MemorySample>& memory) {
+  std::stable_sort(memory.begin(), memory.end(),
+                   [](const MemorySample& a, const MemorySample& b) { return a.ts_ns < b.ts_ns; });
+}
+
+void sort_events(std::vector<Event>& events) {
   // Order: start, then longer first (enclosing ranges first), then the original order: a stable sort. The
   // permutation is computed on 16-byte keys (radix sort by start, then the few events with the same start
   // by duration) and each ~100-byte event is moved once: several times faster than a stable sort of the
@@ -137,8 +147,6 @@ void Trace::finalize() {
       }
     }
   }
-  std::stable_sort(memory.begin(), memory.end(),
-                   [](const MemorySample& a, const MemorySample& b) { return a.ts_ns < b.ts_ns; });
 }
 
 }  // namespace profile_train::trace

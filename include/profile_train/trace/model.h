@@ -207,7 +207,15 @@ struct Trace {
     return nullptr;
   }
   // Sorts events and memory samples; call once after filling.
-  void finalize();
+  void finalize();  // sort_events(events), sort_memory(memory)
 };
+
+// finalize's orders: events by start, then longer first, then input order (a stable sort); memory samples by
+// time, then input order. An importer that parses parts on several threads sorts each part with them and merges.
+void sort_events(std::vector<Event>& events);
+void sort_memory(std::vector<MemorySample>& memory);
+inline bool event_before(const Event& a, const Event& b) {
+  return a.start_ns < b.start_ns || (a.start_ns == b.start_ns && a.dur_ns > b.dur_ns);
+}
 
 }  // namespace profile_train::trace

@@ -237,6 +237,7 @@ void KinetoParser::parse_document() {
 // stopped): the events to the array's end, the rest of the document, its end.
 void KinetoParser::parse_tail() {
   stopped_ = false;
+  sorted_ = false;
   saw_events_ = true;
   if (!parse_elements()) return;
   if (top_object_) finish_top_object();

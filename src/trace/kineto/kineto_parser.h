@@ -136,6 +136,7 @@ class KinetoParser {
   void start_parts();
   Status join_parts();
   bool at_boundary();
+  void sort_part();  // finalize's order, for a merge when joined
   static void run_part(Parts& parts, size_t i);
   size_t joinable_prefix(const std::vector<KinetoParser*>& chain) const;
   void absorb(KinetoParser& part);
@@ -195,6 +196,7 @@ class KinetoParser {
   PartControl* self_ = nullptr;
   PartControl* next_ = nullptr;
   bool stopped_ = false;
+  bool sorted_ = false;  // events and memory in finalize's order (sort_part; parsing more undoes it)
   bool parts_started_ = false;
   std::unique_ptr<Parts> parts_;
   // Top-level members this parser read (a later part reads those after traceEvents: they win when joined).

@@ -132,6 +132,7 @@ void KinetoParser::run_part(Parts& parts, size_t i) {
     const Status st = parser.guarded([&] { parser.parse_tail(); });
     p.ok = st.ok();
     if (!p.ok || !parser.stopped_) give_up();  // the next part is of no use
+    if (p.ok) parser.sort_part();
   } catch (const Cancelled&) {
     give_up();
   } catch (...) {  // out of memory, ...: this part is parsed again by the one before it
@@ -181,6 +182,12 @@ void KinetoParser::start_parts() {
       break;
     }
   }
+}
+
+void KinetoParser::sort_part() {
+  sort_events(trace_.events);
+  sort_memory(trace_.memory);
+  sorted_ = true;
 }
 
 bool KinetoParser::at_boundary() {
@@ -261,7 +268,9 @@ void KinetoParser::absorb(KinetoParser& b) {
     if (added) t.op_inputs.push_back(in);
     inputs[j] = it->second;
   }
-  t.events.reserve(t.events.size() + bt.events.size());
+  // Both parts are sorted (sort_part): merged, ties to this part's first, that is finalize's stable order.
+  const size_t mid = t.events.size();
+  t.events.reserve(mid + bt.events.size());
   for (Event ev : bt.events) {
     ev.name = str[ev.name];
     ev.inputs = inputs[ev.inputs];
@@ -269,12 +278,17 @@ void KinetoParser::absorb(KinetoParser& b) {
     ev.tid = id_of(ev.tid);
     t.events.push_back(ev);
   }
-  t.memory.reserve(t.memory.size() + bt.memory.size());
+  std::inplace_merge(t.events.begin(), t.events.begin() + static_cast<ptrdiff_t>(mid), t.events.end(), event_before);
+  std::vector<Event>().swap(bt.events);
+  const size_t mem_mid = t.memory.size();
+  t.memory.reserve(mem_mid + bt.memory.size());
   for (MemorySample m : bt.memory) {
     m.pid = id_of(m.pid);
     m.tid = id_of(m.tid);
     t.memory.push_back(m);
   }
+  std::inplace_merge(t.memory.begin(), t.memory.begin() + static_cast<ptrdiff_t>(mem_mid), t.memory.end(),
+                     [](const MemorySample& x, const MemorySample& y) { return x.ts_ns < y.ts_ns; });
 #define PT_ADD_COUNTER(name, problem, label) t.quality.name += bt.quality.name;
   PT_DATA_QUALITY_COUNTERS(PT_ADD_COUNTER)
 #undef PT_ADD_COUNTER
@@ -321,6 +335,7 @@ Status KinetoParser::join_parts() {
   if (!parts_) return Status();
   auto& list = parts_->list;
   if (!stopped_) list[0]->control.cancel.store(true);  // this parser went to the end (or failed): no part is used
+  else sort_part();  // while the others parse on
   for (auto& p : list)
     if (p->thread.joinable()) p->thread.join();
   if (!stopped_) return Status();
@@ -341,6 +356,8 @@ Status KinetoParser::join_parts() {
     if (ok + 1 == chain.size()) break;
     chain.resize(ok + 1);
   }
+  for (KinetoParser* p : chain)
+    if (!p->sorted_) p->sort_part();
   for (size_t i = 1; i < chain.size(); ++i) absorb(*chain[i]);
   trace_.meta.parsed_in_parts = static_cast<int32_t>(chain.size());
   return Status();
