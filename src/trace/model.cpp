@@ -95,8 +95,8 @@ void Trace::finalize() {
 }
 
 void sort_memory(std::vector<MemorySample>& memory) {
-  std::stable_sort(memory.begin(), memory.end(),
-                   [](const MemorySample& a, const MemorySample& b) { return a.ts_ns < b.ts_ns; });
+  auto by_time = [](const MemorySample& a, const MemorySample& b) { return a.ts_ns < b.ts_ns; };
+  if (!std::is_sorted(memory.begin(), memory.end(), by_time)) std::stable_sort(memory.begin(), memory.end(), by_time);
 }
 
 void sort_events(std::vector<Event>& events) {

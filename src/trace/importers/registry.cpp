@@ -81,9 +81,12 @@ StatusOr<Trace> load_from(ByteSource& raw, std::function<uint64_t()> raw_positio
     return ResourceExhausted(name + ": file is " + std::to_string(raw_total) + " bytes, more than the limit of " +
                              std::to_string(options.max_uncompressed_bytes));
   }
-  // A big file is read (and inflated) on another core while this one parses: same bytes, same errors.
+  // A big file is read (and inflated) on another core while this one parses: same bytes, same errors. Not a
+  // plain file the JSON importer parses in parts: each part's thread reads for itself, a reader thread more would
+  // take a core from them.
   std::unique_ptr<detail::ReadAheadSource> ahead;
-  if (raw_total >= options.read_ahead_min_bytes && std::thread::hardware_concurrency() >= 2) {
+  const bool in_parts = !is_gzip && raw_total >= options.parallel_parse_min_bytes && options.parallel_parse_parts != 1;
+  if (raw_total >= options.read_ahead_min_bytes && !in_parts && std::thread::hardware_concurrency() >= 2) {
     ahead = std::make_unique<detail::ReadAheadSource>(*decoded, std::move(raw_position));
     decoded = ahead.get();
     raw_position = [a = ahead.get()] { return a->raw_position(); };

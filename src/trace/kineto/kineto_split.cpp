@@ -42,6 +42,19 @@ size_t find_event_start(std::string_view s, bool newline) {
   return std::string_view::npos;
 }
 
+// Merges sorted `b` into sorted `a` (b emptied), from the back: no buffer besides a's room for b, and on equal
+// elements a's come first (a stable merge).
+template <typename T, typename Less>
+void merge_into(std::vector<T>& a, std::vector<T>& b, Less less) {
+  size_t i = a.size(), j = b.size(), k = a.size() + b.size();
+  a.resize(k);
+  while (j > 0) {
+    if (i > 0 && less(b[j - 1], a[i - 1])) a[--k] = a[--i];
+    else a[--k] = b[--j];
+  }
+  std::vector<T>().swap(b);
+}
+
 // Replays `head`, then reads on from `rest`.
 class ReplaySource final : public ByteSource {
  public:
@@ -165,10 +178,16 @@ void KinetoParser::start_parts() {
   }
   auto& list = parts_->list;
   next_ = &list[0]->control;
-  parts_->make = [&opt = opt_, chunk = chunk_, hd = events_hd_, top = top_object_](ByteSource& src, uint64_t base) {
+  // Room for the events of a part (a guess: Kineto writes 300-800 bytes per event; an address range only until
+  // written), so that its vector is not copied as it grows, nor this one when the others are merged into it.
+  const size_t part_events = static_cast<size_t>((size - here) / n / 400);
+  trace_.events.reserve(trace_.events.size() + part_events * n);
+  parts_->make = [&opt = opt_, chunk = chunk_, hd = events_hd_, top = top_object_, part_events](ByteSource& src,
+                                                                                               uint64_t base) {
     auto p = std::make_unique<KinetoParser>(src, opt, chunk, base);
     p->events_hd_ = hd;
     p->top_object_ = top;
+    p->trace_.events.reserve(part_events);
     return p;
   };
   for (size_t i = 0; i < list.size(); ++i) {
@@ -269,26 +288,18 @@ void KinetoParser::absorb(KinetoParser& b) {
     inputs[j] = it->second;
   }
   // Both parts are sorted (sort_part): merged, ties to this part's first, that is finalize's stable order.
-  const size_t mid = t.events.size();
-  t.events.reserve(mid + bt.events.size());
-  for (Event ev : bt.events) {
+  for (Event& ev : bt.events) {
     ev.name = str[ev.name];
     ev.inputs = inputs[ev.inputs];
     ev.pid = id_of(ev.pid);
     ev.tid = id_of(ev.tid);
-    t.events.push_back(ev);
   }
-  std::inplace_merge(t.events.begin(), t.events.begin() + static_cast<ptrdiff_t>(mid), t.events.end(), event_before);
-  std::vector<Event>().swap(bt.events);
-  const size_t mem_mid = t.memory.size();
-  t.memory.reserve(mem_mid + bt.memory.size());
-  for (MemorySample m : bt.memory) {
+  merge_into(t.events, bt.events, event_before);
+  for (MemorySample& m : bt.memory) {
     m.pid = id_of(m.pid);
     m.tid = id_of(m.tid);
-    t.memory.push_back(m);
   }
-  std::inplace_merge(t.memory.begin(), t.memory.begin() + static_cast<ptrdiff_t>(mem_mid), t.memory.end(),
-                     [](const MemorySample& x, const MemorySample& y) { return x.ts_ns < y.ts_ns; });
+  merge_into(t.memory, bt.memory, [](const MemorySample& x, const MemorySample& y) { return x.ts_ns < y.ts_ns; });
 #define PT_ADD_COUNTER(name, problem, label) t.quality.name += bt.quality.name;
   PT_DATA_QUALITY_COUNTERS(PT_ADD_COUNTER)
 #undef PT_ADD_COUNTER
