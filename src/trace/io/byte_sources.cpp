@@ -269,8 +269,10 @@ StatusOr<size_t> GuardSource::read_inner(char* buf, size_t n) {
   if (produced_ >= next_progress_) {
     next_progress_ = produced_ + (uint64_t{16} << 20);
     if (progress_) {
+      // Readers of parts read a little past where the next part starts: never more than the whole.
       const uint64_t side = side_bytes_->load(std::memory_order_relaxed);
-      progress_((raw_position_ ? raw_position_() : produced_) + side, raw_total_);
+      const uint64_t done = (raw_position_ ? raw_position_() : produced_) + side;
+      progress_(raw_total_ > 0 ? std::min(done, raw_total_) : done, raw_total_);
     }
     if (time_limit_s_ > 0 && std::chrono::steady_clock::now() > deadline_) {
       std::ostringstream s;

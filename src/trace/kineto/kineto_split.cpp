@@ -55,6 +55,14 @@ void merge_into(std::vector<T>& a, std::vector<T>& b, Less less) {
   std::vector<T>().swap(b);
 }
 
+// A guess at the room a vector will need: where the address space is short it just grows as it fills.
+void reserve_events(std::vector<Event>& v, size_t n) {
+  try {
+    v.reserve(n);
+  } catch (const std::exception&) {  // bad_alloc, length_error
+  }
+}
+
 // Replays `head`, then reads on from `rest`.
 class ReplaySource final : public ByteSource {
  public:
@@ -181,13 +189,13 @@ void KinetoParser::start_parts() {
   // Room for the events of a part (a guess: Kineto writes 300-800 bytes per event; an address range only until
   // written), so that its vector is not copied as it grows, nor this one when the others are merged into it.
   const size_t part_events = static_cast<size_t>((size - here) / n / 400);
-  trace_.events.reserve(trace_.events.size() + part_events * n);
+  reserve_events(trace_.events, trace_.events.size() + part_events * n);
   parts_->make = [&opt = opt_, chunk = chunk_, hd = events_hd_, top = top_object_, part_events](ByteSource& src,
                                                                                                uint64_t base) {
     auto p = std::make_unique<KinetoParser>(src, opt, chunk, base);
     p->events_hd_ = hd;
     p->top_object_ = top;
-    p->trace_.events.reserve(part_events);
+    reserve_events(p->trace_.events, part_events);
     return p;
   };
   for (size_t i = 0; i < list.size(); ++i) {
