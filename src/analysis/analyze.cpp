@@ -8,7 +8,6 @@
 #include <unordered_map>
 #include <set>
 #include <string>
-#include <tuple>
 
 #include "profile_train/analysis/analyzers.h"
 #include "profile_train/analysis/efficiency.h"
@@ -208,15 +207,9 @@ Report build_typed_report(const trace::Trace& t, const AnalysisOptions& options)
   c.windows = merge_intervals(std::move(w));
   c.nsteps = static_cast<double>(steady.steps.size());
   std::set<std::string> missing;
-  int64_t mem_rejected = 0;
 
   // The operator attribution and the memory section read only the trace, the index and the step windows: each
   // runs on a thread of its own while this one builds the GPU, host and communication sections (same results).
-  struct Side {
-    OperatorAttribution attribution;
-    std::optional<Memory> memory;
-    int64_t memory_rejected = 0;
-  };
   auto attribution_job = std::async(std::launch::async, [&t, &idx, &c] {
     return attribute_operators(t, idx, c.windows, idx.main_device, c.busy);
   });
@@ -255,10 +248,8 @@ Report build_typed_report(const trace::Trace& t, const AnalysisOptions& options)
   r.gpu = gpu_section(c, missing);
   r.host = host_section(c, roles);
   r.communication = communication_section(c, roles);
-  Side side;
-  side.attribution = attribution_job.get();
-  std::tie(side.memory, side.memory_rejected) = memory_job.get();
-  const OperatorAttribution& attribution = side.attribution;
+  const OperatorAttribution attribution = attribution_job.get();
+  auto [memory, memory_rejected] = memory_job.get();
   r.operators = operators_section(c, attribution);
   const GpuSpec* spec = nullptr;
   if (r.device && r.device->name) {
@@ -279,8 +270,7 @@ Report build_typed_report(const trace::Trace& t, const AnalysisOptions& options)
       inferred.push_back("training.gradient_accumulation_steps");
   }
   {
-    r.memory = std::move(side.memory);
-    if (!t.memory.empty()) mem_rejected = side.memory_rejected;
+    r.memory = std::move(memory);
     // gpu.memory takes the main GPU's figures from it (a reconstructed peak includes the baseline).
     if (r.memory) {
       const MemoryDevice* main = nullptr;  // the main device's, else the first GPU's
@@ -310,9 +300,9 @@ Report build_typed_report(const trace::Trace& t, const AnalysisOptions& options)
   r.data_quality = data_quality_section(t, idx, missing);
   r.data_quality.notes.insert(r.data_quality.notes.end(), spec_notes.begin(), spec_notes.end());
   if (!t.memory.empty()) {
-    r.data_quality.memory_events_rejected = mem_rejected;
-    if (mem_rejected > 0)
-      r.data_quality.notes.push_back(std::to_string(mem_rejected) +
+    r.data_quality.memory_events_rejected = memory_rejected;
+    if (memory_rejected > 0)
+      r.data_quality.notes.push_back(std::to_string(memory_rejected) +
                                      " memory events with sizes or running totals no device can have were left out");
   }
   r.source = source_section(t, idx, si, missing);

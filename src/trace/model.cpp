@@ -95,8 +95,8 @@ void Trace::finalize() {
 }
 
 void sort_memory(std::vector<MemorySample>& memory) {
-  auto by_time = [](const MemorySample& a, const MemorySample& b) { return a.ts_ns < b.ts_ns; };
-  if (!std::is_sorted(memory.begin(), memory.end(), by_time)) std::stable_sort(memory.begin(), memory.end(), by_time);
+  if (!std::is_sorted(memory.begin(), memory.end(), memory_before))
+    std::stable_sort(memory.begin(), memory.end(), memory_before);
 }
 
 void sort_events(std::vector<Event>& events) {
@@ -109,7 +109,7 @@ void sort_events(std::vector<Event>& events) {
   for (size_t i = 1; i < events.size(); ++i) {
     const Event& a = events[i - 1];
     const Event& b = events[i];
-    if (b.start_ns < a.start_ns || (b.start_ns == a.start_ns && b.dur_ns > a.dur_ns)) sorted = false;
+    if (event_before(b, a)) sorted = false;
     min_start = std::min(min_start, b.start_ns);
   }
   if (!sorted) {

@@ -217,5 +217,6 @@ void sort_memory(std::vector<MemorySample>& memory);
 inline bool event_before(const Event& a, const Event& b) {
   return a.start_ns < b.start_ns || (a.start_ns == b.start_ns && a.dur_ns > b.dur_ns);
 }
+inline bool memory_before(const MemorySample& a, const MemorySample& b) { return a.ts_ns < b.ts_ns; }
 
 }  // namespace profile_train::trace

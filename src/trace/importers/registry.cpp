@@ -85,7 +85,7 @@ StatusOr<Trace> load_from(ByteSource& raw, std::function<uint64_t()> raw_positio
   // plain file the JSON importer parses in parts: each part's thread reads for itself, a reader thread more would
   // take a core from them.
   std::unique_ptr<detail::ReadAheadSource> ahead;
-  const bool in_parts = !is_gzip && raw_total >= options.parallel_parse_min_bytes && options.parallel_parse_parts != 1;
+  const bool in_parts = !is_gzip && parallel_parse_parts(options, raw_total) >= 2;
   if (raw_total >= options.read_ahead_min_bytes && !in_parts && std::thread::hardware_concurrency() >= 2) {
     ahead = std::make_unique<detail::ReadAheadSource>(*decoded, std::move(raw_position));
     decoded = ahead.get();

@@ -341,12 +341,12 @@ bool KinetoParser::parse_event_array(int holding_depth) {
     r_.expect('[');
     empty = r_.try_close(']');
   });
-  const bool first = !saw_events_;
+  const bool first = !saw_events_;  // false in a part: it starts in parse_tail, which marks the events seen
   saw_events_ = true;
   if (empty) return true;
   events_hd_ = holding_depth + 1;
   top_object_ = holding_depth == 1;
-  if (first) start_parts();
+  if (first) start_parts();  // the first part cuts the stream, once
   return parse_elements();
 }
 

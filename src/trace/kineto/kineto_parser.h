@@ -197,7 +197,6 @@ class KinetoParser {
   PartControl* next_ = nullptr;
   bool stopped_ = false;
   bool sorted_ = false;  // events and memory in finalize's order (sort_part; parsing more undoes it)
-  bool parts_started_ = false;
   std::unique_ptr<Parts> parts_;
   // Top-level members this parser read (a later part reads those after traceEvents: they win when joined).
   bool saw_schema_ = false, saw_distributed_ = false;

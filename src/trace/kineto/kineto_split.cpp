@@ -18,6 +18,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "importers/importers_internal.h"
 #include "kineto/kineto_parser.h"
 
 namespace profile_train::trace::kineto {
@@ -53,6 +54,21 @@ void merge_into(std::vector<T>& a, std::vector<T>& b, Less less) {
     else a[--k] = b[--j];
   }
   std::vector<T>().swap(b);
+}
+
+// Adds a later part's made-up ids (string pid -> id) to `ids` in the order that part made them, as one parser
+// would have met them, and returns the part's ids that change (old -> new).
+std::unordered_map<int64_t, int64_t> join_made_ids(std::map<std::string, int64_t, std::less<>>& ids,
+                                                  const std::map<std::string, int64_t, std::less<>>& part) {
+  std::vector<std::pair<int64_t, std::string_view>> made(part.size());
+  for (const auto& [s, id] : part) made[static_cast<size_t>(kSyntheticIdBase - id)] = {id, s};
+  std::unordered_map<int64_t, int64_t> renumber;
+  for (const auto& [id, s] : made) {
+    auto it = ids.find(s);
+    if (it == ids.end()) it = ids.emplace(std::string(s), kSyntheticIdBase - static_cast<int64_t>(ids.size())).first;
+    if (it->second != id) renumber[id] = it->second;
+  }
+  return renumber;
 }
 
 // A guess at the room a vector will need: where the address space is short it just grows as it fills.
@@ -161,15 +177,25 @@ void KinetoParser::run_part(Parts& parts, size_t i) {
   }
 }
 
+}  // namespace profile_train::trace::kineto
+
+namespace profile_train::trace {
+
+size_t parallel_parse_parts(const LoadOptions& options, uint64_t size) {
+  if (options.parallel_parse_min_bytes == UINT64_MAX || size == 0 || size < options.parallel_parse_min_bytes) return 1;
+  if (options.parallel_parse_parts > 0) return static_cast<size_t>(options.parallel_parse_parts);
+  size_t n = std::min<size_t>(std::thread::hardware_concurrency(), kineto::kMaxParts);
+  if (options.parallel_parse_min_bytes > 0) n = std::min<uint64_t>(n, size / options.parallel_parse_min_bytes);
+  return n;
+}
+
+}  // namespace profile_train::trace
+
+namespace profile_train::trace::kineto {
+
 void KinetoParser::start_parts() {
-  if (self_ != nullptr || parts_started_) return;  // only the first part cuts, once
-  parts_started_ = true;
   const uint64_t size = src_.known_size();
-  if (opt_.parallel_parse_min_bytes == UINT64_MAX || size == 0 || size < opt_.parallel_parse_min_bytes) return;
-  size_t n = opt_.parallel_parse_parts > 0 ? static_cast<size_t>(opt_.parallel_parse_parts)
-                                           : std::min<size_t>(std::thread::hardware_concurrency(), kMaxParts);
-  if (opt_.parallel_parse_parts <= 0 && opt_.parallel_parse_min_bytes > 0)
-    n = std::min<uint64_t>(n, size / opt_.parallel_parse_min_bytes);
+  const size_t n = parallel_parse_parts(opt_, size);
   const uint64_t here = r_.offset();
   if (n < 2 || here >= size) return;
   parts_ = std::make_unique<Parts>();
@@ -247,15 +273,7 @@ size_t KinetoParser::joinable_prefix(const std::vector<KinetoParser*>& chain) co
   for (const auto& pc : cpu_pid_counts_) pids.insert(pc.first);
   for (size_t j = 1; j < chain.size(); ++j) {
     const KinetoParser& b = *chain[j];
-    std::vector<std::pair<int64_t, std::string_view>> made(b.synthetic_ids_.size());
-    for (const auto& [s, id] : b.synthetic_ids_) made[static_cast<size_t>(kSyntheticIdBase - id)] = {id, s};
-    std::unordered_map<int64_t, int64_t> renumber;
-    for (const auto& [id, s] : made) {
-      auto it = ids.find(s);
-      const int64_t to = it != ids.end() ? it->second : kSyntheticIdBase - static_cast<int64_t>(ids.size());
-      if (it == ids.end()) ids.emplace(std::string(s), to);
-      if (to != id) renumber[id] = to;
-    }
+    const std::unordered_map<int64_t, int64_t> renumber = join_made_ids(ids, b.synthetic_ids_);
     if (!renumber.empty() && b.numeric_in_synthetic_range_) return j - 1;
     for (const auto& [c, n] : b.unknown_cats_) cats.insert(c);
     for (const auto& pc : b.cpu_pid_counts_) {
@@ -272,15 +290,7 @@ void KinetoParser::absorb(KinetoParser& b) {
   Trace& bt = b.trace_;
   std::vector<StringId> str(bt.strings.size());
   for (size_t i = 0; i < str.size(); ++i) str[i] = t.strings.intern(bt.strings.get(static_cast<StringId>(i)));
-  std::vector<std::pair<int64_t, std::string_view>> made(b.synthetic_ids_.size());
-  for (const auto& [s, id] : b.synthetic_ids_) made[static_cast<size_t>(kSyntheticIdBase - id)] = {id, s};
-  std::unordered_map<int64_t, int64_t> renumber;
-  for (const auto& [id, s] : made) {
-    auto it = synthetic_ids_.find(s);
-    if (it == synthetic_ids_.end())
-      it = synthetic_ids_.emplace(std::string(s), kSyntheticIdBase - static_cast<int64_t>(synthetic_ids_.size())).first;
-    if (it->second != id) renumber[id] = it->second;
-  }
+  const std::unordered_map<int64_t, int64_t> renumber = join_made_ids(synthetic_ids_, b.synthetic_ids_);
   auto id_of = [&](int64_t v) {
     if (renumber.empty() || v > kSyntheticIdBase) return v;
     auto it = renumber.find(v);
@@ -307,7 +317,7 @@ void KinetoParser::absorb(KinetoParser& b) {
     m.pid = id_of(m.pid);
     m.tid = id_of(m.tid);
   }
-  merge_into(t.memory, bt.memory, [](const MemorySample& x, const MemorySample& y) { return x.ts_ns < y.ts_ns; });
+  merge_into(t.memory, bt.memory, memory_before);
 #define PT_ADD_COUNTER(name, problem, label) t.quality.name += bt.quality.name;
   PT_DATA_QUALITY_COUNTERS(PT_ADD_COUNTER)
 #undef PT_ADD_COUNTER
