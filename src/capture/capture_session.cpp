@@ -113,7 +113,7 @@ std::vector<std::string> CaptureSession::environment(const std::vector<std::stri
     // --no-cupti leaves CUDA injection alone: another tool's stays in place.
     const bool keep = o.no_cupti && key == kCudaInjection;
     if (!keep && (key == kCudaInjection || key == kNvtxInjection))
-      std::cerr << "profile-train run: note: replacing " << kv << " (another tool's injection)\n";
+      *o.notes << "profile-train run: note: replacing " << kv << " (another tool's injection)\n";
     if (kOurs.count(key) && !keep) continue;
     // --apply replaces any override the environment carries (the file is the whole configuration).
     if (!o.overrides_json.empty() && (key == protocol::kEnvOverrides || key == protocol::kEnvApply)) continue;

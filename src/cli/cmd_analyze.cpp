@@ -87,10 +87,10 @@ std::string safe_name(const std::filesystem::path& p) {
 }
 
 // One line naming the file and the problem; the importer's message usually starts with the path already.
-void print_load_error(const std::string& file, const Status& s) {
+void print_load_error(std::ostream& err, const std::string& file, const Status& s) {
   const std::string& m = s.message();
-  if (m.rfind(file, 0) == 0) std::cerr << "profile-train: " << terminal_safe(m) << "\n";
-  else std::cerr << "profile-train: " << terminal_safe(file) << ": " << terminal_safe(m) << "\n";
+  if (m.rfind(file, 0) == 0) err << "profile-train: " << terminal_safe(m) << "\n";
+  else err << "profile-train: " << terminal_safe(file) << ": " << terminal_safe(m) << "\n";
 }
 
 // What the traces of one `analyze` command add up to: the summary rows, the rank reports of a job, the worst
@@ -105,31 +105,31 @@ struct AnalyzeJob {
 };
 
 // The options that need more than CLI11's checks; exit 2 with one line on the first bad one, else kExitOk.
-int check_analyze_args(const AnalyzeArgs& a, uint64_t* max_input_bytes, Formats* formats) {
+int check_analyze_args(std::ostream& err, const AnalyzeArgs& a, uint64_t* max_input_bytes, Formats* formats) {
   if (auto f = parse_formats(a.formats); f.ok()) {
     *formats = *f;
   } else {
-    std::cerr << "profile-train: " << terminal_safe(f.status().message()) << "\n";
+    err << "profile-train: " << terminal_safe(f.status().message()) << "\n";
     return kExitBadInput;
   }
   for (const auto& b : a.fail_on) {
     if (!is_bottleneck_name(b)) {
-      std::cerr << "profile-train: --fail-on: unknown bottleneck '" << terminal_safe(b) << "'\n";
+      err << "profile-train: --fail-on: unknown bottleneck '" << terminal_safe(b) << "'\n";
       return kExitBadInput;
     }
   }
   if (auto size = parse_byte_size(a.max_input_size); size.ok()) {
     *max_input_bytes = *size;
   } else {
-    std::cerr << "profile-train: --max-input-size: " << terminal_safe(size.status().message()) << "\n";
+    err << "profile-train: --max-input-size: " << terminal_safe(size.status().message()) << "\n";
     return kExitBadInput;
   }
   if (!(a.max_load_seconds >= 0)) {
-    std::cerr << "profile-train: --max-load-seconds: must be >= 0 (0 = no limit)\n";
+    err << "profile-train: --max-load-seconds: must be >= 0 (0 = no limit)\n";
     return kExitBadInput;
   }
   if (!(a.max_analysis_seconds >= 0)) {
-    std::cerr << "profile-train: --max-analysis-seconds: must be >= 0 (0 = no limit)\n";
+    err << "profile-train: --max-analysis-seconds: must be >= 0 (0 = no limit)\n";
     return kExitBadInput;
   }
   return kExitOk;
@@ -148,13 +148,13 @@ int report_one(const AnalyzeArgs& a, const OutputOptions& base, const rules::Rul
     o.out_dir = base.out_dir / folder;
     if (o.perfetto) o.perfetto = o.out_dir / base.perfetto->filename();
     o.outputs_checked = false;  // another folder than the command probed: report_trace probes it
-    if (!a.quiet && base.formats.text) std::cout << "== " << terminal_safe(label) << " ==\n";
+    if (!a.quiet && base.formats.text) *base.io.out << "== " << terminal_safe(label) << " ==\n";
   }
   std::optional<analysis::Report> report;
   const int rc = report_trace(one, o, &report);
   if (rc != kExitOk) return rc;
   if (!a.explain.empty())  // the rules evaluate over report.json
-    std::cout << terminal_safe(rules::explain_rule(rules, a.explain, report::to_json(*report)), true) << "\n";
+    *base.io.out << terminal_safe(rules::explain_rule(rules, a.explain, report::to_json(*report)), true) << "\n";
   report::TraceRow row;
   row.file = label;
   row.folder = folder;
@@ -165,7 +165,7 @@ int report_one(const AnalyzeArgs& a, const OutputOptions& base, const rules::Rul
   if (std::find(a.fail_on.begin(), a.fail_on.end(), row.verdict) != a.fail_on.end()) job.gate = true;
   job.rows.push_back(row);
   if (job.multi) job.rank_reports.push_back({label, std::move(*report)});
-  if (job.multi && !a.quiet) std::cout << "\n";
+  if (job.multi && !a.quiet) *base.io.out << "\n";
   return kExitOk;
 }
 
@@ -181,7 +181,7 @@ int output_options(const AnalyzeArgs& a, const Formats& formats, OutputOptions* 
   for (const auto& d : a.rules_dirs) base.rules_dirs.emplace_back(d);
   if (!a.gpu_spec.empty()) {
     auto specs = analysis::load_gpu_spec_file(a.gpu_spec);
-    if (!specs.ok()) return print_failure("profile-train: --gpu-spec", specs.status());
+    if (!specs.ok()) return print_failure(*base.io.err, "profile-train: --gpu-spec", specs.status());
     base.gpu_specs = std::make_shared<const std::vector<analysis::GpuSpec>>(std::move(*specs));
   }
   if (!a.perfetto.empty()) base.perfetto = std::filesystem::path(a.perfetto);
@@ -194,13 +194,14 @@ int output_options(const AnalyzeArgs& a, const Formats& formats, OutputOptions* 
 int finish_analyze(const AnalyzeArgs& a, const OutputOptions& base, AnalyzeJob& job) {
   if (analysis::is_one_job(job.rank_reports)) {
     const Formats& f = base.formats;
-    job.worst = std::max(job.worst, report_job(job.rank_reports, base.out_dir, f.json, f.html, a.quiet || !f.text));
+    job.worst = std::max(job.worst, report_job(base.io, job.rank_reports, base.out_dir, f.json, f.html, a.quiet || !f.text));
   }
   if (job.worst != kExitOk) return job.worst;
   if (job.gate) {
-    std::cerr << "profile-train: --fail-on: verdict in {";
-    for (size_t i = 0; i < a.fail_on.size(); ++i) std::cerr << (i ? "," : "") << terminal_safe(a.fail_on[i]);
-    std::cerr << "}\n";
+    std::ostream& err = *base.io.err;
+    err << "profile-train: --fail-on: verdict in {";
+    for (size_t i = 0; i < a.fail_on.size(); ++i) err << (i ? "," : "") << terminal_safe(a.fail_on[i]);
+    err << "}\n";
     return kExitThreshold;
   }
   return kExitOk;
@@ -214,32 +215,33 @@ int check_outputs_and_rules(const AnalyzeArgs& a, const OutputOptions& base, Fol
   // traces the timeline goes into each trace's sub-folder; report_trace() checks it there.
   const std::vector<std::filesystem::path> inputs(a.traces.begin(), a.traces.end());
   if (Status s = a.traces.size() > 1 ? Status::Ok() : check_perfetto_path(base, inputs); !s.ok())
-    return print_failure("profile-train", s);
+    return print_failure(*base.io.err, "profile-train", s);
   if (base.formats.writes_files() || base.perfetto) {
     if (Status s = check_writable_dir(base.out_dir); !s.ok()) {
-      std::cerr << "profile-train: " << terminal_safe(s.message()) << "\n";
+      *base.io.err << "profile-train: " << terminal_safe(s.message()) << "\n";
       return kExitBadInput;
     }
     auto locked = lock_output_folder(base.out_dir, "analyze");
-    if (!locked.ok()) return print_failure("profile-train", locked.status());
+    if (!locked.ok()) return print_failure(*base.io.err, "profile-train", locked.status());
     *lock = std::move(*locked);
   }
   auto loaded = rules::load_rules(base.rules_dirs);
-  if (!loaded.ok()) return print_failure("profile-train", loaded.status());
+  if (!loaded.ok()) return print_failure(*base.io.err, "profile-train", loaded.status());
   *rules = std::move(*loaded);
   // An unknown rule id is bad usage (exit 2, as `rules show`), found before any trace is loaded.
   if (!a.explain.empty())
     if (auto known = rules::rule_json(**rules, a.explain); !known.ok())
-      return print_failure("profile-train: --explain", known.status());
+      return print_failure(*base.io.err, "profile-train: --explain", known.status());
 
   return kExitOk;
 }
 
-int run_analyze(const AnalyzeArgs& a) {
+int run_analyze(const AnalyzeArgs& a, const Io& io) {
   uint64_t max_input_bytes = 0;
   Formats formats;
-  if (int rc = check_analyze_args(a, &max_input_bytes, &formats); rc != kExitOk) return rc;
+  if (int rc = check_analyze_args(*io.err, a, &max_input_bytes, &formats); rc != kExitOk) return rc;
   OutputOptions base;
+  base.io = io;
   if (int rc = output_options(a, formats, &base); rc != kExitOk) return rc;
   // Fail fast, before any work: output paths, output folder (locked for this command), rules, each once.
   FolderLock lock;
@@ -249,17 +251,16 @@ int run_analyze(const AnalyzeArgs& a) {
   base.outputs_checked = a.traces.size() == 1;  // several traces: each report_one checks its own sub-folder
   AnalyzeJob job;
   job.multi = a.traces.size() > 1;
-  const bool tty = ::isatty(2) == 1;
   // Loading dominates; the files of a multi-rank job are loaded `jobs` at a time in a sliding window (each
   // thread parses one file), the reports follow in input order.
   const int jobs = load_parallelism(a.traces, a.jobs);
   std::mutex progress_mu;
   std::vector<uint64_t> done_bytes(a.traces.size(), 0), total_bytes(a.traces.size(), 0);
   auto progress = std::make_shared<Progress>(
-      std::cerr,
+      *io.err,
       job.multi ? "loading " + std::to_string(a.traces.size()) + " traces (" + std::to_string(jobs) + " at a time)"
             : "loading " + terminal_safe(std::filesystem::path(a.traces[0]).filename().string()),
-      tty);
+      io.err_tty);
   auto start_load = [&](size_t i) {
     return std::async(std::launch::async, [&, i]() -> StatusOr<std::vector<trace::Trace>> {
       trace::LoadOptions lo;
@@ -294,10 +295,10 @@ int run_analyze(const AnalyzeArgs& a) {
       done_bytes[index] = total_bytes[index] = 0;
       if (index + 1 < a.traces.size())
         progress = std::make_shared<Progress>(
-            std::cerr, "loading traces " + std::to_string(index + 2) + "-" + std::to_string(a.traces.size()), tty);
+            *io.err, "loading traces " + std::to_string(index + 2) + "-" + std::to_string(a.traces.size()), io.err_tty);
     }
     if (!loaded.ok()) {
-      print_load_error(file, loaded.status());
+      print_load_error(*io.err, file, loaded.status());
       job.worst = kExitBadInput;
       continue;
     }
@@ -309,13 +310,13 @@ int run_analyze(const AnalyzeArgs& a) {
       job.worst = std::max(job.worst, report_one(a, base, *rules, one, label, stem, job));
     }
   }
-  if (job.multi && !job.rows.empty() && !a.quiet) report::write_trace_table(job.rows, base.out_dir, std::cout);
+  if (job.multi && !job.rows.empty() && !a.quiet) report::write_trace_table(job.rows, base.out_dir, *io.out);
   return finish_analyze(a, base, job);
 }
 
 }  // namespace
 
-Runner add_analyze(CLI::App& app) {
+Runner add_analyze(CLI::App& app, Io io) {
   auto args = std::make_shared<AnalyzeArgs>();
   auto* sub = app.add_subcommand("analyze", "Diagnose existing profiler traces (Kineto JSON .json/.json.gz, native captures, Nsight Systems .sqlite exports / .nsys-rep)");
   sub->add_option("TRACE", args->traces, "Trace file(s)")->required();
@@ -343,7 +344,7 @@ Runner add_analyze(CLI::App& app) {
   sub->add_option("--jobs,-j", args->jobs, "Traces loaded at once (default: the cores, at most 8, within memory)")
       ->check(non_negative());
   sub->add_flag("--quiet,-q", args->quiet, "No terminal summary");
-  return [args] { return run_analyze(*args); };
+  return [args, io] { return run_analyze(*args, io); };
 }
 
 }  // namespace profile_train::cli

@@ -169,39 +169,42 @@ Status validate_run(RunOptions& o, const fs::path& out, const fs::path& agent) {
 }
 
 // What the capture session needs from `run`'s options (the shim's folder looked up next to the binary).
-CaptureOptions capture_options(const RunOptions& o, const fs::path& out, const fs::path& agent) {
+CaptureOptions capture_options(const Io& io, const RunOptions& o, const fs::path& out, const fs::path& agent) {
   CaptureOptions capture;
   capture.command = o.command;
   capture.capture_dir = out / "capture";
   capture.agent = agent;
   capture.shim_dir = o.no_python ? fs::path() : find_shim_dir();
   if (!o.no_python && capture.shim_dir.empty())
-    std::cerr << "profile-train run: warning: the Python shim was not found; only NVTX ranges are recorded\n";
+    *io.err << "profile-train run: warning: the Python shim was not found; only NVTX ranges are recorded\n";
   capture.warmup_steps = o.warmup_steps;
   capture.steps = o.steps;
   capture.stop_after_steps = o.stop_after_steps;
   capture.no_cupti = o.no_cupti;
   capture.kill_after_s = o.kill_after_s;
   capture.overrides_json = o.overrides_json;
+  capture.notes = io.err;
   return capture;
 }
 
 // How the command ended, said before the reports: processes it left running, a killing signal, an exit code.
-void print_capture_outcome(const CaptureResult& cr) {
+void print_capture_outcome(std::ostream& err, const CaptureResult& cr) {
   if (cr.leftover_processes > 0)
-    std::cerr << "profile-train run: stopped " << cr.leftover_processes << " process"
+    err << "profile-train run: stopped " << cr.leftover_processes << " process"
               << (cr.leftover_processes == 1 ? "" : "es") << " that the command left running\n";
   if (cr.signal)
-    std::cerr << "profile-train run: the command was killed by " << platform::signal_name(cr.signal)
+    err << "profile-train run: the command was killed by " << platform::signal_name(cr.signal)
               << (cr.signal == SIGSEGV || cr.signal == SIGBUS || cr.signal == SIGABRT ? " (crash)" : "")
               << "; analyzing the partial capture\n";
   else if (cr.exit_code && *cr.exit_code != 0)
-    std::cerr << "profile-train run: the command exited with code " << *cr.exit_code << "\n";
+    err << "profile-train run: the command exited with code " << *cr.exit_code << "\n";
 }
 
 // One rank's output options: its folder (rankN/ when the job has several) and its --perfetto file.
-OutputOptions rank_output_options(const RunOptions& o, const fs::path& out, const RankCapture& rank, bool ranked) {
+OutputOptions rank_output_options(const Io& io, const RunOptions& o, const fs::path& out, const RankCapture& rank,
+                                  bool ranked) {
   OutputOptions opts;
+  opts.io = io;
   opts.out_dir = ranked ? out / ("rank" + std::to_string(rank.rank)) : out;
   for (const auto& r : o.rules_dirs) opts.rules_dirs.emplace_back(r);
   opts.rules = o.rules;  // loaded once by validate_run
@@ -218,38 +221,39 @@ OutputOptions rank_output_options(const RunOptions& o, const fs::path& out, cons
   return opts;
 }
 
-int run_command(RunOptions& o) {
+int run_command(RunOptions& o, const Io& io) {
+  std::ostream& err = *io.err;
   // fs::absolute("") throws; an empty --out is bad usage, as for `analyze`.
   if (o.out_dir.empty()) {
-    std::cerr << "profile-train run: --out: empty folder name (nothing was launched)\n";
+    err << "profile-train run: --out: empty folder name (nothing was launched)\n";
     return kExitBadInput;
   }
   const fs::path out = fs::absolute(o.out_dir);
   const fs::path agent = exe_dir() / "libprofile_train_agent.so";
   if (Status st = validate_run(o, out, agent); !st.ok()) {
-    std::cerr << "profile-train run: " << terminal_safe(st.message()) << " (nothing was launched)\n";
+    err << "profile-train run: " << terminal_safe(st.message()) << " (nothing was launched)\n";
     return st.exit_code();
   }
   if (o.validate_only) return kExitOk;
   // Held until the report is written: a second run into the same --out would share capture/.
   auto lock = lock_output_folder(out, "run");
   if (!lock.ok()) {
-    std::cerr << "profile-train run: " << terminal_safe(lock.status().message()) << " (nothing was launched)\n";
+    err << "profile-train run: " << terminal_safe(lock.status().message()) << " (nothing was launched)\n";
     return lock.status().exit_code();
   }
-  const CaptureOptions capture = capture_options(o, out, agent);
+  const CaptureOptions capture = capture_options(io, o, out, agent);
   auto session = CaptureSession(capture).run();
   if (!session.ok()) {
     // The capture folder is checked and the command started before anything runs: nothing was launched.
-    std::cerr << "profile-train run: " << terminal_safe(session.status().message()) << " (nothing was launched)\n";
+    err << "profile-train run: " << terminal_safe(session.status().message()) << " (nothing was launched)\n";
     return kExitBadInput;
   }
   const CaptureResult& cr = *session;
   const int stop_rc = exit_code_for_stop_signal(cr.stop_signal);
-  print_capture_outcome(cr);
-  for (const auto& u : cr.unreadable) std::cerr << "profile-train run: skipped " << u << "\n";
+  print_capture_outcome(err, cr);
+  for (const auto& u : cr.unreadable) err << "profile-train run: skipped " << u << "\n";
   if (cr.ranks.empty()) {
-    std::cerr << "profile-train run: the capture agent never attached: no capture file in "
+    err << "profile-train run: the capture agent never attached: no capture file in "
               << capture.capture_dir.string()
               << ". NVTX was never used by the command (is it a PyTorch program? was --no-python given to a "
                  "program without NVTX ranges?)\n";
@@ -264,16 +268,16 @@ int run_command(RunOptions& o) {
     auto tr = trace::native::load_captures(rank.files);
     const std::string who = rank.rank >= 0 ? "rank " + std::to_string(rank.rank) : "run";
     if (!tr.ok()) {
-      std::cerr << "profile-train run: " << who << ": " << tr.status().message() << "\n";
+      err << "profile-train run: " << who << ": " << tr.status().message() << "\n";
       report_rc = std::max(report_rc, static_cast<int>(tr.status().exit_code()));
       continue;
     }
     trace::Trace& t = *tr;
     apply_capture_status(cr, t);
-    OutputOptions opts = rank_output_options(o, out, rank, ranked);
+    OutputOptions opts = rank_output_options(io, o, out, rank, ranked);
     // The command and how it ended are part of the report before report.json, report.html and the summary.
     opts.complete_report = [&](analysis::Report& report) { merge_capture_result(cr, rank.files.size(), report); };
-    if (!t.meta.gpu_capture_attempted) std::cout << who << ": " << t.meta.gpu_capture_status << "\n";
+    if (!t.meta.gpu_capture_attempted) *io.out << who << ": " << t.meta.gpu_capture_status << "\n";
     std::optional<analysis::Report> report;
     const int rc = report_trace(t, opts, &report);
     if (rc != kExitOk) report_rc = std::max(report_rc, rc);
@@ -284,14 +288,14 @@ int run_command(RunOptions& o) {
   }
   if (ranked || !summaries.empty()) {
     // Named with the command and how it ended: with --quiet this is all that reaches the terminal.
-    std::cout << "profile-train run: " << cr.ranks.size() << (ranked ? " traces (one per rank)" : " trace") << " in "
+    *io.out << "profile-train run: " << cr.ranks.size() << (ranked ? " traces (one per rank)" : " trace") << " in "
               << terminal_safe(out.string()) << " from " << terminal_safe(command_line(cr.command)) << " ("
               << terminal_safe(cr.outcome()) << ")\n";
-    for (const auto& s : summaries) std::cout << "  " << terminal_safe(s) << "\n";
+    for (const auto& s : summaries) *io.out << "  " << terminal_safe(s) << "\n";
   }
   // The ranks of one job (torchrun, or a launcher of its own): job.json and summary.html beside the rank folders.
   if (analysis::is_one_job(rank_reports))
-    report_rc = std::max(report_rc, report_job(rank_reports, out, /*write_json=*/true, /*write_html=*/true, o.quiet));
+    report_rc = std::max(report_rc, report_job(io, rank_reports, out, /*write_json=*/true, /*write_html=*/true, o.quiet));
   if (cr.interrupted()) return stop_rc;
   if (cr.failed()) return kExitChildFailed;
   return report_rc;
@@ -365,19 +369,19 @@ Status validate_run_args(const std::vector<std::string>& args) {
   return validate_run(*opts, fs::absolute(opts->out_dir), exe_dir() / "libprofile_train_agent.so");
 }
 
-Runner add_run(CLI::App& app, std::vector<std::string> command) {
+Runner add_run(CLI::App& app, std::vector<std::string> command, Io io) {
   auto opts = std::make_shared<RunOptions>();
   auto* sub = add_run_options(app, opts);
   auto after_dashes = std::make_shared<std::vector<std::string>>(std::move(command));
   sub->footer("Exit codes: 0 ok, 2 bad usage / bad rules / unwritable --out / command not found / nothing captured, "
               "4 the command failed (report still written), 130 / 143 stopped by SIGINT / SIGTERM (report written), "
               "1 internal error.");
-  return [opts, after_dashes] {
+  return [opts, after_dashes, io] {
     if (Status st = take_command(*opts, *after_dashes); !st.ok()) {
-      std::cerr << "profile-train run: " << terminal_safe(st.message()) << "\n";
+      *io.err << "profile-train run: " << terminal_safe(st.message()) << "\n";
       return st.exit_code();
     }
-    return run_command(*opts);
+    return run_command(*opts, io);
   };
 }
 

@@ -222,23 +222,24 @@ tn::ExecutionInfo execution_info(std::ostream& err, const TuneSetup& s, const tn
   return exec;
 }
 
-int run_tune(const TuneArgs& args, const std::vector<std::string>& workload_flags) {
+int run_tune(const Io& io, const TuneArgs& args, const std::vector<std::string>& workload_flags) {
+  std::ostream& err = *io.err;
   auto setup = make_setup(args, workload_flags, &g_interrupted);
-  if (!setup.ok()) return print_failure("profile-train tune", setup.status());
+  if (!setup.ok()) return print_failure(err, "profile-train tune", setup.status());
   TuneSetup& s = *setup;
   std::unique_ptr<tn::RayTrialRunner> ray_runner;
   if (s.ray) {
     // The cluster is checked before any trial: reachable, a Ray with the Jobs API, a node that fits one trial.
     s.ray_options.process = s.runner;
     auto r = tn::RayTrialRunner::create(s.ray_options, s.ray_address);
-    if (!r.ok()) return print_failure("profile-train tune", Status(r.status().code(), r.status().message() + " (no trial was run)"));
+    if (!r.ok()) return print_failure(err, "profile-train tune", Status(r.status().code(), r.status().message() + " (no trial was run)"));
     ray_runner = std::move(*r);
   }
   if (Status st = validate_before_trials(s); !st.ok())
-    return print_failure("profile-train tune", Status(st.code(), st.message() + " (no trial was run)"));
+    return print_failure(err, "profile-train tune", Status(st.code(), st.message() + " (no trial was run)"));
   auto lock = lock_output_folder(s.out, "tune");
   if (!lock.ok()) {
-    std::cerr << "profile-train tune: " << terminal_safe(lock.status().message()) << "\n";
+    err << "profile-train tune: " << terminal_safe(lock.status().message()) << "\n";
     return lock.status().exit_code();
   }
   tn::TuneReportContext ctx;
@@ -247,7 +248,6 @@ int run_tune(const TuneArgs& args, const std::vector<std::string>& workload_flag
   ctx.options = s.options;
   ctx.tool_version = kVersion;
 
-  std::ostream& err = std::cerr;
   const tn::KnobSpace space = s.space;
   if (!s.quiet) print_space(err, s);
   tn::ExecutionInfo exec = execution_info(err, s, ray_runner.get());
@@ -346,12 +346,13 @@ void add_tune_options(CLI::App& sub, TuneArgs& args) {
 
 // After parsing: the workload's flags (the raw tail after --workload MODEL) or the command after --, checked for
 // options in the wrong place; then the sweep.
-int dispatch_tune(TuneArgs& args, CLI::App& sub, const std::vector<std::string>& after_dashes) {
+int dispatch_tune(const Io& io, TuneArgs& args, CLI::App& sub, const std::vector<std::string>& after_dashes) {
+  std::ostream& err = *io.err;
   std::vector<std::string> workload_flags;
   if (!args.workload.empty()) {
     auto tail = workload_tail();
     if (!tail.ok()) {
-      std::cerr << "profile-train tune: " << terminal_safe(tail.status().message()) << "\n";
+      err << "profile-train tune: " << terminal_safe(tail.status().message()) << "\n";
       return kExitFailure;
     }
     // Every token CLI11 did not consume must be in the tail, and nothing else: a tune option written after
@@ -361,30 +362,30 @@ int dispatch_tune(TuneArgs& args, CLI::App& sub, const std::vector<std::string>&
       if (r == "--") --unconsumed;
     }
     if (unconsumed != tail->size()) {
-      std::cerr << "profile-train tune: put tune's own options before --workload MODEL; everything after it is "
+      err << "profile-train tune: put tune's own options before --workload MODEL; everything after it is "
                    "passed to the workload\n";
       return kExitBadInput;
     }
     workload_flags = *tail;
   } else if (!after_dashes.empty() && !args.command.empty()) {
-    std::cerr << "profile-train tune: unexpected argument '" << terminal_safe(args.command[0])
+    err << "profile-train tune: unexpected argument '" << terminal_safe(args.command[0])
               << "' before --: the command goes after --\n";
     return kExitBadInput;
   } else if (!sub.remaining().empty()) {
     std::string extra;
     for (const auto& r : sub.remaining()) extra += " " + r;
     if (extra != " --") {
-      std::cerr << "profile-train tune: unknown option(s):" << terminal_safe(extra) << " (the command goes after --)\n";
+      err << "profile-train tune: unknown option(s):" << terminal_safe(extra) << " (the command goes after --)\n";
       return kExitBadInput;
     }
   }
   if (args.workload.empty() && !after_dashes.empty()) args.command = after_dashes;
-  return run_tune(args, workload_flags);
+  return run_tune(io, args, workload_flags);
 }
 
 }  // namespace
 
-Runner add_tune(CLI::App& app, std::vector<std::string> command) {
+Runner add_tune(CLI::App& app, std::vector<std::string> command, Io io) {
   auto args = std::make_shared<TuneArgs>();
   auto after_dashes = std::make_shared<std::vector<std::string>>(std::move(command));
   auto* sub = app.add_subcommand(
@@ -395,7 +396,7 @@ Runner add_tune(CLI::App& app, std::vector<std::string> command) {
       "  profile-train tune [options] -- python train.py     (knobs applied by the Python shim)");
   add_tune_options(*sub, *args);
   sub->allow_extras();  // workload flags; their order is recovered from the raw command line
-  return [args, sub, after_dashes]() -> int { return dispatch_tune(*args, *sub, *after_dashes); };
+  return [args, sub, after_dashes, io]() -> int { return dispatch_tune(io, *args, *sub, *after_dashes); };
 }
 
 }  // namespace profile_train::cli

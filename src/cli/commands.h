@@ -11,20 +11,11 @@
 
 #include "profile_train/common/status.h"
 #include "profile_train/common/terminal.h"
+#include "io.h"
 
 namespace profile_train::cli {
 
 using Runner = std::function<int()>;
-
-// Where a command writes: its results (`out`) and its one-line errors (`err`); `color`: `out` is a terminal
-// that takes colours. main() gives the process's streams; tests give string streams and run the command in
-// their own process. (diff and rules take theirs; analyze, run and tune still write to std::cout/std::cerr.)
-struct Io {
-  std::ostream* out = &std::cout;
-  std::ostream* err = &std::cerr;
-  bool color = false;
-};
-inline Io standard_io() { return Io{&std::cout, &std::cerr, use_color(1)}; }
 
 // A count or a number of seconds that must be >= 0. Unlike CLI::NonNegativeNumber, whose message spells out
 // the range up to the largest double (300 digits), the message is short; the value is echoed by CLI11 and
@@ -39,13 +30,14 @@ inline CLI::Validator non_negative() {
       "NUMBER >= 0", "NonNegative");
 }
 
-Runner add_analyze(CLI::App& app);  // cmd_analyze.cpp
+// Each command writes only to its Io (io.h); main() gives standard_io().
+Runner add_analyze(CLI::App& app, Io io);  // cmd_analyze.cpp
 Runner add_rules(CLI::App& app, Io io);  // cmd_rules.cpp
 Runner add_diff(CLI::App& app, Io io);   // cmd_diff.cpp
 // `command`: the arguments after the first `--` of the command line (main() splits them off before parsing:
 // they belong to the wrapped command, never to our options).
-Runner add_run(CLI::App& app, std::vector<std::string> command);   // cmd_run.cpp
-Runner add_tune(CLI::App& app, std::vector<std::string> command);  // cmd_tune.cpp
+Runner add_run(CLI::App& app, std::vector<std::string> command, Io io);   // cmd_run.cpp
+Runner add_tune(CLI::App& app, std::vector<std::string> command, Io io);  // cmd_tune.cpp
 
 // What `run` checks before it launches anything (options, --apply, --out, rules, --gpu-spec, --perfetto, the
 // agent, the command), in this process: `args` are run's arguments (after "run", the command after "--"). The

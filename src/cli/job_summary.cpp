@@ -2,7 +2,6 @@
 
 #include "pipeline.h"
 
-#include <iostream>
 #include <string>
 
 #include "profile_train/common/status.h"
@@ -12,19 +11,19 @@
 
 namespace profile_train::cli {
 
-int report_job(const std::vector<analysis::RankReport>& reports, const std::filesystem::path& out_dir, bool write_json,
-               bool write_html, bool quiet) {
+int report_job(const Io& io, const std::vector<analysis::RankReport>& reports, const std::filesystem::path& out_dir,
+               bool write_json, bool write_html, bool quiet) {
   const analysis::JobSummary job = analysis::summarize_job(reports);
-  if (!quiet) report::write_job_text(job, reports.size(), std::cout);
+  if (!quiet) report::write_job_text(job, reports.size(), *io.out);
   if (write_html) {
     const auto html = out_dir / "summary.html";
-    if (Status s = report::write_job_html(job, html); !s.ok()) return print_failure("profile-train", s);
-    if (!quiet) std::cout << "Wrote " << terminal_safe(html.string()) << "\n";
+    if (Status s = report::write_job_html(job, html); !s.ok()) return print_failure(*io.err, "profile-train", s);
+    if (!quiet) *io.out << "Wrote " << terminal_safe(html.string()) << "\n";
   }
   if (!write_json) return kExitOk;
   const auto path = out_dir / "job.json";
-  if (Status s = report::write_job_json(path, job); !s.ok()) return print_failure("profile-train", s);
-  if (!quiet) std::cout << "Wrote " << terminal_safe(path.string()) << "\n";
+  if (Status s = report::write_job_json(path, job); !s.ok()) return print_failure(*io.err, "profile-train", s);
+  if (!quiet) *io.out << "Wrote " << terminal_safe(path.string()) << "\n";
   return kExitOk;
 }
 

@@ -5,13 +5,14 @@
 #include <filesystem>
 #include <vector>
 
+#include "io.h"
 #include "profile_train/model/job.h"
 
 namespace profile_train::cli {
 
-// Prints the job summary (unless quiet) and writes out_dir/job.json and out_dir/summary.html when asked.
-// Returns 0, or the exit code of a failed write (one line on stderr).
-int report_job(const std::vector<analysis::RankReport>& reports, const std::filesystem::path& out_dir, bool write_json,
-               bool write_html, bool quiet);
+// Prints the job summary on io.out (unless quiet) and writes out_dir/job.json and out_dir/summary.html when
+// asked. Returns 0, or the exit code of a failed write (one line on io.err).
+int report_job(const Io& io, const std::vector<analysis::RankReport>& reports, const std::filesystem::path& out_dir,
+               bool write_json, bool write_html, bool quiet);
 
 }  // namespace profile_train::cli

@@ -51,11 +51,12 @@ int main(int argc, char** argv) {
     auto subs = app.get_subcommands({});
     if (subs.size() > before) commands.emplace_back(subs.back(), std::move(runner));
   };
-  add(cli::add_analyze);
-  add([&](CLI::App& a) { return cli::add_run(a, command); });
-  add([&](CLI::App& a) { return cli::add_tune(a, command); });
-  add([](CLI::App& a) { return cli::add_diff(a, cli::standard_io()); });
-  add([](CLI::App& a) { return cli::add_rules(a, cli::standard_io()); });
+  const cli::Io io = cli::standard_io();
+  add([&](CLI::App& a) { return cli::add_analyze(a, io); });
+  add([&](CLI::App& a) { return cli::add_run(a, command, io); });
+  add([&](CLI::App& a) { return cli::add_tune(a, command, io); });
+  add([&](CLI::App& a) { return cli::add_diff(a, io); });
+  add([&](CLI::App& a) { return cli::add_rules(a, io); });
   try {
     app.parse(parsed_argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -9,7 +9,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <future>
-#include <iostream>
 #include <sstream>
 #include <system_error>
 #include <vector>
@@ -28,12 +27,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-void print_error(const Status& s) { print_failure("profile-train", s); }
-
 // A writer that is not built yet (Unsupported) only earns a one-line note; other failures are errors.
-Status writer_status(const Status& s, const char* what) {
+Status writer_status(std::ostream& err, const Status& s, const char* what) {
   if (s.code() == StatusCode::kUnsupported) {
-    std::cerr << "profile-train: note: " << what << " skipped (" << terminal_safe(s.message()) << ")\n";
+    err << "profile-train: note: " << what << " skipped (" << terminal_safe(s.message()) << ")\n";
     return Status::Ok();
   }
   return s;
@@ -114,14 +111,14 @@ Status check_perfetto_path(const OutputOptions& options, const std::vector<fs::p
   return Status::Ok();
 }
 
-int print_failure(std::string_view who, const Status& status) { return print_failure(std::cerr, who, status); }
-
 int print_failure(std::ostream& err, std::string_view who, const Status& status) {
   err << who << ": " << terminal_safe(status.message()) << "\n";
   return status.exit_code();
 }
 
 int report_trace(const trace::Trace& trace, const OutputOptions& options, std::optional<analysis::Report>* report_out) {
+  const Io& io = options.io;
+  auto print_error = [&](const Status& s) { print_failure(*io.err, "profile-train", s); };
   analysis::AnalysisOptions analysis_options;
   analysis_options.all_steps = options.all_steps;
   analysis_options.device_name = options.device_name;
@@ -138,9 +135,9 @@ int report_trace(const trace::Trace& trace, const OutputOptions& options, std::o
       std::ostringstream line;
       line << name << ": analysis still running after " << limit_s
            << " s (--max-analysis-seconds; 0 = no limit); no report written";
-      std::cout.flush();
+      io.out->flush();
       print_error(ResourceExhausted(line.str()));
-      std::cerr.flush();
+      io.err->flush();
       std::_Exit(kExitBadInput);
     }
     report = job.get();
@@ -174,21 +171,21 @@ int report_trace(const trace::Trace& trace, const OutputOptions& options, std::o
   }
   if (failed.ok() && formats.html) {
     const fs::path path = options.out_dir / "report.html";
-    failed = writer_status(report::write_html(report, &trace, path), "HTML report");
+    failed = writer_status(*io.err, report::write_html(report, &trace, path), "HTML report");
     std::error_code ec;
     if (failed.ok() && fs::exists(path, ec)) written.push_back(path);
   }
   if (failed.ok() && options.perfetto) {
-    failed = writer_status(report::write_chrome_trace(trace, *options.perfetto), "Perfetto trace");
+    failed = writer_status(*io.err, report::write_chrome_trace(trace, *options.perfetto), "Perfetto trace");
     std::error_code ec;
     if (failed.ok() && fs::exists(*options.perfetto, ec)) written.push_back(*options.perfetto);
   }
   if (formats.text && !options.quiet) {
     report::TextOptions text;
-    text.color = use_color(1);
-    report::write_text_summary(report, std::cout, text);
-    for (const auto& p : written) std::cout << "Wrote " << terminal_safe(p.string()) << "\n";
-    std::cout.flush();
+    text.color = io.color;
+    report::write_text_summary(report, *io.out, text);
+    for (const auto& p : written) *io.out << "Wrote " << terminal_safe(p.string()) << "\n";
+    io.out->flush();
   }
   if (report_out != nullptr) *report_out = std::move(report);
   if (!failed.ok()) {

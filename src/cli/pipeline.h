@@ -16,6 +16,7 @@
 #include "profile_train/common/status.h"
 #include "profile_train/model/report_json.h"
 #include "profile_train/trace/model.h"
+#include "io.h"
 
 namespace profile_train::rules {
 class RuleSet;  // rules/engine.h
@@ -52,21 +53,21 @@ struct OutputOptions {
   // The command already created out_dir and probed that it is writable (report_trace does not probe again;
   // the --perfetto path is still compared with the files the trace was read from, known only once loaded).
   bool outputs_checked = false;
+  // Where the summary, the "Wrote" lines, notes and the error line go.
+  Io io;
 };
 
 // Analyzes one loaded trace into a typed report, applies the rules (options.rules, else built-in + rules_dirs) and
 // complete_report to it, repairs its text (UTF-8), then feeds that one report to every writer: report.json,
 // report.html, the terminal summary on stdout (formats has "text", not quiet); the Perfetto timeline is the
 // trace's. The summary is printed even when a file cannot be written (full disk): the analysis is not lost.
-// Errors are printed as one line on stderr; the return value is the process exit code (0 on success). A
+// Errors are printed as one line on options.io.err; the return value is the process exit code (0 on success). A
 // writer that is not available (Unsupported) only prints a one-line note. `report_out` receives the finished
 // report (the one report.json holds) once it exists, also when a file could not be written.
 int report_trace(const trace::Trace& trace, const OutputOptions& options,
                  std::optional<analysis::Report>* report_out = nullptr);
 
-// Prints "WHO: message" (terminal-safe) as the one error line on stderr; returns the status's exit code.
-int print_failure(std::string_view who, const Status& status);
-// The same on `err`.
+// Prints "WHO: message" (terminal-safe) as the one error line on `err`; returns the status's exit code.
 int print_failure(std::ostream& err, std::string_view who, const Status& status);
 
 // Creates `dir` if needed and checks that a file can be written there (IoError naming the folder and the

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <iostream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +27,7 @@ struct CaptureOptions {
   bool no_cupti = false;              // leave CUDA injection (CUPTI) to another tool
   double kill_after_s = 10;           // grace between a stop (or the command's end) and SIGKILL of what is left
   std::string overrides_json;         // --apply: PROFILE_TRAIN_OVERRIDES for the shim ("": the environment's own)
+  std::ostream* notes = &std::cerr;   // one line per injection of another tool that the capture replaces
 };
 
 // The capture files of one rank (-1: not distributed), sorted by path.
