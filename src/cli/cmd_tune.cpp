@@ -28,6 +28,7 @@
 #include "profile_train/common/terminal.h"
 #include "profile_train/common/version.h"
 #include "profile_train/report/tune_html.h"
+#include "profile_train/report/tune_text.h"
 #include "profile_train/tuner/process_runner.h"
 #include "profile_train/tuner/ray_report.h"
 #include "profile_train/tuner/ray_runner.h"
@@ -44,71 +45,16 @@ namespace tn = profile_train::tuner;
 // the sweep stops after writing its results.
 std::atomic<bool> g_interrupted{false};
 
-// "profile-train tune: guided over amp{off,bf16} threads{0,1} (4 combinations); results in OUT".
-void print_space(std::ostream& err, const TuneSetup& s) {
-  err << "profile-train tune: " << s.options.strategy << " over";
-  size_t grid = 1;
-  for (const auto& r : s.space) {
-    err << " " << r.def->name << "{";
-    for (size_t i = 0; i < r.values.size(); ++i) err << (i ? "," : "") << terminal_safe(r.values[i]);
-    err << "}";
-    grid *= r.values.size();
-  }
-  err << " (" << grid << " combinations); results in " << terminal_safe(s.out.string()) << "\n";
-}
-
-// One progress line per finished trial: its rate, the paired ratio next to the baseline's rate, flags.
-void print_trial(std::ostream& err, const tn::Trial& trial, const tn::Tuner& t, const tn::KnobSpace& space) {
-  err << "tune [" << trial.index << "] " << terminal_safe(tn::describe_config(trial.config, space)) << ": ";
-  if (trial.ok()) {
-    err << format_significant(trial.mean) << (trial.per_sample ? " samples/s" : " steps/s");
-    if (trial.values.size() > 1 && trial.mean > 0) err << " ±" << format_fixed(100.0 * trial.stddev / trial.mean) << "%";
-    if (t.baseline() >= 0 && t.trial(t.baseline()).ok() && trial.index - 1 != t.baseline()) {
-      // The paired ratio next to both absolute figures: means of different runs and a ratio of interleaved
-      // pairs need not agree, and must not read as a contradiction.
-      err << " (x" << format_fixed(t.ratio(trial.index - 1, t.baseline()), 2) << " paired vs baseline's "
-          << format_significant(t.trial(t.baseline()).mean) << ")";
-      const tn::LossComparison l =
-          tn::compare_loss(t.trial(t.baseline()).losses, trial.losses, t.options().loss_guard);
-      if (l.changes) err << " [changes the loss" << (l.non_finite ? ": not finite" : "") << "]";
-    }
-    if (trial.early_stopped) err << " [early stop: clearly slower]";
-  } else {
-    err << tn::to_string(trial.status) << (trial.message.empty() ? "" : " (" + terminal_safe(trial.message) + ")");
-  }
-  err << " [" << trial.measurements << " run" << (trial.measurements == 1 ? "" : "s") << ", "
-      << format_fixed(trial.duration_s) << " s]";
-  if (!trial.reason.empty()) err << " <- " << terminal_safe(trial.reason);
-  err << "\n";
-}
-
-// "head to head #2 vs #1: x1.35 (95% interval 0.96-1.89) over 2 interleaved pairs at a 1-minute load of ...".
-void print_confirmation(std::ostream& err, const tn::TuneResult& result, const tn::Trial& base) {
-  const tn::Confirmation& cf = result.confirmation;
-  if (cf.candidate < 0) return;
-  const tn::Trial& c = result.trials[cf.candidate];
-  err << "  head to head #" << c.index << " vs #" << base.index << ": ";
-  if (cf.ran) {
-    err << "x" << format_fixed(cf.estimate.ratio, 2);
-    if (cf.estimate.interval_known()) {
-      err << " (95% interval " << format_fixed(cf.estimate.low, 2) << "-" << format_fixed(cf.estimate.high, 2) << ")";
-    }
-    err << " over " << cf.estimate.pairs << " interleaved pairs";
-    if (cf.load_1m) {
-      err << " at a 1-minute load of " << format_significant(*cf.load_1m, 2) << " on " << cf.cpus << " CPUs";
-      if (result.search_load_1m) err << " (search: " << format_significant(*result.search_load_1m, 2) << ")";
-    }
-    err << ": ";
-  }
-  err << terminal_safe(cf.status) << "\n";
-}
-
 // apply.json: the winner's overrides for `run --apply` (or PROFILE_TRAIN_APPLY), with what it was measured at
-// and the code change that makes it permanent.
-void write_apply_file(std::ostream& err, const TuneSetup& s, const tn::Trial& best, const tn::SpeedupRow& sp,
-                      const tn::CodeChange& change) {
+// and the code change that makes it permanent. Written when the winner is not the baseline and has overrides;
+// the summary says where, or why it could not be written.
+void write_apply_file(const TuneSetup& s, const tn::TuneReport& doc, report::TuneSummaryOptions& text) {
+  if (!doc.best || !doc.baseline || !doc.change || !doc.speedup) return;
+  const tn::CodeChange& change = *doc.change;
+  if (!change.shim_overrides || doc.best->trial == doc.baseline->trial) return;
+  const tn::SpeedupRow& sp = *doc.speedup;
   nlohmann::json apply = {{"overrides", *change.shim_overrides},
-                          {"config", best.config},
+                          {"config", doc.best->config},
                           {"speedup", {{"value", sp.value}, {"claimed", sp.claimed}}},
                           {"python", nlohmann::json::array()}};
   if (sp.low && sp.high) {
@@ -118,90 +64,20 @@ void write_apply_file(std::ostream& err, const TuneSetup& s, const tn::Trial& be
   for (const auto& e : change.python) apply["python"].push_back({{"what", e.what}, {"code", e.code}});
   const fs::path file = s.out / "apply.json";
   Status w = write_file_atomic(file, apply.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
-  if (!w.ok()) {
-    err << "profile-train tune: " << terminal_safe(w.message()) << "\n";
-  } else {
-    err << "  keep it without editing the program: profile-train run --apply " << terminal_safe(file.string())
-        << " -- " << terminal_safe(s.runner.target.args.empty() ? std::string("CMD") : s.runner.target.args[0])
-        << " ... (or PROFILE_TRAIN_APPLY=" << terminal_safe(file.string()) << " in its environment)\n";
-  }
+  if (w.ok()) text.apply_file = file.string();
+  else text.apply_error = w.message();
 }
 
-// The final summary: trials and noise, skipped knobs, baseline, head to head, best, loss, the change (and
-// apply.json); returns tune's exit code.
-int print_summary(std::ostream& err, const TuneSetup& s, const tn::TuneResult& result, const tn::TuneReport& doc,
-                  const tn::KnobSpace& space, bool ray) {
-  err << "profile-train tune: " << result.trials.size() << " trials, " << terminal_safe(result.stop_reason);
-  if (result.partial) err << " (partial results)";
-  if (result.noise_samples > 0) err << "; measured noise ±" << format_fixed(100.0 * result.pooled_relative_sd) << "%";
-  if (result.rerun_pairs > 0 || result.unreliable_pairs > 0) {
-    err << "; " << result.rerun_pairs << " pair(s) re-run and " << result.unreliable_pairs
-        << " left out as unreliable: their two runs saw different load";
-  }
-  err << "\n";
-  for (const auto& k : result.skipped) {
-    std::string values;
-    for (const auto& v : k.values) values += (values.empty() ? "" : ",") + v;
-    err << "  skipped " << terminal_safe(k.knob) << "=" << terminal_safe(values) << ": " << terminal_safe(k.reason) << "\n";
-  }
-  if (result.baseline < 0 || result.best < 0) {
-    err << "profile-train tune: the baseline could not be measured";
-    if (!result.trials.empty()) {
-      err << " (" << tn::to_string(result.trials.front().status) << ": " << terminal_safe(result.trials.front().message) << ")";
-      err << "; see " << terminal_safe((s.out / "trials").string());
-    }
-    err << "\n";
-    return g_interrupted.load() ? exit_code_for_stop_signal(platform::StopSignals::last_signal()) : kExitChildFailed;
-  }
-  const tn::Trial& base = result.trials[result.baseline];
-  const tn::Trial& best = result.trials[result.best];
-  const std::string unit = best.per_sample ? " samples/s" : " steps/s";
-  err << "  baseline #" << base.index << "  " << terminal_safe(tn::describe_config(base.config, space)) << ": " << format_significant(base.mean)
-      << unit << "\n";
-  print_confirmation(err, result, base);
-  // Both are set when the baseline and the best trial are (tune_report).
-  const tn::SpeedupRow& sp = *doc.speedup;
-  const tn::CodeChange& change = *doc.change;
-  err << "  best     #" << best.index << "  " << terminal_safe(tn::describe_config(best.config, space)) << ": " << format_significant(best.mean)
-      << unit << "  (x" << format_fixed(sp.value, 2);
-  if (sp.low && sp.high) err << ", 95% interval " << format_fixed(*sp.low, 2) << "-" << format_fixed(*sp.high, 2);
-  err << (result.best == result.baseline ? "" : sp.claimed ? ", confirmed" : ", not confirmed") << ")\n";
-  if (const auto& l = doc.quality.loss) {
-    err << "  loss     #" << best.index << " vs #" << base.index << ": " << terminal_safe(l->status);
-    if (l->trial_mean && l->baseline_mean && l->tolerance) {
-      err << " (" << format_significant(*l->trial_mean) << " vs " << format_significant(*l->baseline_mean) << ", bar "
-          << format_significant(*l->tolerance) << ", per " << (l->compared_by == "step" ? "step" : "sample seen") << ")";
-    }
-    err << "\n";
-    if (l->compared_by == "samples seen" && !l->note.empty()) err << "    note: " << terminal_safe(l->note) << "\n";
-  }
-  for (const tn::Trial& t : result.trials) {
-    if (t.loss.changes) {
-      err << "  trial #" << t.index << " changes the loss ("
-          << (t.loss.non_finite ? std::string("not finite")
-                                : format_significant(t.loss.trial_mean) + " vs " + format_significant(t.loss.baseline_mean) +
-                                      ", bar " + format_significant(t.loss.tolerance))
-          << ")" << (s.options.allow_quality_change ? "" : ": not eligible as the winner") << "\n";
-    }
-  }
-  err << "  change: " << terminal_safe(change.summary) << "\n";
-  if (s.runner.target.kind == tn::TuneTarget::Kind::kCommand) {
-    for (const auto& e : change.python) err << "    " << terminal_safe(e.code, true) << "\n";
-  }
-  if (change.shim_overrides && result.best != result.baseline) write_apply_file(err, s, best, sp, change);
-  if (change.command) {
-    err << "  command:";
-    for (const auto& a : *change.command) err << " " << terminal_safe(a);
-    err << "\n";
-  }
-  if (ray && doc.execution) {
-    const tn::Execution& e = *doc.execution;
-    err << "  parallelism: " << format_fixed(e.sum_measurement_s) << " s of measurements in "
-        << format_fixed(e.wall_s) << " s wall time (" << format_fixed(e.saved_s) << " s saved)\n";
-    if (e.ray && e.ray->note) err << "  note: " << terminal_safe(*e.ray->note) << "\n";
-  }
-  err << "  wrote " << terminal_safe((s.out / "tune.json").string()) << " and " << terminal_safe((s.out / "tune.html").string()) << "\n";
-  return g_interrupted.load() ? exit_code_for_stop_signal(platform::StopSignals::last_signal()) : kExitOk;
+// The final summary (report::write_tune_summary, after apply.json is written); returns tune's exit code.
+int print_summary(std::ostream& err, const TuneSetup& s, const tn::TuneReport& doc, bool ray) {
+  report::TuneSummaryOptions text;
+  for (const auto& r : s.space) text.knob_order.push_back(r.def->name);
+  text.out_dir = s.out.string();
+  text.ray = ray;
+  write_apply_file(s, doc, text);
+  report::write_tune_summary(err, doc, text);
+  if (g_interrupted.load()) return exit_code_for_stop_signal(platform::StopSignals::last_signal());
+  return doc.baseline && doc.best ? kExitOk : kExitChildFailed;
 }
 
 // Where the trials run (tune.json "execution"), said once on the terminal when they run as Ray jobs.
@@ -215,9 +91,14 @@ tn::ExecutionInfo execution_info(std::ostream& err, const TuneSetup& s, const tn
   exec.trial_gpus = s.ray_options.trial_gpus;
   exec.trial_cpus = s.ray_options.trial_cpus;
   if (!s.quiet) {
-    err << "profile-train tune: trials run as Ray jobs on " << terminal_safe(exec.address) << " (Ray "
-        << terminal_safe(exec.ray_version) << "), " << exec.parallel << " at a time, "
-        << format_fixed(exec.trial_gpus, 0) << " GPU / " << format_fixed(exec.trial_cpus, 0) << " CPU each\n";
+    tn::Execution shown;
+    shown.parallel = exec.parallel;
+    shown.ray.emplace();
+    shown.ray->address = exec.address;
+    shown.ray->ray_version = exec.ray_version;
+    shown.ray->trial_gpus = exec.trial_gpus;
+    shown.ray->trial_cpus = exec.trial_cpus;
+    report::write_tune_executor(err, shown);
   }
   return exec;
 }
@@ -249,7 +130,11 @@ int run_tune(const Io& io, const TuneArgs& args, const std::vector<std::string>&
   ctx.tool_version = kVersion;
 
   const tn::KnobSpace space = s.space;
-  if (!s.quiet) print_space(err, s);
+  if (!s.quiet) {
+    std::vector<std::pair<std::string, std::vector<std::string>>> shown;
+    for (const auto& r : space) shown.emplace_back(r.def->name, r.values);
+    report::write_tune_space(err, s.options.strategy, shown, s.out.string());
+  }
   tn::ExecutionInfo exec = execution_info(err, s, ray_runner.get());
   auto with_execution = [&](const tn::TuneResult& r) {
     tn::TuneReport doc = tn::tune_report(r, space, ctx);
@@ -276,7 +161,7 @@ int run_tune(const Io& io, const TuneArgs& args, const std::vector<std::string>&
     write_outputs(partial);
   };
   s.options.on_trial = [&](const tn::Trial& trial, const tn::Tuner& t) {
-    if (!s.quiet) print_trial(err, trial, t, space);
+    if (!s.quiet) report::write_tune_trial_line(err, tn::trial_progress(trial, t, space));
   };
 
   auto stop_signals = std::make_unique<platform::StopSignals>(&g_interrupted);
@@ -286,15 +171,12 @@ int run_tune(const Io& io, const TuneArgs& args, const std::vector<std::string>&
   const tn::TuneResult result = tuner.run();
   if (ray_runner) {
     ray_runner->stop_all();  // nothing submitted is left running (a no-op after a normal end)
-    for (const std::string& id : ray_runner->abandoned()) {
-      err << "profile-train tune: Ray job " << terminal_safe(id)
-          << " was given up while PENDING; Ray applies its stop when it could start\n";
-    }
+    for (const std::string& id : ray_runner->abandoned()) report::write_tune_abandoned_job(err, id);
   }
   stop_signals.reset();  // the previous handlers are back
   write_outputs(result);
 
-  return print_summary(err, s, result, with_execution(result), space, ray_runner != nullptr);
+  return print_summary(err, s, with_execution(result), ray_runner != nullptr);
 }
 
 // The options of `tune` (README "Commands" lists them; `tune --help` prints these texts).

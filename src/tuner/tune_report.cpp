@@ -375,4 +375,31 @@ TuneReport tune_report(const TuneResult& result, const KnobSpace& space, const T
   return doc;
 }
 
+TrialProgress trial_progress(const Trial& trial, const Tuner& t, const KnobSpace& space) {
+  TrialProgress p;
+  p.index = trial.index;
+  p.config = describe_config(trial.config, space);
+  p.ok = trial.ok();
+  p.mean = trial.mean;
+  p.stddev = trial.stddev;
+  p.per_sample = trial.per_sample;
+  p.values = trial.values.size();
+  if (p.ok && t.baseline() >= 0 && t.trial(t.baseline()).ok() && trial.index - 1 != t.baseline()) {
+    p.paired_ratio = t.ratio(trial.index - 1, t.baseline());
+    p.baseline_mean = t.trial(t.baseline()).mean;
+    const LossComparison l = compare_loss(t.trial(t.baseline()).losses, trial.losses, t.options().loss_guard);
+    p.changes_loss = l.changes;
+    p.loss_non_finite = l.non_finite;
+  }
+  p.early_stopped = trial.early_stopped;
+  if (!p.ok) {
+    p.status = std::string(to_string(trial.status));
+    p.message = trial.message;
+  }
+  p.measurements = trial.measurements;
+  p.duration_s = trial.duration_s;
+  p.reason = trial.reason;
+  return p;
+}
+
 }  // namespace profile_train::tuner

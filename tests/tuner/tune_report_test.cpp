@@ -1,4 +1,4 @@
-// tune.json and tune.html of whole sessions, byte for byte against tests/golden/tune/ (written by the code
+// tune.json, tune.html and tune's terminal summary of whole sessions, byte for byte against tests/golden/tune/ (written by the code
 // before the tune report became typed; PT_UPDATE_GOLDEN=1 rewrites them after a change made on purpose).
 // Sessions of the synthetic surface and a fake runner (no process, no GPU): guided with a confirmed winner,
 // grid without a GPU (skipped values, crashes, OOM), the built-in workload as target, an interrupted session,
@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "profile_train/report/tune_html.h"
+#include "profile_train/report/tune_text.h"
 #include "profile_train/tuner/ray_report.h"
 #include "profile_train/tuner/tune_report.h"
 #include "profile_train/tuner/tuner.h"
@@ -28,17 +29,25 @@ namespace {
 using pt_test::range;
 
 struct Output {
-  std::string json, html;
+  std::string json, html, text;
 };
 
-// What cmd_tune writes for a result, with the creation time fixed.
+// What cmd_tune writes for a result, with the creation time fixed, and the summary it prints (into the folder
+// "/out/tune dir", with apply.json written when the winner has overrides).
 Output render(const pt::TuneResult& result, const pt::KnobSpace& space, const pt::TuneReportContext& ctx,
               const pt::ExecutionInfo* exec) {
   pt::TuneReport doc = pt::tune_report(result, space, ctx);
   doc.created_utc = "2026-01-01T00:00:00Z";
   if (exec != nullptr) pt::add_execution(doc, result, *exec);
+  profile_train::report::TuneSummaryOptions text;
+  for (const auto& r : space) text.knob_order.push_back(r.def->name);
+  text.out_dir = "/out/tune dir";
+  text.ray = exec != nullptr && exec->executor == "ray";
+  if (doc.change && doc.change->shim_overrides && result.best != result.baseline) text.apply_file = "/out/tune dir/apply.json";
+  std::ostringstream summary;
+  profile_train::report::write_tune_summary(summary, doc, text);
   return {pt::to_json(doc).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n",
-          profile_train::report::tune_html(doc)};
+          profile_train::report::tune_html(doc), summary.str()};
 }
 
 std::string read_text(const fs::path& p) {
@@ -51,7 +60,9 @@ std::string read_text(const fs::path& p) {
 void expect_golden(const std::string& name, const Output& out) {
   const fs::path dir = fs::path(PT_GOLDEN_DIR) / "tune";
   const bool update = std::getenv("PT_UPDATE_GOLDEN") != nullptr;
-  for (const auto& [ext, text] : {std::pair<const char*, const std::string&>{".json", out.json}, {".html", out.html}}) {
+  for (const auto& [ext, text] : {std::pair<const char*, const std::string&>{".json", out.json},
+                                  {".html", out.html},
+                                  {".txt", out.text}}) {
     const fs::path file = dir / (name + ext);
     if (update) {
       fs::create_directories(dir);
@@ -248,6 +259,36 @@ TEST(TuneReportGolden, HandMadeResultWithHostileStringsAndNoBaseline) {
   r.best = 0;
   expect_golden("hand_made_unconfirmed", render(r, space, ctx, nullptr));
 
+  // The loss guard's lines (a winner that changes the loss, allowed; a trial that went non-finite), pairs left
+  // out under a changed load, the loads of the head-to-head check.
+  pt::TuneResult q = r;
+  q.best = 1;
+  q.confirmation.claimed = true;
+  q.confirmation.status = "confirmed";
+  q.rerun_pairs = 2;
+  q.unreliable_pairs = 1;
+  q.confirmation.load_1m = 1.234;
+  q.confirmation.cpus = 2;
+  q.search_load_1m = 0.5;
+  pt::LossComparison worse;
+  worse.status = "changes the loss";
+  worse.changes = true;
+  worse.compared_by = "samples seen";
+  worse.baseline_mean = 2.5;
+  worse.trial_mean = 2.9;
+  worse.difference = 0.4;
+  worse.tolerance = 0.1;
+  worse.note = "batch size changed: the learning rate <may> need scaling";
+  q.trials[1].loss = worse;
+  pt::LossComparison non_finite;
+  non_finite.status = "changes the loss";
+  non_finite.changes = true;
+  non_finite.non_finite = true;
+  q.trials[2].loss = non_finite;
+  pt::TuneReportContext allowed = ctx;
+  allowed.options.allow_quality_change = true;
+  expect_golden("hand_made_loss", render(q, space, allowed, nullptr));
+
   // No baseline measured: speedup, change, baseline and best are null.
   pt::TuneResult none;
   none.trials = {failed};
@@ -255,4 +296,40 @@ TEST(TuneReportGolden, HandMadeResultWithHostileStringsAndNoBaseline) {
   none.stop_reason = "the baseline failed";
   none.failed_trials = 1;
   expect_golden("no_baseline", render(none, space, ctx, nullptr));
+}
+
+// One progress line per finished trial (report::write_tune_trial_line): rate, spread, the paired ratio beside
+// both absolute rates, the loss flag, a failure with its message, terminal-safe strings.
+TEST(TuneText, TrialLines) {
+  pt::TrialProgress ok;
+  ok.index = 3;
+  ok.config = "num_workers=4 amp=bf16";
+  ok.ok = true;
+  ok.mean = 412.4;
+  ok.stddev = 4.9;
+  ok.per_sample = true;
+  ok.values = 2;
+  ok.paired_ratio = 1.104;
+  ok.baseline_mean = 375;
+  ok.changes_loss = true;
+  ok.measurements = 2;
+  ok.duration_s = 8.14;
+  ok.reason = "recommendation dataloader-workers";
+  std::ostringstream a;
+  profile_train::report::write_tune_trial_line(a, ok);
+  EXPECT_EQ(a.str(),
+            "tune [3] num_workers=4 amp=bf16: 412 samples/s ±1.2% (x1.10 paired vs baseline's 375) [changes the loss] "
+            "[2 runs, 8.1 s] <- recommendation dataloader-workers\n");
+  pt::TrialProgress failed;
+  failed.index = 4;
+  failed.config = "batch_size=512";
+  failed.status = "oom";
+  failed.message = "CUDA out of memory\x1b[2J";
+  failed.measurements = 1;
+  failed.duration_s = 3;
+  std::ostringstream b;
+  profile_train::report::write_tune_trial_line(b, failed);
+  EXPECT_EQ(b.str().rfind("tune [4] batch_size=512: oom (CUDA out of memory", 0), 0u) << b.str();
+  EXPECT_EQ(b.str().find('\x1b'), std::string::npos) << b.str();
+  EXPECT_NE(b.str().find(") [1 run, 3.0 s]\n"), std::string::npos) << b.str();
 }

@@ -263,6 +263,27 @@ struct TuneReport {
   std::optional<Execution> execution;  // absent when unset
 };
 
+// A finished trial as tune's progress line shows it (report::write_tune_trial_line); the tuner fills it from the
+// live session (tuner/tune_report.h trial_progress). Not part of tune.json.
+struct TrialProgress {
+  int index = 0;
+  std::string config;  // "knob=value ..." in the space's order
+  bool ok = false;
+  double mean = 0, stddev = 0;
+  bool per_sample = false;  // samples/s, else steps/s
+  size_t values = 0;        // measurements behind the mean
+  // Against the baseline (set when the baseline was measured and this trial is not it): the paired ratio, the
+  // baseline's rate and whether the loss differs.
+  std::optional<double> paired_ratio;
+  double baseline_mean = 0;
+  bool changes_loss = false, loss_non_finite = false;
+  bool early_stopped = false;
+  std::string status, message;  // status: when not ok
+  int measurements = 0;
+  double duration_s = 0;
+  std::string reason;  // why the strategy chose it
+};
+
 // tune.json (tune_json.cpp): the one serialization of the document and of a Ray placement.
 nlohmann::json to_json(const TuneReport& report);
 nlohmann::json to_json(const RayPlacement& placement);

@@ -73,6 +73,10 @@ CodeChange code_change(const Config& baseline, const Config& best, const TuneTar
 // (ray_report.h); report::tune_html (profile_train/report/tune_html.h) presents it.
 TuneReport tune_report(const TuneResult& result, const KnobSpace& space, const TuneReportContext& ctx);
 
+// A finished trial's progress line (report::write_tune_trial_line) from the live session: its rate, the paired
+// ratio against the baseline's rate once the baseline is measured, and whether its loss differs.
+TrialProgress trial_progress(const Trial& trial, const Tuner& tuner, const KnobSpace& space);
+
 // to_json(tune_report(...)).
 inline nlohmann::json tune_json(const TuneResult& result, const KnobSpace& space, const TuneReportContext& ctx) {
   return to_json(tune_report(result, space, ctx));
