@@ -25,6 +25,8 @@
 #include "profile_train/common/version.h"
 #include "recorder_util.h"
 #include "test_util.h"
+#include "../trace/test_util.h"
+#include "profile_train/trace/importer.h"
 
 namespace agent = profile_train::agent;
 namespace fmtn = profile_train::agent::format;
@@ -117,6 +119,62 @@ TEST(Recorder, ThreadsRecordNestedRangesOnTheirOwnStacks) {
   EXPECT_EQ(t.quality.dropped_records, 0);
   EXPECT_EQ(t.meta.format, "native");
   EXPECT_EQ(t.meta.format_version, "1.0");
+}
+
+// The registry reads a capture through its byte source, as it reads every format: plain, gzipped (the facts file
+// beside the .gz still found) or from memory (no folder: no facts), the same model load_captures builds from the
+// file; its size limit holds.
+TEST(Recorder, TheRegistryLoadsACaptureFromItsByteSource) {
+  namespace trace = profile_train::trace;
+  const fs::path dir = fresh_dir("registry_stream");
+  ASSERT_EQ(0, in_child([&] {
+    if (!start_recorder(config(dir))) return 2;
+    const uint32_t step = agent::intern("ProfilerStep#1"), op = agent::intern("aten::mm");
+    for (int i = 0; i < 200; ++i) {
+      agent::range_push(step, 0);
+      agent::range_push(op, 0);
+      agent::range_pop(0);
+      agent::range_pop(0);
+    }
+    return 0;
+  }));
+  const auto files = capture_files(dir);
+  ASSERT_EQ(files.size(), 1u);
+  auto info = native::read_capture_info(files[0]);
+  ASSERT_TRUE(info.ok());
+  const fs::path facts = dir / ("facts-" + std::to_string(info->pid) + ".json");
+  std::ofstream(facts) << R"({"versions": {"torch": "2.11.0"}, "capture": {"warmup_steps": 3}})";
+  auto direct = native::load_captures({files[0]});
+  ASSERT_TRUE(direct.ok()) << direct.status().message();
+  EXPECT_EQ(direct->meta.versions["torch"], "2.11.0");
+  const std::string expected = trace::testing::model_text(*direct);
+
+  auto plain = trace::load_trace(files[0]);
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  EXPECT_EQ(trace::testing::model_text(*plain), expected);
+  EXPECT_EQ(plain->meta.source_files, direct->meta.source_files);
+
+  std::ifstream in(files[0], std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const fs::path gz = fs::path(files[0].string() + ".gz");
+  std::ofstream(gz, std::ios::binary) << trace::testing::gzip_bytes(bytes);
+  auto zipped = trace::load_trace(gz);
+  ASSERT_TRUE(zipped.ok()) << zipped.status().message();
+  EXPECT_EQ(trace::testing::model_text(*zipped), expected);
+  EXPECT_EQ(zipped->meta.source_files, (std::vector<std::string>{gz.string(), facts.string()}));
+
+  auto memory = trace::load_trace_bytes(bytes, "capture in memory");
+  ASSERT_TRUE(memory.ok()) << memory.status().message();
+  EXPECT_EQ(memory->meta.source_files, (std::vector<std::string>{"capture in memory"}));
+  EXPECT_EQ(memory->meta.versions.count("torch"), 0u);  // no folder, no facts
+  EXPECT_EQ(memory->events.size(), direct->events.size());
+
+  trace::LoadOptions small;
+  small.max_uncompressed_bytes = bytes.size() / 2;
+  auto refused = trace::load_trace(gz, small);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), profile_train::StatusCode::kResourceExhausted) << refused.status().message();
+  EXPECT_EQ(refused.status().message().rfind(gz.string() + ": ", 0), 0u) << refused.status().message();
 }
 
 // The capture names the agent's version: the project's one version string.

@@ -556,3 +556,64 @@ TEST(KinetoVariants, CollectiveNameArgMarksTheKernelACollective) {
 
 }  // namespace
 }  // namespace profile_train::trace
+
+namespace profile_train::trace {
+namespace {
+
+// A registry is an instance: one built for a test (or a plugin) adds its own importer, which gets the
+// registry's byte source (gzip already inflated, limits held) and leaves the built-in registry as it was.
+TEST(ImporterRegistry, AnInstanceWithItsOwnImporterReadsTheRegistrysStream) {
+  Importer fake;
+  fake.name = "fake";
+  fake.sniff = [](std::string_view head) { return head.rfind("FAKE-TRACE", 0) == 0; };
+  fake.load_stream = [](ByteSource& source, const LoadOptions&) -> StatusOr<Trace> {
+    std::string all;
+    char buf[7];  // small reads: the stream is read to its end, in pieces
+    for (;;) {
+      auto n = source.read(buf, sizeof buf);
+      if (!n.ok()) return n.status();
+      if (*n == 0) break;
+      all.append(buf, *n);
+    }
+    Trace t;
+    t.meta.format = "fake";
+    t.meta.producer = std::to_string(all.size()) + " bytes";
+    t.finalize();
+    return t;
+  };
+  ImporterRegistry mine = ImporterRegistry::builtins();
+  mine.add(fake);
+  ASSERT_EQ(mine.importers().size(), builtin_importers().importers().size() + 1);
+  EXPECT_EQ(mine.importers().back().name, "fake");
+  const std::string text = "FAKE-TRACE " + std::string(100000, 'x');
+  testing::TempFile gz(text, ".fake.gz", /*gzip=*/true);
+  auto loaded = mine.load(gz.path());
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  EXPECT_EQ(loaded->meta.format, "fake");
+  EXPECT_EQ(loaded->meta.producer, std::to_string(text.size()) + " bytes");  // inflated by the registry
+  EXPECT_EQ(loaded->meta.source_files, std::vector<std::string>{gz.path().string()});
+  auto set = mine.load_set(gz.path());
+  ASSERT_TRUE(set.ok()) << set.status().message();
+  EXPECT_EQ(set->size(), 1u);
+  LoadOptions small;
+  small.max_uncompressed_bytes = 1000;
+  auto refused = mine.load(gz.path(), small);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted) << refused.status().message();
+  // The built-in registry does not know it.
+  auto builtin = load_trace(gz.path());
+  ASSERT_FALSE(builtin.ok());
+  EXPECT_NE(builtin.status().message().find("not JSON and not a known trace format"), std::string::npos)
+      << builtin.status().message();
+  // Same name replaces in place: Kineto JSON's slot, now the fake.
+  ImporterRegistry replaced = ImporterRegistry::builtins();
+  fake.name = "kineto_json";
+  replaced.add(fake);
+  EXPECT_EQ(replaced.importers().size(), builtin_importers().importers().size());
+  auto json = replaced.load_bytes("{\"traceEvents\": []}", "doc.json");
+  ASSERT_FALSE(json.ok());  // no importer claims JSON any more
+  EXPECT_EQ(json.status().code(), StatusCode::kBadInput);
+}
+
+}  // namespace
+}  // namespace profile_train::trace

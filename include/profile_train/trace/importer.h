@@ -38,6 +38,7 @@ struct LoadOptions {
   int parallel_parse_parts = 0;
 };
 
+// The free functions load with builtin_importers() (ImporterRegistry, below).
 // Loads one trace file of any supported format (Kineto JSON .json/.json.gz, native capture files, Nsight
 // Systems SQLite exports and .nsys-rep reports). An export of several processes gives its rank 0 here.
 // Errors: BadInput / NotFound / Unsupported / ResourceExhausted with a message that names the file.
@@ -72,9 +73,12 @@ class ByteSource {
     (void)offset;
     return nullptr;
   }
+  // The file on disk the bytes come from, through any decompression (a native capture's facts file lies beside
+  // it); empty for bytes in memory.
+  virtual std::filesystem::path file() const { return {}; }
 };
 
-// Importer registry.
+// An importer: how to recognise a format and load it.
 struct Importer {
   std::string name;  // "kineto_json", "native"
   // Returns true if `head` (first bytes of the decompressed stream) looks like this importer's format.
@@ -87,7 +91,30 @@ struct Importer {
   // first bytes as stored (no decompression).
   std::function<StatusOr<std::vector<Trace>>(const std::filesystem::path&, const LoadOptions&)> load_set;
 };
-void register_importer(Importer importer);
-const std::vector<Importer>& importers();
+// The importers a load chooses from, in the order they are asked (the first whose sniff claims the head loads
+// it): open the file, detect compression by magic bytes, decompress as a stream within the limits, sniff, hand
+// the stream to the importer. An instance: a test or a plugin builds its own (builtins() plus its importers);
+// load_trace and the other free functions use the built-in one. Immutable once built, so loads may run on
+// several threads.
+class ImporterRegistry {
+ public:
+  // The built-in importers: the native capture and the Nsight Systems export first (they claim their files by
+  // a magic header), then Kineto JSON (a '{' or '[').
+  static ImporterRegistry builtins();
+  ImporterRegistry() = default;
+  // Adds `importer` after the others; one with the same name is replaced in place.
+  ImporterRegistry& add(Importer importer);
+  const std::vector<Importer>& importers() const { return importers_; }
+
+  StatusOr<Trace> load(const std::filesystem::path& path, const LoadOptions& options = {}) const;
+  StatusOr<std::vector<Trace>> load_set(const std::filesystem::path& path, const LoadOptions& options = {}) const;
+  StatusOr<Trace> load_bytes(std::string_view bytes, const std::string& name, const LoadOptions& options = {}) const;
+
+ private:
+  std::vector<Importer> importers_;
+};
+
+// The registry of the built-in importers, built once.
+const ImporterRegistry& builtin_importers();
 
 }  // namespace profile_train::trace

@@ -1,9 +1,8 @@
-// Importer registry and load_trace: open, detect compression by magic bytes, decompress as a stream, sniff
+// ImporterRegistry and load_trace: open, detect compression by magic bytes, decompress as a stream, sniff
 // the head, dispatch to the importer that claims it. Every error message starts with the file path.
 #include <chrono>
 #include <exception>
 #include <fstream>
-#include <mutex>
 #include <new>
 #include <thread>
 
@@ -14,25 +13,6 @@
 
 namespace profile_train::trace {
 namespace {
-
-struct Registry {
-  std::mutex mu;
-  std::vector<Importer> list;
-};
-
-// Built-ins are registered once, on first use (function-local static: thread-safe initialisation).
-// The native reader and the Nsight Systems importer go first: they claim their files by a magic header, the
-// JSON importer by a '{' or '['.
-Registry& registry() {
-  static Registry* r = [] {
-    auto* reg = new Registry;  // never destroyed: importers may be used from static destructors
-    reg->list.push_back(make_native_importer());
-    reg->list.push_back(make_nsys_importer());
-    reg->list.push_back(make_kineto_json_importer());
-    return reg;
-  }();
-  return *r;
-}
 
 constexpr size_t kSniffBytes = 4096;
 
@@ -60,9 +40,9 @@ bool all_whitespace(std::string_view s) {
 
 // The shared path of load_trace / load_trace_bytes. `raw` yields the file's bytes as stored; a gzip file is
 // decoded with `decoder` (*used_isal says whether that was ISA-L).
-StatusOr<Trace> load_from(ByteSource& raw, std::function<uint64_t()> raw_position, uint64_t raw_total,
-                          const std::filesystem::path* path, const LoadOptions& options, detail::GzipDecoder decoder,
-                          bool* used_isal) {
+StatusOr<Trace> load_from(const std::vector<Importer>& importers, ByteSource& raw,
+                          std::function<uint64_t()> raw_position, uint64_t raw_total, const std::filesystem::path* path,
+                          const LoadOptions& options, detail::GzipDecoder decoder, bool* used_isal) {
   const std::string& name = raw.name();
   detail::GuardSource raw_peek(raw, UINT64_MAX, nullptr, nullptr, 0);
   auto magic = raw_peek.peek(2);
@@ -99,13 +79,7 @@ StatusOr<Trace> load_from(ByteSource& raw, std::function<uint64_t()> raw_positio
   if (head->empty()) return BadInput(name + ": empty file (nothing after decompression)");
   if (head->size() < kSniffBytes && all_whitespace(*head)) return BadInput(name + ": empty file (only whitespace)");
 
-  std::vector<Importer> candidates;
-  {
-    Registry& reg = registry();
-    std::lock_guard<std::mutex> lock(reg.mu);
-    candidates = reg.list;
-  }
-  for (const Importer& imp : candidates) {
+  for (const Importer& imp : importers) {
     if (!imp.sniff || !imp.sniff(*head)) continue;
     StatusOr<Trace> result = Internal(name + ": importer '" + imp.name + "' has no loader");
     if (imp.load_stream) {
@@ -159,24 +133,29 @@ auto guarded(const std::string& name, F&& f) -> decltype(f()) {
 
 }  // namespace
 
-void register_importer(Importer importer) {
-  Registry& reg = registry();
-  std::lock_guard<std::mutex> lock(reg.mu);
-  for (auto& existing : reg.list) {
-    if (existing.name == importer.name) {  // same name replaces (lets tests and plugins override)
+ImporterRegistry ImporterRegistry::builtins() {
+  ImporterRegistry r;
+  r.add(make_native_importer()).add(make_nsys_importer()).add(make_kineto_json_importer());
+  return r;
+}
+
+ImporterRegistry& ImporterRegistry::add(Importer importer) {
+  for (auto& existing : importers_) {
+    if (existing.name == importer.name) {
       existing = std::move(importer);
-      return;
+      return *this;
     }
   }
-  reg.list.push_back(std::move(importer));
+  importers_.push_back(std::move(importer));
+  return *this;
 }
 
-const std::vector<Importer>& importers() {
-  // Callers get the live list; register importers at start-up, before loading concurrently.
-  return registry().list;
+const ImporterRegistry& builtin_importers() {
+  static const ImporterRegistry* r = new ImporterRegistry(ImporterRegistry::builtins());  // never destroyed
+  return *r;
 }
 
-StatusOr<Trace> load_trace(const std::filesystem::path& path, const LoadOptions& options) {
+StatusOr<Trace> ImporterRegistry::load(const std::filesystem::path& path, const LoadOptions& options) const {
   const std::string name = path.string();
   if (nsys::is_report_path(path)) {  // nsys's own container: converted by nsys itself
     return guarded(name, [&]() -> StatusOr<Trace> {
@@ -191,12 +170,13 @@ StatusOr<Trace> load_trace(const std::filesystem::path& path, const LoadOptions&
       auto file = detail::FileSource::open(name);
       if (!file.ok()) return file.status();
       detail::FileSource* f = file->get();
-      return load_from(*f, [f] { return f->consumed(); }, f->size(), &path, opt, decoder, used_isal);
+      return load_from(importers_, *f, [f] { return f->consumed(); }, f->size(), &path, opt, decoder, used_isal);
     });
   });
 }
 
-StatusOr<std::vector<Trace>> load_trace_set(const std::filesystem::path& path, const LoadOptions& options) {
+StatusOr<std::vector<Trace>> ImporterRegistry::load_set(const std::filesystem::path& path,
+                                                        const LoadOptions& options) const {
   const std::string name = path.string();
   if (nsys::is_report_path(path))
     return guarded(name, [&] { return nsys::load_report(path, options); });
@@ -206,29 +186,37 @@ StatusOr<std::vector<Trace>> load_trace_set(const std::filesystem::path& path, c
     in.read(head.data(), static_cast<std::streamsize>(head.size()));
     head.resize(static_cast<size_t>(std::max<std::streamsize>(0, in.gcount())));
   }
-  std::vector<Importer> candidates;
-  {
-    Registry& reg = registry();
-    std::lock_guard<std::mutex> lock(reg.mu);
-    candidates = reg.list;
-  }
-  for (const Importer& imp : candidates)
+  for (const Importer& imp : importers_)
     if (imp.load_set && imp.sniff && imp.sniff(head)) return guarded(name, [&] { return imp.load_set(path, options); });
-  auto one = load_trace(path, options);
+  auto one = load(path, options);
   if (!one.ok()) return one.status();
   std::vector<Trace> out;
   out.push_back(std::move(*one));
   return out;
 }
 
-StatusOr<Trace> load_trace_bytes(std::string_view bytes, const std::string& name, const LoadOptions& options) {
+StatusOr<Trace> ImporterRegistry::load_bytes(std::string_view bytes, const std::string& name,
+                                             const LoadOptions& options) const {
   return guarded(name, [&]() -> StatusOr<Trace> {
     return load_with_fallback(options, [&](detail::GzipDecoder decoder, const LoadOptions& opt,
                                            bool* used_isal) -> StatusOr<Trace> {
       detail::MemorySource mem(bytes, name);
-      return load_from(mem, [&mem] { return mem.consumed(); }, bytes.size(), nullptr, opt, decoder, used_isal);
+      return load_from(importers_, mem, [&mem] { return mem.consumed(); }, bytes.size(), nullptr, opt, decoder,
+                       used_isal);
     });
   });
+}
+
+StatusOr<Trace> load_trace(const std::filesystem::path& path, const LoadOptions& options) {
+  return builtin_importers().load(path, options);
+}
+
+StatusOr<std::vector<Trace>> load_trace_set(const std::filesystem::path& path, const LoadOptions& options) {
+  return builtin_importers().load_set(path, options);
+}
+
+StatusOr<Trace> load_trace_bytes(std::string_view bytes, const std::string& name, const LoadOptions& options) {
+  return builtin_importers().load_bytes(bytes, name, options);
 }
 
 }  // namespace profile_train::trace

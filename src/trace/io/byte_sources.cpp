@@ -87,7 +87,7 @@ struct ReadAheadSource::Shared {
 
 ReadAheadSource::ReadAheadSource(ByteSource& inner, std::function<uint64_t()> raw_position, size_t buffer_bytes,
                                  int buffers)
-    : name_(inner.name()), sh_(std::make_unique<Shared>(inner, std::move(raw_position))) {
+    : name_(inner.name()), file_(inner.file()), sh_(std::make_unique<Shared>(inner, std::move(raw_position))) {
   sh_->capacity = std::max<size_t>(buffer_bytes, 4096);
   for (int i = 0; i < std::max(2, buffers); ++i) {
     Shared::Buffer b;

@@ -28,6 +28,7 @@ class FileSource final : public ByteSource {
   const std::string& name() const override { return name_; }
   uint64_t known_size() const override { return size_; }
   std::unique_ptr<ByteSource> reopen_at(uint64_t offset) const override;  // regular files only
+  std::filesystem::path file() const override { return name_; }
   uint64_t consumed() const { return consumed_; }
   uint64_t size() const { return size_; }  // 0 when unknown (pipes)
 
@@ -70,6 +71,7 @@ class GzipSource final : public ByteSource {
   GzipSource& operator=(const GzipSource&) = delete;
   StatusOr<size_t> read(char* buf, size_t n) override;
   const std::string& name() const override { return in_.name(); }
+  std::filesystem::path file() const override { return in_.file(); }
 
  private:
   Status fill();
@@ -96,12 +98,14 @@ class ReadAheadSource final : public ByteSource {
   const std::string& name() const override { return name_; }
   uint64_t known_size() const override;
   std::unique_ptr<ByteSource> reopen_at(uint64_t offset) const override;  // a plain reader of `inner`'s stream
+  std::filesystem::path file() const override { return file_; }
   uint64_t raw_position() const { return raw_position_now_; }
 
  private:
   struct Shared;
   void produce();
   std::string name_;
+  std::filesystem::path file_;
   std::unique_ptr<Shared> sh_;
   uint64_t raw_position_now_ = 0;
 };
@@ -124,6 +128,7 @@ class GuardSource final : public ByteSource {
   StatusOr<std::string_view> peek(size_t n);
   StatusOr<size_t> read(char* buf, size_t n) override;
   const std::string& name() const override { return inner_.name(); }
+  std::filesystem::path file() const override { return inner_.file(); }
 
  private:
   StatusOr<size_t> read_inner(char* buf, size_t n);

@@ -296,14 +296,11 @@ StatusOr<CaptureFileInfo> read_capture_info(const std::filesystem::path& file) {
   return info;
 }
 
-StatusOr<Trace> load_captures(const std::vector<std::filesystem::path>& files, const LoadOptions& options) {
-  if (files.empty()) return InvalidArgument("no capture files given");
-  std::vector<ParsedFile> parsed;
-  for (const auto& p : files) {
-    auto f = parse_file(p, options, false);
-    if (!f.ok()) return f.status();
-    parsed.push_back(std::move(*f));
-  }
+namespace {
+
+// The trace of one process's (or one rank's) capture files, parsed. `facts_beside`: each file's facts-PID.json is
+// looked for in its folder (not for a capture read from memory).
+Trace join_captures(const std::vector<ParsedFile>& parsed, bool facts_beside) {
   Trace t;
   t.meta.format = "native";
   t.meta.steps_from_capture = true;
@@ -364,6 +361,7 @@ StatusOr<Trace> load_captures(const std::vector<std::filesystem::path>& files, c
   for (size_t i = 0; i < parsed.size(); ++i)
     if (i != main) order.push_back(i);
   for (size_t i : order) {
+    if (!facts_beside) break;
     const int64_t pid = jint(parsed[i].meta, "pid", parsed[i].header.pid);
     const auto facts_path = parsed[i].path.parent_path() / ("facts-" + std::to_string(pid) + ".json");
     std::ifstream in(facts_path);
@@ -399,6 +397,38 @@ StatusOr<Trace> load_captures(const std::vector<std::filesystem::path>& files, c
   return t;
 }
 
+// One capture through the registry's byte source (decompressed, within the size and time limits, its progress
+// counted by the source): read whole, walked, joined with its facts file when it is a file on disk.
+StatusOr<Trace> load_capture_stream(ByteSource& source) {
+  std::string data;
+  std::string buf(size_t{1} << 20, '\0');
+  for (;;) {
+    auto n = source.read(buf.data(), buf.size());
+    if (!n.ok()) return n.status();
+    if (*n == 0) break;
+    data.append(buf.data(), *n);
+  }
+  const std::filesystem::path file = source.file();
+  auto f = parse_capture(data, file.empty() ? std::filesystem::path(source.name()) : file, false);
+  if (!f.ok()) return f.status();
+  std::vector<ParsedFile> parsed;
+  parsed.push_back(std::move(*f));
+  return join_captures(parsed, !file.empty());
+}
+
+}  // namespace
+
+StatusOr<Trace> load_captures(const std::vector<std::filesystem::path>& files, const LoadOptions& options) {
+  if (files.empty()) return InvalidArgument("no capture files given");
+  std::vector<ParsedFile> parsed;
+  for (const auto& p : files) {
+    auto f = parse_file(p, options, false);
+    if (!f.ok()) return f.status();
+    parsed.push_back(std::move(*f));
+  }
+  return join_captures(parsed, true);
+}
+
 }  // namespace native
 
 Importer make_native_importer() {
@@ -408,9 +438,7 @@ Importer make_native_importer() {
     return head.size() >= sizeof(agent::format::kMagic) &&
            std::memcmp(head.data(), agent::format::kMagic, sizeof agent::format::kMagic) == 0;
   };
-  imp.load = [](const std::filesystem::path& p, const LoadOptions& options) -> StatusOr<Trace> {
-    return native::load_captures({p}, options);
-  };
+  imp.load_stream = [](ByteSource& source, const LoadOptions&) { return native::load_capture_stream(source); };
   return imp;
 }
 

@@ -161,14 +161,19 @@ void parse_chunks(const std::string& data, ParsedFile& f, bool meta_only) {
 
 }  // namespace
 
+StatusOr<ParsedFile> parse_capture(const std::string& data, const std::filesystem::path& p, bool meta_only) {
+  ParsedFile f;
+  f.path = p;
+  PT_RETURN_IF_ERROR(check_header(p, data, &f.header));
+  parse_chunks(data, f, meta_only);
+  return f;
+}
+
 StatusOr<ParsedFile> parse_file(const std::filesystem::path& p, const LoadOptions& options, bool meta_only) {
   auto data = read_bytes(p, options.max_uncompressed_bytes, meta_only);
   if (!data.ok()) return data.status();
-  ParsedFile f;
-  f.path = p;
-  PT_RETURN_IF_ERROR(check_header(p, *data, &f.header));
-  parse_chunks(*data, f, meta_only);
-  if (options.progress) options.progress(data->size(), data->size());
+  auto f = parse_capture(*data, p, meta_only);
+  if (f.ok() && options.progress) options.progress(data->size(), data->size());
   return f;
 }
 

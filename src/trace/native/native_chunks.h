@@ -55,5 +55,8 @@ inline std::string jstr(const nlohmann::json& j, const char* key) {
 
 // Reads and walks one capture file (`meta_only`: up to its first META chunk, reading only the file's head).
 StatusOr<ParsedFile> parse_file(const std::filesystem::path& p, const LoadOptions& options, bool meta_only);
+// Walks one capture already in memory; `p` names it in messages (and is where its facts file is looked for,
+// when it is a file).
+StatusOr<ParsedFile> parse_capture(const std::string& data, const std::filesystem::path& p, bool meta_only);
 
 }  // namespace profile_train::trace::native
