@@ -15,6 +15,8 @@
 #include "profile_train/model/report_json.h"
 #include "profile_train/trace/importer.h"
 
+namespace model = profile_train::model;
+
 namespace pt_fuzz {
 
 // Replaces the content of one process-wide memfd with `data`; returns a path that opens it.
@@ -39,7 +41,7 @@ inline const nlohmann::json& sample_report() {
        "args": {"device": 0, "stream": 7, "correlation": 7, "grid": [80, 1, 1], "block": [256, 1, 1]}}]})";
     auto t = profile_train::trace::load_trace_bytes(trace, "sample.json");
     if (!t.ok()) __builtin_trap();
-    return profile_train::report::to_json(profile_train::analysis::build_typed_report(*t));
+    return model::to_json(profile_train::analysis::build_typed_report(*t));
   }();
   return report;
 }

@@ -13,6 +13,8 @@
 #include "profile_train/trace/importer.h"
 #include "profile_train/trace/model.h"
 
+namespace model = profile_train::model;
+
 using namespace profile_train;
 
 int main(int argc, char** argv) {
@@ -68,7 +70,7 @@ int main(int argc, char** argv) {
               << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() << " s\n";
   }
   const auto t0 = std::chrono::steady_clock::now();
-  auto typed = report::report_from_json(report);
+  auto typed = model::report_from_json(report);
   if (!typed.ok()) {
     std::cerr << typed.status().message() << "\n";
     return typed.status().exit_code();

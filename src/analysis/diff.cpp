@@ -10,15 +10,17 @@
 
 namespace profile_train::analysis {
 
-using report::Diff;
-using report::DiffCategory;
-using report::DiffCopy;
-using report::DiffKernel;
-using report::DiffOptions;
-using report::DiffPair;
-using report::DiffRecommendations;
-using report::DiffSide;
-using report::KernelPresence;
+using namespace profile_train::model;  // the documents' types (report, job, diff, tune)
+
+using model::Diff;
+using model::DiffCategory;
+using model::DiffCopy;
+using model::DiffKernel;
+using model::DiffOptions;
+using model::DiffPair;
+using model::DiffRecommendations;
+using model::DiffSide;
+using model::KernelPresence;
 
 namespace {
 
@@ -44,7 +46,7 @@ std::map<std::string, KernelRow> kernel_rows(const Report& r) {
   return rows;
 }
 
-const analysis::CopyDirection* copy_direction(const Report& r, analysis::CopyDirection analysis::Memcpy::*dir) {
+const model::CopyDirection* copy_direction(const Report& r, model::CopyDirection model::Memcpy::*dir) {
   return r.gpu.memcpy ? &((*r.gpu.memcpy).*dir) : nullptr;
 }
 
@@ -106,8 +108,8 @@ Diff diff_reports(const Report& a, const Report& b, const std::string& label_a, 
   std::stable_sort(ks.begin(), ks.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
   for (size_t i = 0; i < ks.size() && static_cast<int>(i) < options.top; ++i) d.kernels.push_back(std::move(ks[i].second));
 
-  using analysis::CopyDirection;
-  using analysis::Memcpy;
+  using model::CopyDirection;
+  using model::Memcpy;
   static const std::pair<const char*, CopyDirection Memcpy::*> kDirections[] = {
       {"h2d", &Memcpy::h2d}, {"d2h", &Memcpy::d2h}, {"d2d", &Memcpy::d2d}};
   for (const auto& [dir, member] : kDirections) {

@@ -8,6 +8,8 @@
 
 namespace profile_train::analysis {
 
+using namespace profile_train::model;  // the documents' types (report, job, diff, tune)
+
 using trace::CopyKind;
 using trace::Event;
 using trace::MemoryKind;

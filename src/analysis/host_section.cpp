@@ -4,6 +4,8 @@
 
 namespace profile_train::analysis {
 
+using namespace profile_train::model;  // the documents' types (report, job, diff, tune)
+
 using trace::Event;
 
 Host host_section(const Ctx& c, const RoleRanges& roles) {

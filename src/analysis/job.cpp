@@ -1,5 +1,5 @@
 // summarize_job(): per-rank figures of a multi-rank job and the straggler, from the ranks' typed reports.
-#include "profile_train/model/job.h"
+#include "profile_train/analysis/job.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -10,6 +10,8 @@
 #include "report_context.h"  // r6, median
 
 namespace profile_train::analysis {
+
+using namespace profile_train::model;  // the documents' types (report, job, diff, tune)
 
 namespace {
 

@@ -12,6 +12,8 @@
 
 namespace profile_train::analysis {
 
+using namespace profile_train::model;  // the documents' types (report, job, diff, tune)
+
 namespace {
 
 using nlohmann::json;

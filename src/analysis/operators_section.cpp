@@ -8,6 +8,8 @@
 
 namespace profile_train::analysis {
 
+using namespace profile_train::model;  // the documents' types (report, job, diff, tune)
+
 namespace {
 
 constexpr size_t kTop = 10;  // rows per list

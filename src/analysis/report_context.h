@@ -49,9 +49,9 @@ struct Ctx {
 };
 
 // The sections (each in its own file). `missing` collects source.missing entries.
-Gpu gpu_section(const Ctx& c, std::set<std::string>& missing);
-Host host_section(const Ctx& c, const RoleRanges& roles);
-Communication communication_section(const Ctx& c, const RoleRanges& roles);
-Operators operators_section(const Ctx& c, const OperatorAttribution& a);
+model::Gpu gpu_section(const Ctx& c, std::set<std::string>& missing);
+model::Host host_section(const Ctx& c, const RoleRanges& roles);
+model::Communication communication_section(const Ctx& c, const RoleRanges& roles);
+model::Operators operators_section(const Ctx& c, const OperatorAttribution& a);
 
 }  // namespace profile_train::analysis

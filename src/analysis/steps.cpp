@@ -11,6 +11,8 @@
 
 namespace profile_train::analysis {
 
+using namespace profile_train::model;  // the documents' types (report, job, diff, tune)
+
 using trace::Category;
 using trace::Event;
 

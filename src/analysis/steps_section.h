@@ -10,9 +10,9 @@
 namespace profile_train::analysis {
 
 struct StepsSection {
-  Steps steps;
-  RoleValues breakdown, breakdown_ms;
-  std::optional<Phases> phases;
+  model::Steps steps;
+  model::RoleValues breakdown, breakdown_ms;
+  std::optional<model::Phases> phases;
   std::vector<Step> steady;  // the steady-state steps: the windows every other section is computed over
   // The main training thread's phase ranges (forward, backward, optimizer, data wait); null when the trace has
   // none. The memory section places its peak in them.

@@ -172,7 +172,7 @@ double children_cpu_s() {
 
 }  // namespace
 
-analysis::HostLoad judge_host_load(analysis::HostLoad load) {
+model::HostLoad judge_host_load(model::HostLoad load) {
   load.cpus_used = load.wall_s > 0 ? std::optional<double>(load.cpu_time_s / load.wall_s) : std::nullopt;
   if (load.cpus > 0 && load.load_1m_start && load.load_1m_end) {
     const double low = std::min(*load.load_1m_start, *load.load_1m_end);
@@ -196,7 +196,7 @@ std::string fixed1(double v) {
 
 StatusOr<CaptureResult> CaptureSession::run() const {
   if (Status st = check_capture_dir(options_.capture_dir); !st.ok()) return st;
-  analysis::HostLoad load;
+  model::HostLoad load;
   load.cpus = platform::online_cpus();
   load.load_1m_start = platform::load_average_1m();
   const double cpu0 = children_cpu_s();
@@ -267,8 +267,8 @@ void apply_capture_status(const CaptureResult& result, trace::Trace& t) {
         "GPU activity was not recorded: " + result.gpu_capture_note + "; NVTX and Python ranges only";
 }
 
-void merge_capture_result(const CaptureResult& r, size_t rank_files, analysis::Report& report) {
-  analysis::RunInfo& run = report.source.run.emplace();
+void merge_capture_result(const CaptureResult& r, size_t rank_files, model::Report& report) {
+  model::RunInfo& run = report.source.run.emplace();
   run.command = r.command;
   if (r.exit_code) run.exit_code = *r.exit_code;
   if (r.signal != 0) run.signal = platform::signal_name(r.signal);

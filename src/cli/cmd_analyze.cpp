@@ -21,6 +21,7 @@
 #include "job_summary.h"
 #include "pipeline.h"
 #include "profile_train/platform/host.h"
+#include "profile_train/analysis/job.h"
 #include "profile_train/common/byte_size.h"
 #include "profile_train/common/folder_lock.h"
 #include "profile_train/common/status.h"
@@ -99,7 +100,7 @@ struct AnalyzeJob {
   bool multi = false;  // several reports: each in its own sub-folder
   std::set<std::string> used_names;
   std::vector<report::TraceRow> rows;
-  std::vector<analysis::RankReport> rank_reports;  // for the job summary, when the traces are ranks of one job
+  std::vector<model::RankReport> rank_reports;  // for the job summary, when the traces are ranks of one job
   int worst = kExitOk;
   bool gate = false;
 };
@@ -150,11 +151,11 @@ int report_one(const AnalyzeArgs& a, const OutputOptions& base, const rules::Rul
     o.outputs_checked = false;  // another folder than the command probed: report_trace probes it
     if (!a.quiet && base.formats.text) *base.io.out << "== " << terminal_safe(label) << " ==\n";
   }
-  std::optional<analysis::Report> report;
+  std::optional<model::Report> report;
   const int rc = report_trace(one, o, &report);
   if (rc != kExitOk) return rc;
   if (!a.explain.empty())  // the rules evaluate over report.json
-    *base.io.out << terminal_safe(rules::explain_rule(rules, a.explain, report::to_json(*report)), true) << "\n";
+    *base.io.out << terminal_safe(rules::explain_rule(rules, a.explain, model::to_json(*report)), true) << "\n";
   report::TraceRow row;
   row.file = label;
   row.folder = folder;

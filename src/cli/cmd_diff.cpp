@@ -41,13 +41,13 @@ int run_diff(const DiffArgs& args, const Io& io) {
   }
   if ((formats.count("json") || formats.count("html")) && args.out_dir.empty())
     return diff_failed(InvalidArgument("--format json/html needs --out DIR"));
-  auto a = report::load_report(args.a);
+  auto a = model::load_report(args.a);
   if (!a.ok()) return diff_failed(a.status());
-  auto b = report::load_report(args.b);
+  auto b = model::load_report(args.b);
   if (!b.ok()) return diff_failed(b.status());
-  report::DiffOptions options;
+  model::DiffOptions options;
   options.top = args.top;
-  const report::Diff diff = analysis::diff_reports(*a, *b, args.a, args.b, options);
+  const model::Diff diff = analysis::diff_reports(*a, *b, args.a, args.b, options);
 
   // Files first (the first failure stops the writing), then the text, printed whatever happened to them.
   Status failed;
@@ -62,8 +62,8 @@ int run_diff(const DiffArgs& args, const Io& io) {
     const std::filesystem::path dir(args.out_dir);
     // Labels are the paths given: not necessarily UTF-8, replaced (U+FFFD) rather than throwing.
     if (formats.count("json"))
-      failed = write_file_atomic(dir / "diff.json",
-                                 report::to_json(diff).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+      failed = write_file_atomic(
+          dir / "diff.json", model::to_json(diff).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     if (failed.ok() && formats.count("html")) failed = report::write_diff_html(diff, dir / "diff.html");
   }
   if (formats.count("text")) {

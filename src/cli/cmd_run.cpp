@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "profile_train/capture/capture_session.h"
+#include "profile_train/analysis/job.h"
 #include "commands.h"
 #include "job_summary.h"
 #include "pipeline.h"
@@ -101,7 +102,7 @@ fs::path find_shim_dir() {
 
 // One line per rank on stdout: the verdict and the headline figures (how the command ended is said once, in the
 // line above them).
-std::string summary_line(const std::string& who, const analysis::Report& report) {
+std::string summary_line(const std::string& who, const model::Report& report) {
   std::ostringstream s;
   s << who << ": verdict " << name_of(report.verdict.bottleneck) << ", " << report.steps.count << " steps";
   if (report.steps.mean_ms) s << ", mean step " << *report.steps.mean_ms << " ms";
@@ -263,7 +264,7 @@ int run_command(RunOptions& o, const Io& io) {
   const bool ranked = cr.ranks.size() > 1;
   int report_rc = kExitOk;
   std::vector<std::string> summaries;
-  std::vector<analysis::RankReport> rank_reports;
+  std::vector<model::RankReport> rank_reports;
   for (const RankCapture& rank : cr.ranks) {
     auto tr = trace::native::load_captures(rank.files);
     const std::string who = rank.rank >= 0 ? "rank " + std::to_string(rank.rank) : "run";
@@ -276,9 +277,9 @@ int run_command(RunOptions& o, const Io& io) {
     apply_capture_status(cr, t);
     OutputOptions opts = rank_output_options(io, o, out, rank, ranked);
     // The command and how it ended are part of the report before report.json, report.html and the summary.
-    opts.complete_report = [&](analysis::Report& report) { merge_capture_result(cr, rank.files.size(), report); };
+    opts.complete_report = [&](model::Report& report) { merge_capture_result(cr, rank.files.size(), report); };
     if (!t.meta.gpu_capture_attempted) *io.out << who << ": " << t.meta.gpu_capture_status << "\n";
-    std::optional<analysis::Report> report;
+    std::optional<model::Report> report;
     const int rc = report_trace(t, opts, &report);
     if (rc != kExitOk) report_rc = std::max(report_rc, rc);
     if (report) {

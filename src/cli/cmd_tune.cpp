@@ -48,11 +48,11 @@ std::atomic<bool> g_interrupted{false};
 // apply.json: the winner's overrides for `run --apply` (or PROFILE_TRAIN_APPLY), with what it was measured at
 // and the code change that makes it permanent. Written when the winner is not the baseline and has overrides;
 // the summary says where, or why it could not be written.
-void write_apply_file(const TuneSetup& s, const tn::TuneReport& doc, report::TuneSummaryOptions& text) {
+void write_apply_file(const TuneSetup& s, const model::TuneReport& doc, report::TuneSummaryOptions& text) {
   if (!doc.best || !doc.baseline || !doc.change || !doc.speedup) return;
-  const tn::CodeChange& change = *doc.change;
+  const model::CodeChange& change = *doc.change;
   if (!change.shim_overrides || doc.best->trial == doc.baseline->trial) return;
-  const tn::SpeedupRow& sp = *doc.speedup;
+  const model::SpeedupRow& sp = *doc.speedup;
   nlohmann::json apply = {{"overrides", *change.shim_overrides},
                           {"config", doc.best->config},
                           {"speedup", {{"value", sp.value}, {"claimed", sp.claimed}}},
@@ -69,7 +69,7 @@ void write_apply_file(const TuneSetup& s, const tn::TuneReport& doc, report::Tun
 }
 
 // The final summary (report::write_tune_summary, after apply.json is written); returns tune's exit code.
-int print_summary(std::ostream& err, const TuneSetup& s, const tn::TuneReport& doc, bool ray) {
+int print_summary(std::ostream& err, const TuneSetup& s, const model::TuneReport& doc, bool ray) {
   report::TuneSummaryOptions text;
   for (const auto& r : s.space) text.knob_order.push_back(r.def->name);
   text.out_dir = s.out.string();
@@ -91,7 +91,7 @@ tn::ExecutionInfo execution_info(std::ostream& err, const TuneSetup& s, const tn
   exec.trial_gpus = s.ray_options.trial_gpus;
   exec.trial_cpus = s.ray_options.trial_cpus;
   if (!s.quiet) {
-    tn::Execution shown;
+    model::Execution shown;
     shown.parallel = exec.parallel;
     shown.ray.emplace();
     shown.ray->address = exec.address;
@@ -137,16 +137,16 @@ int run_tune(const Io& io, const TuneArgs& args, const std::vector<std::string>&
   }
   tn::ExecutionInfo exec = execution_info(err, s, ray_runner.get());
   auto with_execution = [&](const tn::TuneResult& r) {
-    tn::TuneReport doc = tn::tune_report(r, space, ctx);
+    model::TuneReport doc = tn::tune_report(r, space, ctx);
     if (ray_runner) exec.placements = ray_runner->placements();
     tn::add_execution(doc, r, exec);
     return doc;
   };
   auto write_outputs = [&](const tn::TuneResult& r) {
-    const tn::TuneReport doc = with_execution(r);
+    const model::TuneReport doc = with_execution(r);
     // Command arguments are not necessarily UTF-8: replaced (U+FFFD) rather than throwing.
-    Status a = write_file_atomic(s.out / "tune.json",
-                                 tn::to_json(doc).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+    Status a = write_file_atomic(
+        s.out / "tune.json", model::to_json(doc).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     Status b = write_file_atomic(s.out / "tune.html", report::tune_html(doc));
     if (!a.ok()) err << "profile-train tune: " << terminal_safe(a.message()) << "\n";
     if (!b.ok()) err << "profile-train tune: " << terminal_safe(b.message()) << "\n";

@@ -5,15 +5,16 @@
 #include <string>
 
 #include "profile_train/common/status.h"
+#include "profile_train/analysis/job.h"
 #include "profile_train/common/terminal.h"
 #include "profile_train/model/job_json.h"
 #include "profile_train/report/writers.h"
 
 namespace profile_train::cli {
 
-int report_job(const Io& io, const std::vector<analysis::RankReport>& reports, const std::filesystem::path& out_dir,
+int report_job(const Io& io, const std::vector<model::RankReport>& reports, const std::filesystem::path& out_dir,
                bool write_json, bool write_html, bool quiet) {
-  const analysis::JobSummary job = analysis::summarize_job(reports);
+  const model::JobSummary job = analysis::summarize_job(reports);
   if (!quiet) report::write_job_text(job, reports.size(), *io.out);
   if (write_html) {
     const auto html = out_dir / "summary.html";
@@ -22,7 +23,7 @@ int report_job(const Io& io, const std::vector<analysis::RankReport>& reports, c
   }
   if (!write_json) return kExitOk;
   const auto path = out_dir / "job.json";
-  if (Status s = report::write_job_json(path, job); !s.ok()) return print_failure(*io.err, "profile-train", s);
+  if (Status s = model::write_job_json(path, job); !s.ok()) return print_failure(*io.err, "profile-train", s);
   if (!quiet) *io.out << "Wrote " << terminal_safe(path.string()) << "\n";
   return kExitOk;
 }

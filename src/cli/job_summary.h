@@ -12,7 +12,7 @@ namespace profile_train::cli {
 
 // Prints the job summary on io.out (unless quiet) and writes out_dir/job.json and out_dir/summary.html when
 // asked. Returns 0, or the exit code of a failed write (one line on io.err).
-int report_job(const Io& io, const std::vector<analysis::RankReport>& reports, const std::filesystem::path& out_dir,
+int report_job(const Io& io, const std::vector<model::RankReport>& reports, const std::filesystem::path& out_dir,
                bool write_json, bool write_html, bool quiet);
 
 }  // namespace profile_train::cli

@@ -53,7 +53,7 @@ bool same_file(const fs::path& a, const fs::path& b) {
 }
 
 // The command's rules (loaded once), else the built-in ones and --rules folders, applied to `report`.
-Status apply_rules(const OutputOptions& options, analysis::Report& report) {
+Status apply_rules(const OutputOptions& options, model::Report& report) {
   std::shared_ptr<const rules::RuleSet> rules = options.rules;
   if (!rules) {
     auto loaded = rules::load_rules(options.rules_dirs);
@@ -116,14 +116,14 @@ int print_failure(std::ostream& err, std::string_view who, const Status& status)
   return status.exit_code();
 }
 
-int report_trace(const trace::Trace& trace, const OutputOptions& options, std::optional<analysis::Report>* report_out) {
+int report_trace(const trace::Trace& trace, const OutputOptions& options, std::optional<model::Report>* report_out) {
   const Io& io = options.io;
   auto print_error = [&](const Status& s) { print_failure(*io.err, "profile-train", s); };
   analysis::AnalysisOptions analysis_options;
   analysis_options.all_steps = options.all_steps;
   analysis_options.device_name = options.device_name;
   analysis_options.gpu_specs = options.gpu_specs.get();
-  analysis::Report report;
+  model::Report report;
   const double limit_s = options.max_analysis_seconds;
   if (limit_s > 0 && limit_s < 1e9) {  // beyond 1e9 s (31 years) the deadline would overflow: no limit
     // The analysis runs on a worker; the bound is checked from here. Past it the process ends at once
@@ -150,7 +150,7 @@ int report_trace(const trace::Trace& trace, const OutputOptions& options, std::o
     return s.exit_code();
   }
   if (options.complete_report) options.complete_report(report);
-  report::repair_report_utf8(report);  // every writer gets valid text; data_quality.notes says how much
+  model::repair_report_utf8(report);  // every writer gets valid text; data_quality.notes says how much
 
   std::vector<fs::path> inputs(trace.meta.source_files.begin(), trace.meta.source_files.end());
   if (Status s = check_perfetto_path(options, inputs); !s.ok()) {  // against the files the trace was read from
@@ -166,7 +166,7 @@ int report_trace(const trace::Trace& trace, const OutputOptions& options, std::o
   if ((formats.writes_files() || options.perfetto) && !options.outputs_checked) failed = check_writable_dir(options.out_dir);
   if (failed.ok() && formats.json) {
     const fs::path path = options.out_dir / "report.json";
-    failed = report::write_report_json(path, report);
+    failed = model::write_report_json(path, report);
     if (failed.ok()) written.push_back(path);
   }
   if (failed.ok() && formats.html) {

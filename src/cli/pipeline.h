@@ -47,7 +47,7 @@ struct OutputOptions {
   std::shared_ptr<const std::vector<analysis::GpuSpec>> gpu_specs;  // --gpu-spec FILE (null: built-in table only)
   // Called on the finished report (after the rules) before any file is written or the summary printed: what
   // only the caller knows goes in here (`run`: the command and how it ended, merge_capture_result).
-  std::function<void(analysis::Report&)> complete_report;
+  std::function<void(model::Report&)> complete_report;
   // The rules, loaded once by the command (null: report_trace loads the built-in ones and rules_dirs).
   std::shared_ptr<const rules::RuleSet> rules;
   // The command already created out_dir and probed that it is writable (report_trace does not probe again;
@@ -65,7 +65,7 @@ struct OutputOptions {
 // writer that is not available (Unsupported) only prints a one-line note. `report_out` receives the finished
 // report (the one report.json holds) once it exists, also when a file could not be written.
 int report_trace(const trace::Trace& trace, const OutputOptions& options,
-                 std::optional<analysis::Report>* report_out = nullptr);
+                 std::optional<model::Report>* report_out = nullptr);
 
 // Prints "WHO: message" (terminal-safe) as the one error line on `err`; returns the status's exit code.
 int print_failure(std::ostream& err, std::string_view who, const Status& status);

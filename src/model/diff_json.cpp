@@ -2,7 +2,7 @@
 #include "profile_train/common/json_path.h"
 #include "profile_train/model/diff.h"
 
-namespace profile_train::report {
+namespace profile_train::model {
 
 using nlohmann::json;
 
@@ -78,4 +78,4 @@ json to_json(const Diff& d) {
   return out;
 }
 
-}  // namespace profile_train::report
+}  // namespace profile_train::model

@@ -8,13 +8,13 @@
 #include "profile_train/common/json_path.h"
 #include "profile_train/common/utf8.h"
 
-namespace profile_train::report {
+namespace profile_train::model {
 
 using nlohmann::json;
 
 namespace {
 
-json rank_json(const analysis::JobRank& r) {
+json rank_json(const JobRank& r) {
   return {{"rank", r.rank},
           {"file", r.file},
           {"verdict", std::string(name_of(r.verdict))},
@@ -25,7 +25,7 @@ json rank_json(const analysis::JobRank& r) {
           {"work_ms", or_null(r.work_ms)}};
 }
 
-json straggler_json(const analysis::Straggler& s) {
+json straggler_json(const Straggler& s) {
   return {{"rank", s.rank},
           {"file", s.file},
           {"phase", std::string(name_of(s.phase))},
@@ -36,7 +36,7 @@ json straggler_json(const analysis::Straggler& s) {
 
 }  // namespace
 
-json to_json(const analysis::JobSummary& job) {
+json to_json(const JobSummary& job) {
   json out = {{"ranks", json::array()},
               {"slowest_rank", or_null(job.slowest_rank)},
               {"slowdown", or_null(job.slowdown)},
@@ -51,10 +51,10 @@ json to_json(const analysis::JobSummary& job) {
   return out;
 }
 
-Status write_job_json(const std::filesystem::path& path, const analysis::JobSummary& job) {
+Status write_job_json(const std::filesystem::path& path, const JobSummary& job) {
   json doc = to_json(job);
   repair_utf8(doc);  // file names need not be UTF-8
   return write_file_atomic(path, doc.dump(2) + "\n");
 }
 
-}  // namespace profile_train::report
+}  // namespace profile_train::model

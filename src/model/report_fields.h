@@ -13,9 +13,9 @@
 #include "profile_train/model/report.h"
 #include "report_fields_sections.h"  // the PT_REPORT_FIELDS macro and the sections' keys
 
-namespace profile_train::report::detail {
+namespace profile_train::model::detail {
 
-using namespace profile_train::analysis;  // NOLINT: the struct names below are the report's
+using namespace profile_train::model;  // NOLINT: the struct names below are the report's
 
 PT_REPORT_FIELDS(Tool) {
   v("name", s.name);
@@ -272,4 +272,4 @@ struct AnyVisitor {};
 template <class T>
 concept ReportStruct = requires(AnyVisitor& v, T& t) { fields(v, t); };
 
-}  // namespace profile_train::report::detail
+}  // namespace profile_train::model::detail

@@ -6,9 +6,9 @@
 
 #include "profile_train/model/report.h"
 
-namespace profile_train::report::detail {
+namespace profile_train::model::detail {
 
-using namespace profile_train::analysis;  // NOLINT: the struct names below are the report's
+using namespace profile_train::model;  // NOLINT: the struct names below are the report's
 
 // One fields() overload per struct of model/report.h (report_fields.h explains the visitor).
 #define PT_REPORT_FIELDS(Type) \
@@ -301,4 +301,4 @@ PT_REPORT_FIELDS(Efficiency) {
   v("kernel_classes", s.kernel_classes);
 }
 
-}  // namespace profile_train::report::detail
+}  // namespace profile_train::model::detail

@@ -5,9 +5,8 @@
 #include "profile_train/common/json_path.h"
 #include "profile_train/model/report_json.h"
 
-namespace profile_train::report {
+namespace profile_train::model {
 
-using analysis::Report;
 using nlohmann::json;
 
 StatusOr<Report> load_report(const std::filesystem::path& input) {
@@ -40,4 +39,4 @@ StatusOr<Report> load_report(const std::filesystem::path& input) {
   return std::move(*report);
 }
 
-}  // namespace profile_train::report
+}  // namespace profile_train::model

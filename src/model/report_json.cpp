@@ -1,4 +1,4 @@
-// report.json <-> analysis::Report, both directions walking the one key declaration of report_fields.h.
+// report.json <-> Report, both directions walking the one key declaration of report_fields.h.
 #include "profile_train/model/report_json.h"
 
 #include <cstdint>
@@ -9,7 +9,7 @@
 #include "profile_train/common/utf8.h"
 #include "report_fields.h"
 
-namespace profile_train::report {
+namespace profile_train::model {
 
 using nlohmann::json;
 
@@ -231,29 +231,29 @@ struct Utf8Repair {
 
 }  // namespace
 
-json to_json(const analysis::Report& report) { return write(report); }
-json to_json(const std::vector<analysis::Recommendation>& recommendations) { return write(recommendations); }
-json to_json(const analysis::Plan& plan) { return write(plan); }
+json to_json(const Report& report) { return write(report); }
+json to_json(const std::vector<Recommendation>& recommendations) { return write(recommendations); }
+json to_json(const Plan& plan) { return write(plan); }
 
-StatusOr<analysis::Report> report_from_json(const json& j) {
+StatusOr<Report> report_from_json(const json& j) {
   if (!j.is_object()) return BadInput(std::string("report: expected a JSON object, got ") + j.type_name());
   if (auto it = j.find("schema_version"); it != j.end() && it->is_string()) {
     const std::string& v = it->get_ref<const std::string&>();
     if (v.substr(0, v.find('.')) != "1")
       return Unsupported("report: schema_version " + v + " is not supported (this build reads 1.x)");
   }
-  return read_part<analysis::Report>(j, "report");
+  return read_part<Report>(j, "report");
 }
 
-StatusOr<std::vector<analysis::Recommendation>> recommendations_from_json(const json& j) {
-  return read_part<std::vector<analysis::Recommendation>>(j, "recommendations");
+StatusOr<std::vector<Recommendation>> recommendations_from_json(const json& j) {
+  return read_part<std::vector<Recommendation>>(j, "recommendations");
 }
 
-StatusOr<std::optional<analysis::Plan>> plan_from_json(const json& j) {
-  return read_part<std::optional<analysis::Plan>>(j, "plan");
+StatusOr<std::optional<Plan>> plan_from_json(const json& j) {
+  return read_part<std::optional<Plan>>(j, "plan");
 }
 
-size_t repair_report_utf8(analysis::Report& report) {
+size_t repair_report_utf8(Report& report) {
   Utf8Repair repair;
   repair.fix(report);
   if (repair.changed > 0)
@@ -263,7 +263,7 @@ size_t repair_report_utf8(analysis::Report& report) {
   return repair.changed;
 }
 
-Status write_report_json(const std::filesystem::path& path, const analysis::Report& report) {
+Status write_report_json(const std::filesystem::path& path, const Report& report) {
   std::string text;
   try {
     text = to_json(report).dump(2, ' ', false, json::error_handler_t::replace) + "\n";
@@ -273,4 +273,4 @@ Status write_report_json(const std::filesystem::path& path, const analysis::Repo
   return write_file_atomic(path, text);
 }
 
-}  // namespace profile_train::report
+}  // namespace profile_train::model

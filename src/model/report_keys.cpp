@@ -8,7 +8,7 @@
 
 #include "report_fields.h"
 
-namespace profile_train::report {
+namespace profile_train::model {
 namespace {
 
 using namespace detail;
@@ -96,10 +96,10 @@ class KeyCollector {
 const std::vector<ReportKey>& report_keys() {
   static const std::vector<ReportKey> kKeys = [] {
     std::vector<ReportKey> keys;
-    KeyCollector(keys, "", true).walk<analysis::Report>();
+    KeyCollector(keys, "", true).walk<Report>();
     return keys;
   }();
   return kKeys;
 }
 
-}  // namespace profile_train::report
+}  // namespace profile_train::model

@@ -3,7 +3,7 @@
 
 #include "profile_train/common/json_path.h"
 
-namespace profile_train::tuner {
+namespace profile_train::model {
 namespace {
 
 using nlohmann::json;
@@ -238,4 +238,4 @@ json to_json(const TuneReport& r) {
   return doc;
 }
 
-}  // namespace profile_train::tuner
+}  // namespace profile_train::model

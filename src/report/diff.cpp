@@ -17,6 +17,8 @@
 #include "html_common.h"
 
 namespace profile_train::report {
+
+using namespace profile_train::model;  // the documents' types (report, job, diff, tune)
 namespace {
 
 using detail::fmt_bytes;

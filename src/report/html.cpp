@@ -18,6 +18,8 @@
 #include "timeline.h"
 
 namespace profile_train::report {
+
+using namespace profile_train::model;  // the documents' types (report, job, diff, tune)
 namespace {
 
 using detail::fmt_bytes;
@@ -30,7 +32,7 @@ using detail::number_path;  // over the report's free-form facts
 using detail::string_path;
 using detail::style_of;
 using detail::value_to_text;
-using analysis::Report;
+using model::Report;
 using nlohmann::json;
 
 std::optional<double> as_number(std::optional<int64_t> v) {
@@ -56,7 +58,7 @@ bool no_gpu_used(const Report& r) {
 }
 
 // `run`'s record of the machine's load, or nullptr.
-const analysis::HostLoad* host_load_of(const Report& r) {
+const model::HostLoad* host_load_of(const Report& r) {
   return r.source.run && r.source.run->host_load ? &*r.source.run->host_load : nullptr;
 }
 
@@ -91,7 +93,7 @@ void write_banner(Html& h, const Report& r) {
     steps_sub = fmt_count(st) + " steady-state of " + steps_sub;
   if (r.steps.stddev_ms) steps_sub += ", \xC2\xB1" + fmt_ms(r.steps.stddev_ms);
   kpi("kpi-step", "Mean step time", fmt_ms(r.steps.mean_ms), steps_sub);
-  const analysis::HostLoad* host_load = host_load_of(r);
+  const model::HostLoad* host_load = host_load_of(r);
   if (!no_gpu_used(r)) {
     kpi("kpi-gpu-util", "GPU utilization", fmt_pct(r.gpu.utilization), "kernel time / step");
   } else if (host_load && host_load->cpus_used) {
@@ -119,7 +121,7 @@ void write_banner(Html& h, const Report& r) {
 
 // Per-step breakdown in ms, by Role, for one per_step entry: its breakdown is fractions of that step (sum ~1)
 // or, if a producer wrote milliseconds, taken as is.
-std::vector<double> step_breakdown_ms(const analysis::StepRow& step) {
+std::vector<double> step_breakdown_ms(const model::StepRow& step) {
   std::vector<double> ms(kRoleCount, 0.0);
   double sum = 0;
   for (Role role : kAllRoles) {
@@ -147,7 +149,7 @@ void write_breakdown(Html& h, const Report& r) {
   const size_t max_bars = 48;
   const size_t stride = n_steps > max_bars ? (n_steps + max_bars - 1) / max_bars : 1;
   for (size_t i = 0; i < n_steps; i += stride) {
-    const analysis::StepRow& s = per_step[i];
+    const model::StepRow& s = per_step[i];
     bars.push_back(Bar{s.name, step_breakdown_ms(s), s.duration_ms, false, s.excluded.value_or("")});
   }
   // Mean bar: breakdown_ms, else breakdown fractions x mean step time.
@@ -303,7 +305,7 @@ void write_metrics(Html& h, const Report& r) {
       {"Exposed communication", r.communication.exposed_fraction, fmt_pct, false},
   };
   const bool cpu_only = no_gpu_used(r);
-  const analysis::HostLoad* host_load = host_load_of(r);
+  const model::HostLoad* host_load = host_load_of(r);
   if (cpu_only && !host_load && !r.communication.exposed_fraction) return;  // nothing to show
   h.raw("<section id=\"metrics\"><h2>Key metrics</h2><dl class=\"metrics\">\n");
   if (cpu_only && host_load) {
@@ -345,9 +347,9 @@ struct QualityItem {
   bool problem;
 };
 
-std::vector<QualityItem> quality_items(const analysis::DataQuality& q) {
+std::vector<QualityItem> quality_items(const model::DataQuality& q) {
   std::vector<QualityItem> items;
-  for (const auto& c : analysis::kDataQualityCounters) items.push_back({c.key, q.*c.member, {}, c.problem});
+  for (const auto& c : model::kDataQualityCounters) items.push_back({c.key, q.*c.member, {}, c.problem});
   if (q.agent_internal_errors) items.push_back({"agent_internal_errors", q.agent_internal_errors, {}, true});
   items.push_back({"missing_device_properties", {}, q.missing_device_properties, true});
   std::sort(items.begin(), items.end(),

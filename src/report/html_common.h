@@ -66,23 +66,23 @@ class Html {
 
 // Report sections of html_recommendations.cpp: the plan (first, under the banner), what the host does while
 // the GPU idles, and the ordered recommendations with minor fixes and notes folded.
-void write_plan(Html& h, const analysis::Report& report);
-void write_host_idle(Html& h, const analysis::Report& report);
-void write_recommendations(Html& h, const analysis::Report& report);
+void write_plan(Html& h, const model::Report& report);
+void write_host_idle(Html& h, const model::Report& report);
+void write_recommendations(Html& h, const model::Report& report);
 // html_steps.cpp: how the steps were found, the steady state (steps left out and why) and the phase split.
-void write_steps(Html& h, const analysis::Report& report);
+void write_steps(Html& h, const model::Report& report);
 // html_operators.cpp: operators and modules (top by GPU time, host self time, during GPU idle).
-void write_operators(Html& h, const analysis::Report& report);
+void write_operators(Html& h, const model::Report& report);
 // html_efficiency.cpp: MFU, the roofline and the operators on it (efficiency).
-void write_efficiency(Html& h, const analysis::Report& report);
+void write_efficiency(Html& h, const model::Report& report);
 // html_memory.cpp: the memory timeline, live blocks at the peak and the per-operator table (nothing without
 // report.memory).
-void write_memory_timeline(Html& h, const analysis::Report& report);
+void write_memory_timeline(Html& h, const model::Report& report);
 // The static/activation split and the fit line (report.memory_budget); nothing when absent.
-void write_memory_budget(Html& h, const analysis::Report& report);
+void write_memory_budget(Html& h, const model::Report& report);
 // html_gpu_panels.cpp: the top kernels, the copies (pageable vs pinned) and the GPU memory peak.
-void write_kernels(Html& h, const analysis::Report& report);
-void write_copies(Html& h, const analysis::Report& report);
-void write_memory(Html& h, const analysis::Report& report);
+void write_kernels(Html& h, const model::Report& report);
+void write_copies(Html& h, const model::Report& report);
+void write_memory(Html& h, const model::Report& report);
 
 }  // namespace profile_train::report::detail

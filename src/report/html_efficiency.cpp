@@ -32,7 +32,7 @@ std::string kind_color(const std::string& kind) {
   return "#e15759";  // elementwise
 }
 
-void roofline_svg(Html& h, const analysis::Efficiency& e) {
+void roofline_svg(Html& h, const model::Efficiency& e) {
   double ai_lo = 1e9, ai_hi = 0, tf_lo = 1e9, tf_hi = 0, max_ms = 0;
   for (const auto& r : e.operators) {
     if (!r.intensity || !r.tflops || *r.intensity <= 0 || *r.tflops <= 0) continue;
@@ -113,8 +113,8 @@ void roofline_svg(Html& h, const analysis::Efficiency& e) {
 
 }  // namespace
 
-void write_efficiency(Html& h, const analysis::Report& r) {
-  const analysis::Efficiency& e = r.efficiency;
+void write_efficiency(Html& h, const model::Report& r) {
+  const model::Efficiency& e = r.efficiency;
   if (!r.gpu.utilization || (!e.flops_known && e.kernel_classes.empty() && !e.flops_note)) return;  // no GPU: no roofline
   h.raw("<section id=\"efficiency\"><h2>Efficiency: the roofline</h2>\n<p id=\"efficiency-summary\">");
   if (e.mfu)

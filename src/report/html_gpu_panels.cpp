@@ -9,9 +9,11 @@
 
 namespace profile_train::report::detail {
 
+using namespace profile_train::model;  // the documents' types (report, job, diff, tune)
+
 namespace {
 
-using analysis::Report;
+using model::Report;
 
 std::optional<double> as_number(std::optional<int64_t> v) {
   return v ? std::optional<double>(static_cast<double>(*v)) : std::nullopt;
@@ -50,8 +52,8 @@ void write_copies(Html& h, const Report& r) {
   h.raw("<section id=\"copies\"><h2>Copies</h2>\n");
   bool any = false;
   Html body;
-  using analysis::CopyDirection;
-  using analysis::Memcpy;
+  using model::CopyDirection;
+  using model::Memcpy;
   static const struct {
     const char* label;
     CopyDirection Memcpy::*direction;

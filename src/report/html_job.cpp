@@ -14,10 +14,10 @@ namespace profile_train::report {
 using detail::fmt_ms;
 using detail::Html;
 
-std::string render_job_html(const analysis::JobSummary& job) {
+std::string render_job_html(const model::JobSummary& job) {
   Html h;
   const std::string_view verdict = name_of(job.verdict);
-  const bool straggler = job.verdict == analysis::JobVerdict::kStraggler && job.straggler;
+  const bool straggler = job.verdict == model::JobVerdict::kStraggler && job.straggler;
   h.raw("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
@@ -28,19 +28,20 @@ std::string render_job_html(const analysis::JobSummary& job) {
       .raw("\" id=\"job-verdict\"><div class=\"brand\">profile-train job summary</div><div class=\"verdict-line\">"
            "<span class=\"verdict-kicker\">Ranks</span><h1 data-verdict=\"").text(verdict).raw("\">")
       .text(straggler ? "Straggler: rank " + std::to_string(job.straggler->rank)
-                      : job.verdict == analysis::JobVerdict::kBalanced ? std::string("Balanced") : std::string("Cannot tell"))
+            : job.verdict == model::JobVerdict::kBalanced ? std::string("Balanced")
+                                                          : std::string("Cannot tell"))
       .raw("</h1></div>\n<p class=\"verdict-summary\">").text(job.summary).raw("</p>\n</header>\n<main>\n");
   double max_ms = 0;
   for (const auto& r : job.ranks) max_ms = std::max(max_ms, r.mean_step_ms.value_or(0.0));
   h.raw("<section id=\"job-ranks\"><h2>Per rank (ms per step)</h2>\n<div class=\"opbars\" id=\"job-chart\">\n");
   struct Part {
-    std::optional<double> analysis::JobRank::*value;
+    std::optional<double> model::JobRank::*value;
     const char* label;
     const char* color;
   };
-  const Part parts[] = {{&analysis::JobRank::input_ms, "input", "#eeca3b"},
-                        {&analysis::JobRank::compute_ms, "compute", "#4c78a8"},
-                        {&analysis::JobRank::communication_wait_ms, "communication wait", "#72b7b2"}};
+  const Part parts[] = {{&model::JobRank::input_ms, "input", "#eeca3b"},
+                        {&model::JobRank::compute_ms, "compute", "#4c78a8"},
+                        {&model::JobRank::communication_wait_ms, "communication wait", "#72b7b2"}};
   for (const auto& r : job.ranks) {
     const bool slow = job.straggler && job.straggler->rank == r.rank;
     const std::string rank = std::to_string(r.rank);
@@ -75,7 +76,7 @@ std::string render_job_html(const analysis::JobSummary& job) {
   return std::move(h.str());
 }
 
-Status write_job_html(const analysis::JobSummary& job, const std::filesystem::path& path) {
+Status write_job_html(const model::JobSummary& job, const std::filesystem::path& path) {
   std::string html;
   try {
     html = render_job_html(job);

@@ -9,11 +9,13 @@
 
 namespace profile_train::report::detail {
 
+using namespace profile_train::model;  // the documents' types (report, job, diff, tune)
+
 namespace {
 
-using analysis::MemoryBudget;
-using analysis::MemoryDevice;
-using analysis::Report;
+using model::MemoryBudget;
+using model::MemoryDevice;
+using model::Report;
 
 const char* phase_fill(const std::string& phase) {
   if (phase == "forward") return "#dbeafe";

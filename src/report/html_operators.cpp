@@ -12,6 +12,8 @@
 
 namespace profile_train::report::detail {
 
+using namespace profile_train::model;  // the documents' types (report, job, diff, tune)
+
 namespace {
 
 // A numeric column of one operator table: its header, the row's value and how it is shown.
@@ -46,7 +48,7 @@ void shapes_cell(Html& h, const Row& r) {
       h.raw(" <span class=\"hint\">");
       if (g.types) h.text(truncate_utf8(*g.types, 160)).raw(" &middot; ");
       h.text(format_fixed(g.calls_per_step, g.calls_per_step >= 100 ? 0 : 1)).raw(" calls &middot; ");
-      if constexpr (std::is_same_v<Row, analysis::OperatorHostRow>)
+      if constexpr (std::is_same_v<Row, model::OperatorHostRow>)
         h.text(fmt_ms(g.host_self_ms_per_step)).raw(" host self, ").text(fmt_ms(g.gpu_ms_per_step)).raw(" GPU");
       else
         h.text(fmt_ms(g.gpu_ms_per_step)).raw(" GPU, ").text(fmt_ms(g.host_self_ms_per_step)).raw(" host self");
@@ -84,12 +86,12 @@ std::string fmt_plain(std::optional<double> v) { return v ? format_fixed(*v, *v 
 
 }  // namespace
 
-void write_operators(Html& h, const analysis::Report& r) {
-  using analysis::ModuleShare;
-  using analysis::OperatorGpuRow;
-  using analysis::OperatorHostRow;
-  using analysis::OperatorIdleRow;
-  const analysis::Operators& o = r.operators;
+void write_operators(Html& h, const model::Report& r) {
+  using model::ModuleShare;
+  using model::OperatorGpuRow;
+  using model::OperatorHostRow;
+  using model::OperatorIdleRow;
+  const model::Operators& o = r.operators;
   if (o.top_by_gpu_time.empty() && o.top_by_host_time.empty() && o.modules.empty()) return;
   h.raw("<section id=\"operators\"><h2>Where the time goes: operators and modules</h2>\n");
   if (const auto f = o.attributed_fraction) {

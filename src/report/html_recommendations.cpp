@@ -9,6 +9,8 @@
 
 namespace profile_train::report::detail {
 
+using namespace profile_train::model;  // the documents' types (report, job, diff, tune)
+
 using nlohmann::json;
 
 std::string value_to_text(const json& v) {
@@ -39,7 +41,7 @@ void write_code_block(Html& h, const char* lang, const char* label, const std::s
 
 // The language of the program the report is about: a LibTorch program (the built-in workload, or a native
 // capture without the Python shim) gets the C++ snippet first; everything else is a Python program.
-bool cpp_program(const analysis::Report& r) {
+bool cpp_program(const model::Report& r) {
   if (find_path(r.facts, {"workload", "name"}) != nullptr) return true;
   const bool native = r.source.format.value_or("") == "native";
   const bool shim = bool_path(r.facts, {"capture", "shim"}).value_or(false) ||
@@ -54,7 +56,7 @@ void write_list(Html& h, const std::vector<std::string>& items, const char* cls,
   h.raw("</ul></div>\n");
 }
 
-void write_one(Html& h, const analysis::Recommendation& rec, bool open, bool cpp_first) {
+void write_one(Html& h, const model::Recommendation& rec, bool open, bool cpp_first) {
   const std::string& id = rec.id;
   const std::string& group = rec.group;
   const std::string& level = rec.evidence_level;
@@ -106,9 +108,9 @@ void write_one(Html& h, const analysis::Recommendation& rec, bool open, bool cpp
 
 }  // namespace
 
-void write_plan(Html& h, const analysis::Report& r) {
+void write_plan(Html& h, const model::Report& r) {
   if (!r.plan) return;
-  const analysis::Plan& plan = *r.plan;
+  const model::Plan& plan = *r.plan;
   const auto& reason = plan.no_fix_reason;
   const bool any = !plan.steps.empty();
   if (!any && !reason) return;
@@ -138,9 +140,9 @@ void write_plan(Html& h, const analysis::Report& r) {
   h.raw("</section>\n");
 }
 
-void write_host_idle(Html& h, const analysis::Report& r) {
+void write_host_idle(Html& h, const model::Report& r) {
   if (!r.host.idle_activity) return;
-  using analysis::HostIdleActivityShares;
+  using model::HostIdleActivityShares;
   const HostIdleActivityShares& a = *r.host.idle_activity;
   const std::optional<double> idle = a.fraction;
   if (*idle <= 0) return;
@@ -178,17 +180,17 @@ void write_host_idle(Html& h, const analysis::Report& r) {
   h.raw("</tbody></table>\n</section>\n");
 }
 
-void write_recommendations(Html& h, const analysis::Report& r) {
+void write_recommendations(Html& h, const model::Report& r) {
   h.raw("<section id=\"recommendations\"><h2>Recommendations</h2>\n");
   if (r.recommendations.empty()) {
     h.raw("<p class=\"na\" id=\"no-recommendations\">No rule fired: nothing cheap to recommend for this trace.</p></section>\n");
     return;
   }
   const bool cpp_first = cpp_program(r);
-  std::vector<const analysis::Recommendation*> main, minor, notes;
+  std::vector<const model::Recommendation*> main, minor, notes;
   for (const auto& rec : r.recommendations)
     (rec.group == "minor" ? minor : rec.group == "note" ? notes : main).push_back(&rec);
-  auto anchor_list = [&](const std::vector<const analysis::Recommendation*>& items, const char* id, size_t open_first) {
+  auto anchor_list = [&](const std::vector<const model::Recommendation*>& items, const char* id, size_t open_first) {
     h.raw("<ol class=\"recs\" id=\"").raw(id).raw("\">\n");
     for (size_t i = 0; i < items.size(); ++i) write_one(h, *items[i], i < open_first, cpp_first);
     h.raw("</ol>\n");

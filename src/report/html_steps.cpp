@@ -6,7 +6,7 @@
 
 namespace profile_train::report::detail {
 
-void write_steps(Html& h, const analysis::Report& r) {
+void write_steps(Html& h, const model::Report& r) {
   h.raw("<section id=\"steps\"><h2>Steps</h2>\n<p class=\"hint\">");
   const auto& steady = r.steps.steady_state;
   const double count = static_cast<double>(r.steps.count);

@@ -17,7 +17,7 @@ std::string cell(const std::optional<double>& v, const char* missing) { return v
 
 }  // namespace
 
-void write_job_text(const analysis::JobSummary& job, size_t rank_count, std::ostream& out) {
+void write_job_text(const model::JobSummary& job, size_t rank_count, std::ostream& out) {
   out << "\nJob (" << rank_count << " ranks): " << terminal_safe(job.summary) << "\n";
   out << "  rank   step ms   input ms  compute ms  comm wait ms  verdict\n";
   for (const auto& r : job.ranks) {

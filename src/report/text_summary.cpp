@@ -13,7 +13,8 @@
 
 namespace profile_train::report {
 
-using namespace analysis;  // NOLINT: the report's struct names
+using namespace profile_train::model;  // the documents' types (report, job, diff, tune)
+
 
 namespace {
 
@@ -331,7 +332,7 @@ void write_data_quality(const Report& r, std::ostream& out, const Style& st, boo
   auto add = [&](int64_t v, const char* label) {
     if (v > 0) dq += (dq.empty() ? "" : ", ") + fmt("%.0f ", static_cast<double>(v)) + label;
   };
-  for (const auto& c : analysis::kDataQualityCounters)
+  for (const auto& c : model::kDataQualityCounters)
     if (c.label != nullptr) add(q.*c.member, c.label);
   std::string missing;
   for (const auto& s : r.source.missing) missing += (missing.empty() ? "" : ", ") + text(s);

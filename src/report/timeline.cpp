@@ -44,7 +44,7 @@ struct Window {
 };
 
 // The step closest to the median step time, else the analysis window, else the whole trace.
-std::optional<Window> choose_window(const analysis::Report& report, const trace::Trace& trace) {
+std::optional<Window> choose_window(const model::Report& report, const trace::Trace& trace) {
   const auto& per_step = report.steps.per_step;
   if (!per_step.empty()) {
     double median = 0;
@@ -56,7 +56,7 @@ std::optional<Window> choose_window(const analysis::Report& report, const trace:
       std::sort(sorted.begin(), sorted.end());
       median = sorted[(sorted.size() - 1) / 2];
     }
-    const analysis::StepRow* best = nullptr;
+    const model::StepRow* best = nullptr;
     double best_diff = 0;
     for (const auto& s : per_step) {
       const double diff = std::fabs(s.duration_ms - median);
@@ -123,7 +123,7 @@ void merge_lane(const std::vector<Sel>& sel, const std::vector<uint32_t>& lane, 
 
 }  // namespace
 
-json build_timeline(const analysis::Report& report, const trace::Trace& trace, const TimelineLimits& limits) {
+json build_timeline(const model::Report& report, const trace::Trace& trace, const TimelineLimits& limits) {
   auto window = choose_window(report, trace);
   if (!window) return nullptr;
   const TimeNs ws = window->start, we = window->end;

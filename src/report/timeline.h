@@ -24,7 +24,7 @@ struct TimelineLimits {
 //    total, drawn, merged_blocks, merged_events, dropped_depth, dropped_tracks}
 // Events shorter than a resolution that grows until the budget fits are merged per (track, depth) with
 // their short neighbours into one block that keeps the count. Returns null when nothing can be shown.
-nlohmann::json build_timeline(const analysis::Report& report, const trace::Trace& trace,
+nlohmann::json build_timeline(const model::Report& report, const trace::Trace& trace,
                               const TimelineLimits& limits = {});
 
 }  // namespace profile_train::report::detail

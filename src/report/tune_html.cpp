@@ -9,8 +9,10 @@
 
 namespace profile_train::report {
 
+using namespace profile_train::model;  // the documents' types (report, job, diff, tune)
+
 using detail::html_escape;  // the writers' escaping: also replaces invalid UTF-8
-using tuner::TuneReport;
+using model::TuneReport;
 
 namespace {
 
@@ -20,7 +22,7 @@ std::string num(std::optional<double> v, int prec = 1) {
   return prec == 1 && std::fabs(*v) < 10 && *v != 0 ? format_significant(*v, 2) : format_fixed(*v, prec);
 }
 
-std::string config_text(const tuner::Config& c) {
+std::string config_text(const model::Config& c) {
   std::string out;
   for (const auto& [k, v] : c) out += k + "=" + v + " ";
   return out;
@@ -45,7 +47,7 @@ std::string tune_html(const TuneReport& tune) {
        ".big{font-size:1.4em}.muted{color:#777}svg text{font-size:11px;font-family:sans-serif}"
        "</style></head><body>\n";
   h << "<h1>profile-train tune</h1>\n";
-  const tuner::TuneStatus& st = tune.status;
+  const model::TuneStatus& st = tune.status;
   h << "<p class=\"muted\">strategy " << html_escape(tune.strategy) << " · " << st.trials << " trials ("
     << st.measurements << " runs) · " << html_escape(st.stop_reason)
     << (st.partial ? " · <b>partial results</b>" : "") << " · metric " << html_escape(unit) << "</p>\n";
@@ -197,7 +199,7 @@ std::string tune_html(const TuneReport& tune) {
 
 std::string execution_html(const TuneReport& doc) {
   if (!doc.execution) return "";
-  const tuner::Execution& e = *doc.execution;
+  const model::Execution& e = *doc.execution;
   std::ostringstream h;
   h << "<h2>Where the trials ran</h2>\n<p>executor <b>" << html_escape(e.executor) << "</b>, " << e.parallel
     << " in flight";
@@ -210,7 +212,7 @@ std::string execution_html(const TuneReport& doc) {
     << num(e.parallel_speedup, 2) << ")</p>\n";
   if (e.ray && e.ray->note) h << "<p class=\"fail\">" << html_escape(*e.ray->note) << "</p>\n";
   if (e.ray) {
-    const tuner::RayOverhead& o = e.ray->overhead;
+    const model::RayOverhead& o = e.ray->overhead;
     h << "<p class=\"muted\">Jobs API per job (mean over " << o.jobs << "): submit " << num(o.submit_s, 3)
       << " s, submitted → running " << num(o.queued_s, 2) << " s, log fetch " << num(o.log_fetch_s, 3) << " s</p>\n";
   }
@@ -219,7 +221,7 @@ std::string execution_html(const TuneReport& doc) {
   auto or_dash = [](const std::string& s) { return s.empty() ? std::string("–") : s; };
   for (const auto& t : doc.trials) {
     if (!t.placements) continue;
-    for (const tuner::RayPlacement& p : *t.placements) {
+    for (const model::RayPlacement& p : *t.placements) {
       any = true;
       rows << "<tr><td>" << t.index << "</td><td>" << p.repeat + 1 << "</td><td><code>"
            << html_escape(p.submission_id) << "</code></td><td>" << html_escape(p.host) << " <span class=\"muted\">"

@@ -9,9 +9,7 @@
 
 namespace profile_train::report {
 
-namespace tn = profile_train::tuner;
-
-std::string describe_config(const tn::Config& config, const std::vector<std::string>& order) {
+std::string describe_config(const model::Config& config, const std::vector<std::string>& order) {
   std::string out;
   for (const std::string& knob : order) {
     auto it = config.find(knob);
@@ -37,14 +35,14 @@ void write_tune_space(std::ostream& out, const std::string& strategy,
   out << " (" << grid << " combinations); results in " << terminal_safe(out_dir) << "\n";
 }
 
-void write_tune_executor(std::ostream& out, const tn::Execution& e) {
+void write_tune_executor(std::ostream& out, const model::Execution& e) {
   if (!e.ray) return;
   out << "profile-train tune: trials run as Ray jobs on " << terminal_safe(e.ray->address) << " (Ray "
       << terminal_safe(e.ray->ray_version) << "), " << e.parallel << " at a time, " << format_fixed(e.ray->trial_gpus, 0)
       << " GPU / " << format_fixed(e.ray->trial_cpus, 0) << " CPU each\n";
 }
 
-void write_tune_trial_line(std::ostream& out, const tn::TrialProgress& t) {
+void write_tune_trial_line(std::ostream& out, const model::TrialProgress& t) {
   out << "tune [" << t.index << "] " << terminal_safe(t.config) << ": ";
   if (t.ok) {
     out << format_significant(t.mean) << (t.per_sample ? " samples/s" : " steps/s");
@@ -74,9 +72,9 @@ void write_tune_abandoned_job(std::ostream& out, const std::string& submission_i
 namespace {
 
 // "head to head #2 vs #1: x1.35 (95% interval 0.96-1.89) over 2 interleaved pairs at a 1-minute load of ...".
-void write_confirmation(std::ostream& out, const tn::TuneReport& doc) {
+void write_confirmation(std::ostream& out, const model::TuneReport& doc) {
   if (!doc.confirmation) return;
-  const tn::ConfirmationRow& cf = *doc.confirmation;
+  const model::ConfirmationRow& cf = *doc.confirmation;
   out << "  head to head #" << cf.candidate << " vs #" << doc.baseline->trial << ": ";
   if (cf.ran) {
     out << "x" << format_fixed(cf.ratio.value_or(0), 2);
@@ -92,9 +90,9 @@ void write_confirmation(std::ostream& out, const tn::TuneReport& doc) {
 }
 
 // The winner's loss against the baseline's, and every trial that changes the loss.
-void write_loss(std::ostream& out, const tn::TuneReport& doc) {
-  const tn::TrialRef& base = *doc.baseline;
-  const tn::TrialRef& best = *doc.best;
+void write_loss(std::ostream& out, const model::TuneReport& doc) {
+  const model::TrialRef& base = *doc.baseline;
+  const model::TrialRef& best = *doc.best;
   if (const auto& l = doc.quality.loss) {
     out << "  loss     #" << best.trial << " vs #" << base.trial << ": " << terminal_safe(l->status);
     if (l->trial_mean && l->baseline_mean && l->tolerance) {
@@ -104,7 +102,7 @@ void write_loss(std::ostream& out, const tn::TuneReport& doc) {
     out << "\n";
     if (l->compared_by == "samples seen" && !l->note.empty()) out << "    note: " << terminal_safe(l->note) << "\n";
   }
-  for (const tn::TrialRow& t : doc.trials) {
+  for (const model::TrialRow& t : doc.trials) {
     if (t.loss.status != "changes the loss") continue;
     const bool compared = t.loss.trial_mean && t.loss.baseline_mean && t.loss.tolerance;
     out << "  trial #" << t.index << " changes the loss ("
@@ -117,8 +115,8 @@ void write_loss(std::ostream& out, const tn::TuneReport& doc) {
 }
 
 // The change that keeps the winner: its summary, the Python edits of a command, how to apply it, the command.
-void write_change(std::ostream& out, const tn::TuneReport& doc, const TuneSummaryOptions& o) {
-  const tn::CodeChange& change = *doc.change;
+void write_change(std::ostream& out, const model::TuneReport& doc, const TuneSummaryOptions& o) {
+  const model::CodeChange& change = *doc.change;
   out << "  change: " << terminal_safe(change.summary) << "\n";
   if (!doc.target.workload) {
     for (const auto& e : change.python) out << "    " << terminal_safe(e.code, true) << "\n";
@@ -139,9 +137,9 @@ void write_change(std::ostream& out, const tn::TuneReport& doc, const TuneSummar
 
 }  // namespace
 
-void write_tune_summary(std::ostream& out, const tn::TuneReport& doc, const TuneSummaryOptions& o) {
+void write_tune_summary(std::ostream& out, const model::TuneReport& doc, const TuneSummaryOptions& o) {
   namespace fs = std::filesystem;
-  const tn::TuneStatus& st = doc.status;
+  const model::TuneStatus& st = doc.status;
   out << "profile-train tune: " << st.trials << " trials, " << terminal_safe(st.stop_reason);
   if (st.partial) out << " (partial results)";
   if (doc.noise.degrees_of_freedom > 0) out << "; measured noise ±" << format_fixed(100.0 * doc.noise.pooled_relative_sd) << "%";
@@ -164,13 +162,13 @@ void write_tune_summary(std::ostream& out, const tn::TuneReport& doc, const Tune
     out << "\n";
     return;
   }
-  const tn::TrialRef& base = *doc.baseline;
-  const tn::TrialRef& best = *doc.best;
+  const model::TrialRef& base = *doc.baseline;
+  const model::TrialRef& best = *doc.best;
   const std::string unit = " " + doc.metric.unit;
   out << "  baseline #" << base.trial << "  " << terminal_safe(describe_config(base.config, o.knob_order)) << ": "
       << format_significant(base.throughput) << unit << "\n";
   write_confirmation(out, doc);
-  const tn::SpeedupRow& sp = *doc.speedup;
+  const model::SpeedupRow& sp = *doc.speedup;
   out << "  best     #" << best.trial << "  " << terminal_safe(describe_config(best.config, o.knob_order)) << ": "
       << format_significant(best.throughput) << unit << "  (x" << format_fixed(sp.value, 2);
   if (sp.low && sp.high) out << ", 95% interval " << format_fixed(*sp.low, 2) << "-" << format_fixed(*sp.high, 2);
@@ -178,7 +176,7 @@ void write_tune_summary(std::ostream& out, const tn::TuneReport& doc, const Tune
   write_loss(out, doc);
   write_change(out, doc, o);
   if (o.ray && doc.execution) {
-    const tn::Execution& e = *doc.execution;
+    const model::Execution& e = *doc.execution;
     out << "  parallelism: " << format_fixed(e.sum_measurement_s) << " s of measurements in " << format_fixed(e.wall_s)
         << " s wall time (" << format_fixed(e.saved_s) << " s saved)\n";
     if (e.ray && e.ray->note) out << "  note: " << terminal_safe(*e.ray->note) << "\n";

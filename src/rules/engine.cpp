@@ -19,6 +19,8 @@
 
 namespace profile_train::rules {
 
+using namespace profile_train::model;  // the documents' types (report, job, diff, tune)
+
 namespace {
 
 // A fix whose bound removes less than this share of the step is "minor": listed apart, never ahead of a
@@ -126,10 +128,10 @@ bool before(const Fired& a, const Fired& b) {
 
 // The recommendation a fired rule makes, typed (report.json's "recommendations" entries). The rule's names
 // (addresses, gain.from) were checked against the vocabulary when it was loaded.
-analysis::Recommendation to_recommendation(const Fired& f, int rank) {
+model::Recommendation to_recommendation(const Fired& f, int rank) {
   const detail::Rule& r = *f.rule;
   const Outcome& o = f.outcome;
-  analysis::Recommendation rec;
+  model::Recommendation rec;
   rec.id = r.id;
   rec.title = r.title;
   rec.tier = r.tier;
@@ -157,8 +159,8 @@ analysis::Recommendation to_recommendation(const Fired& f, int rank) {
 
 // A hand-made recommendations array (build_plan's JSON form) read leniently: only what the plan uses, each key
 // at its default when absent or of another type.
-std::vector<analysis::Recommendation> plan_inputs(const nlohmann::json& recommendations) {
-  std::vector<analysis::Recommendation> out;
+std::vector<model::Recommendation> plan_inputs(const nlohmann::json& recommendations) {
+  std::vector<model::Recommendation> out;
   if (!recommendations.is_array()) return out;
   auto text = [](const nlohmann::json& j, const char* key, const std::string& fallback) {
     auto it = j.find(key);
@@ -166,7 +168,7 @@ std::vector<analysis::Recommendation> plan_inputs(const nlohmann::json& recommen
   };
   for (const auto& j : recommendations) {
     if (!j.is_object()) continue;
-    analysis::Recommendation rec;
+    model::Recommendation rec;
     rec.id = text(j, "id", "");
     rec.title = text(j, "title", "");
     rec.group = text(j, "group", "");
@@ -291,10 +293,10 @@ std::optional<std::map<std::string, double>> breakdown_shares(const nlohmann::js
 
 }  // namespace
 
-analysis::Plan plan_of(const std::vector<analysis::Recommendation>& recommendations, const nlohmann::json& report) {
-  using analysis::Recommendation;
+model::Plan plan_of(const std::vector<model::Recommendation>& recommendations, const nlohmann::json& report) {
+  using model::Recommendation;
   const std::string b = verdict_of(report);
-  analysis::Plan plan;
+  model::Plan plan;
   plan.bottleneck = bottleneck_from_name(b).value_or(Bottleneck::kUnknown);
   plan.method = "successive Amdahl: each step removes its share of what the steps before it left of the breakdown "
                 "roles it draws on (gain.from), so overlapping shares count once, and at most its own share of what "
@@ -353,7 +355,7 @@ analysis::Plan plan_of(const std::vector<analysis::Recommendation>& recommendati
         for (const auto& role : roles) left[role] -= removed * left[role] / now;
       removed_total += removed;
       const double alone = rec.estimated_speedup_max;
-      analysis::PlanStep step;
+      model::PlanStep step;
       step.id = rec.id;
       step.title = rec.title;
       step.evidence_level = rec.evidence_level;
@@ -392,14 +394,14 @@ analysis::Plan plan_of(const std::vector<analysis::Recommendation>& recommendati
 
 nlohmann::json build_plan(const nlohmann::json& recommendations, const nlohmann::json& report) {
   try {
-    return report::to_json(plan_of(plan_inputs(recommendations), report));
+    return model::to_json(plan_of(plan_inputs(recommendations), report));
   } catch (const std::exception&) {  // allocation failure
     return nlohmann::json::object();
   }
 }
 
-std::vector<analysis::Recommendation> recommendations_of(const RuleSet& rules, const nlohmann::json& report) {
-  std::vector<analysis::Recommendation> out;
+std::vector<model::Recommendation> recommendations_of(const RuleSet& rules, const nlohmann::json& report) {
+  std::vector<model::Recommendation> out;
   try {
     int rank = 0;
     for (const auto& f : rank_rules(rules, report)) out.push_back(to_recommendation(f, ++rank));
@@ -411,7 +413,7 @@ std::vector<analysis::Recommendation> recommendations_of(const RuleSet& rules, c
 
 nlohmann::json recommend(const RuleSet& rules, const nlohmann::json& report) {
   try {
-    return report::to_json(recommendations_of(rules, report));
+    return model::to_json(recommendations_of(rules, report));
   } catch (const std::exception&) {
     return nlohmann::json::array();
   }
@@ -421,19 +423,19 @@ void apply_rules(const RuleSet& rules, nlohmann::json& report) {
   try {
     if (!report.is_object()) return;
     auto recommendations = recommendations_of(rules, report);
-    nlohmann::json plan = report::to_json(plan_of(recommendations, report));
-    report["recommendations"] = report::to_json(recommendations);
+    nlohmann::json plan = model::to_json(plan_of(recommendations, report));
+    report["recommendations"] = model::to_json(recommendations);
     report["plan"] = std::move(plan);
   } catch (...) {
     // Never throws: leave the report as it was.
   }
 }
 
-Status apply_rules(const RuleSet& rules, analysis::Report& report) {
+Status apply_rules(const RuleSet& rules, model::Report& report) {
   // The conditions read the report's JSON view (dotted metric paths); what the rules make comes back typed.
   nlohmann::json view;
   try {
-    view = report::to_json(report);
+    view = model::to_json(report);
   } catch (const std::exception& e) {  // allocation failure
     return Internal(std::string("rules: cannot serialize the report: ") + e.what());
   }

@@ -11,7 +11,7 @@ namespace {
 
 using T = MetricType;
 
-// The report's own keys come from the model's declaration (report::report_keys(), report_fields.h: what
+// The report's own keys come from the model's declaration (model::report_keys(), report_fields.h: what
 // to_json writes). `facts` is open JSON (the Python shim adds groups over time): its known leaves are listed
 // here, as reports/REPORT_FORMAT.md "facts" documents them.
 struct Leaf {
@@ -70,14 +70,14 @@ constexpr Leaf kFactLeaves[] = {
     {"facts.inferred", T::kList},
 };
 
-T metric_type(report::KeyType type) {
+T metric_type(model::KeyType type) {
   switch (type) {
-    case report::KeyType::kNumber:
-    case report::KeyType::kInteger: return T::kNumber;
-    case report::KeyType::kBoolean: return T::kBool;
-    case report::KeyType::kString: return T::kString;
-    case report::KeyType::kArray: return T::kList;
-    case report::KeyType::kObject: return T::kObject;
+    case model::KeyType::kNumber:
+    case model::KeyType::kInteger: return T::kNumber;
+    case model::KeyType::kBoolean: return T::kBool;
+    case model::KeyType::kString: return T::kString;
+    case model::KeyType::kArray: return T::kList;
+    case model::KeyType::kObject: return T::kObject;
   }
   return T::kObject;
 }
@@ -89,7 +89,7 @@ struct Table {
 
 Table build_table() {
   std::vector<std::pair<std::string, T>> all;
-  for (const report::ReportKey& key : report::report_keys()) {
+  for (const model::ReportKey& key : model::report_keys()) {
     // Rules name values, not array items; facts' keys are the list above.
     if (key.free_form || key.path.find("[]") != std::string::npos) continue;
     all.emplace_back(key.path, metric_type(key.type));

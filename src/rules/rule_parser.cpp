@@ -15,6 +15,8 @@
 #include "rule_set.h"
 
 namespace profile_train::rules {
+
+using namespace profile_train::model;  // the documents' types (report, job, diff, tune)
 namespace detail {
 namespace {
 

@@ -10,7 +10,9 @@
 
 namespace profile_train::tuner {
 
-std::vector<std::string> knobs_for_recommendation(const analysis::Recommendation& rec) {
+using namespace profile_train::model;  // the documents' types (report, job, diff, tune)
+
+std::vector<std::string> knobs_for_recommendation(const model::Recommendation& rec) {
   std::vector<std::string> out;
   for (const std::string& name : rec.knobs) {
     const KnobDef* def = find_knob(name);
@@ -19,7 +21,7 @@ std::vector<std::string> knobs_for_recommendation(const analysis::Recommendation
   return out;
 }
 
-std::vector<std::string> unknown_knobs(const analysis::Recommendation& rec) {
+std::vector<std::string> unknown_knobs(const model::Recommendation& rec) {
   std::vector<std::string> out;
   for (const std::string& name : rec.knobs) {
     if (find_knob(name) == nullptr) out.push_back(name);
@@ -45,7 +47,7 @@ std::vector<std::string> knobs_for_bottleneck(Bottleneck bottleneck) {
   return {};
 }
 
-std::vector<DiagnosedKnob> diagnosed_knobs(const std::optional<analysis::Report>& report, DiagnosisScope scope) {
+std::vector<DiagnosedKnob> diagnosed_knobs(const std::optional<model::Report>& report, DiagnosisScope scope) {
   std::vector<DiagnosedKnob> out;
   auto add = [&](const std::string& knob, const std::string& source) {
     for (const DiagnosedKnob& d : out) {
@@ -54,7 +56,7 @@ std::vector<DiagnosedKnob> diagnosed_knobs(const std::optional<analysis::Report>
     out.push_back({knob, source});
   };
   if (!report) return out;
-  for (const analysis::Recommendation& rec : report->recommendations) {
+  for (const model::Recommendation& rec : report->recommendations) {
     const std::string source = "recommendation " + (rec.id.empty() ? std::string("?") : rec.id);
     for (const auto& k : knobs_for_recommendation(rec)) add(k, source);
   }
@@ -65,14 +67,14 @@ std::vector<DiagnosedKnob> diagnosed_knobs(const std::optional<analysis::Report>
   return out;
 }
 
-Diagnosis summarize_diagnosis(const std::optional<analysis::Report>& report) {
+Diagnosis summarize_diagnosis(const std::optional<model::Report>& report) {
   Diagnosis d;
   if (!report) return d;
   d.from_report = true;
   d.bottleneck = report->verdict.bottleneck;
   d.confidence = report->verdict.confidence;
   d.summary = report->verdict.summary;
-  for (const analysis::Recommendation& rec : report->recommendations) {
+  for (const model::Recommendation& rec : report->recommendations) {
     if (d.recommendations.size() >= 5) break;
     d.recommendations.push_back({rec.id, rec.title, knobs_for_recommendation(rec)});
   }
@@ -113,7 +115,7 @@ std::string program_cannot_act(const KnobDef& knob, const std::string& value, co
 
 }  // namespace
 
-std::vector<SkippedKnob> skipped_values(const KnobSpace& space, const std::optional<analysis::Report>& report,
+std::vector<SkippedKnob> skipped_values(const KnobSpace& space, const std::optional<model::Report>& report,
                                         std::optional<bool> host_bf16_native,
                                         const std::set<std::string>& placeholders) {
   std::vector<SkippedKnob> out;

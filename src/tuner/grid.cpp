@@ -2,6 +2,8 @@
 #include "strategy_util.h"
 
 namespace profile_train::tuner::detail {
+
+using namespace profile_train::model;  // the documents' types (report, job, diff, tune)
 namespace {
 
 class GridStrategy : public Strategy {

@@ -6,6 +6,8 @@
 #include "strategy_util.h"
 
 namespace profile_train::tuner::detail {
+
+using namespace profile_train::model;  // the documents' types (report, job, diff, tune)
 namespace {
 
 class GuidedStrategy : public Strategy {
@@ -78,7 +80,7 @@ class GuidedStrategy : public Strategy {
  private:
   // Knobs in the order the diagnosis asks for them: recommendations first, then the verdict, then every
   // other knob of the space (cheapest first) so that "no knob helps" is established by measurement.
-  static std::vector<DiagnosedKnob> knob_order(const Tuner& t, const std::optional<analysis::Report>& report) {
+  static std::vector<DiagnosedKnob> knob_order(const Tuner& t, const std::optional<model::Report>& report) {
     std::vector<DiagnosedKnob> out;
     auto add = [&](const std::string& k, const std::string& why) {
       if (t.range(k) == nullptr) return;
@@ -93,7 +95,7 @@ class GuidedStrategy : public Strategy {
   }
 
   // Knobs named by a report's recommendations (not the verdict's broader list), in order.
-  static std::vector<std::string> recommended_knobs(const std::optional<analysis::Report>& report) {
+  static std::vector<std::string> recommended_knobs(const std::optional<model::Report>& report) {
     std::vector<std::string> out;
     for (const DiagnosedKnob& d : diagnosed_knobs(report, DiagnosisScope::kRecommendations)) out.push_back(d.knob);
     return out;

@@ -8,16 +8,18 @@
 #include "profile_train/tuner/tuner.h"
 
 namespace profile_train::tuner {
+
+using namespace profile_train::model;  // the documents' types (report, job, diff, tune)
 namespace {
 
 std::string mib_text(double bytes) { return format_fixed(bytes / 1048576.0, 1) + " MiB"; }  // one unit for a comparison
 
 }  // namespace
 
-std::optional<MemoryFit> memory_fit(const std::optional<analysis::Report>& report,
+std::optional<MemoryFit> memory_fit(const std::optional<model::Report>& report,
                                     std::optional<double> max_memory_bytes) {
   if (!report || !report->memory_budget) return std::nullopt;
-  const analysis::MemoryBudget& b = *report->memory_budget;
+  const model::MemoryBudget& b = *report->memory_budget;
   if (!b.activation_per_sample_bytes || *b.activation_per_sample_bytes <= 0 || b.static_bytes <= 0)
     return std::nullopt;
   MemoryFit fit;

@@ -11,6 +11,8 @@
 #include "runner_util.h"
 
 namespace profile_train::tuner {
+
+using namespace profile_train::model;  // the documents' types (report, job, diff, tune)
 using detail::now_s;
 using detail::zero_padded;
 

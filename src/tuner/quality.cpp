@@ -27,7 +27,7 @@ bool LossCurve::finite() const {
   return std::all_of(values.begin(), values.end(), [](double v) { return std::isfinite(v); });
 }
 
-LossCurve loss_from_report(const analysis::Report& report, long long batch) {
+LossCurve loss_from_report(const model::Report& report, long long batch) {
   LossCurve c;
   const nlohmann::json* loss = report.facts.is_object() && report.facts.contains("loss") ? &report.facts["loss"] : nullptr;
   if (loss == nullptr || !loss->is_object()) return c;

@@ -6,6 +6,8 @@
 
 namespace profile_train::tuner {
 
+using namespace profile_train::model;  // the documents' types (report, job, diff, tune)
+
 void add_execution(TuneReport& doc, const TuneResult& result, const ExecutionInfo& info) {
   double sum_s = 0;
   for (const Trial& t : result.trials) sum_s += t.duration_s;

@@ -18,12 +18,12 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
-SteadyState steady_state_of(const analysis::Report& report) {
+SteadyState steady_state_of(const model::Report& report) {
   SteadyState s;
-  const analysis::Steps& steps = report.steps;
+  const model::Steps& steps = report.steps;
   const int64_t count = steps.count;
   std::vector<double> d;
-  for (const analysis::StepRow& st : steps.per_step) {
+  for (const model::StepRow& st : steps.per_step) {
     if (std::isfinite(st.duration_ms) && st.duration_ms > 0) d.push_back(st.duration_ms);
   }
   const bool complete = steps.per_step_complete && static_cast<int64_t>(d.size()) == count;

@@ -10,6 +10,8 @@
 
 namespace profile_train::tuner {
 
+using namespace profile_train::model;  // the documents' types (report, job, diff, tune)
+
 std::string_view to_string(RunStatus status) {
   switch (status) {
     case RunStatus::kOk: return "ok";
@@ -24,10 +26,10 @@ std::string_view to_string(RunStatus status) {
   return "unknown";
 }
 
-StatusOr<analysis::Report> read_trial_report(std::string_view text) {
+StatusOr<model::Report> read_trial_report(std::string_view text) {
   const nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
   if (doc.is_discarded()) return BadInput("report.json: not valid JSON");
-  auto report = report::report_from_json(doc);
+  auto report = model::report_from_json(doc);
   if (!report.ok()) {
     // report_from_json's messages start "report: "; the file is named instead.
     std::string why = report.status().message();
@@ -37,7 +39,7 @@ StatusOr<analysis::Report> read_trial_report(std::string_view text) {
   return std::move(*report);
 }
 
-TunerFacts tuner_facts(const analysis::Report& report) {
+TunerFacts tuner_facts(const model::Report& report) {
   const nlohmann::json& f = report.facts;
   TunerFacts out;
   out.gpu_available = bool_path(f, {"gpu", "available"});
@@ -48,7 +50,7 @@ TunerFacts tuner_facts(const analysis::Report& report) {
   return out;
 }
 
-std::string overrides_failed(const analysis::Report& report) {
+std::string overrides_failed(const model::Report& report) {
   const nlohmann::json& f = report.facts;
   if (!f.is_object() || !f.contains("overrides_failed") || !f["overrides_failed"].is_object()) return "";
   std::string out;
@@ -59,11 +61,11 @@ std::string overrides_failed(const analysis::Report& report) {
   return out;
 }
 
-long long batch_from_facts(const std::optional<analysis::Report>& report) {
+long long batch_from_facts(const std::optional<model::Report>& report) {
   return report ? tuner_facts(*report).batch_size : 0;
 }
 
-std::optional<bool> ran_on_gpu(const std::optional<analysis::Report>& report) {
+std::optional<bool> ran_on_gpu(const std::optional<model::Report>& report) {
   if (!report) return std::nullopt;
   if (report->device || report->source.has_gpu_activity) return true;
   return tuner_facts(*report).gpu_available;
@@ -73,7 +75,7 @@ double Pair::log_ratio() const {
   return value > 0 && reference_value > 0 ? std::log(value / reference_value) : 0.0;
 }
 
-Status metric_from_report(const std::optional<analysis::Report>& report, const Config& config,
+Status metric_from_report(const std::optional<model::Report>& report, const Config& config,
                           long long known_batch, Measurement* m) {
   if (!report) return BadInput(m->report_error.empty() ? "no report.json" : m->report_error);
   const int64_t count = report->steps.count;

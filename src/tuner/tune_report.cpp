@@ -9,6 +9,8 @@
 
 namespace profile_train::tuner {
 
+using namespace profile_train::model;  // the documents' types (report, job, diff, tune)
+
 constexpr const char* kIntervalMethod =
     "exp(mean +- t(dof) x sd / sqrt(n)) of ln(winner / baseline) over fresh interleaved pairs, the sd pooling "
     "their spread with the session's paired noise";

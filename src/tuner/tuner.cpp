@@ -9,6 +9,8 @@
 #include "strategy_util.h"
 
 namespace profile_train::tuner {
+
+using namespace profile_train::model;  // the documents' types (report, job, diff, tune)
 namespace {
 
 using detail::memory_failure;
@@ -152,7 +154,7 @@ void Tuner::finish_trial(Trial& t) {
   }
   t.diagnosis = summarize_diagnosis(t.report);
   if (t.report) {
-    for (const analysis::Recommendation& rec : t.report->recommendations) {
+    for (const model::Recommendation& rec : t.report->recommendations) {
       for (const auto& k : unknown_knobs(rec)) {
         note("trial #" + std::to_string(t.index) + ": recommendation " + (rec.id.empty() ? std::string("?") : rec.id) +
              " names '" + k + "', not a knob of this profile-train (known: " + knob_names() + "); ignored");
@@ -212,7 +214,7 @@ bool Tuner::run_once(Trial& t, const std::string& phase, const std::string& role
   if (!m.dir.empty()) t.dirs.push_back(m.dir);
   RunRecord rec;
   if (m.report && m.report->source.run && m.report->source.run->host_load) {
-    const analysis::HostLoad& h = *m.report->source.run->host_load;
+    const model::HostLoad& h = *m.report->source.run->host_load;
     if (h.load_1m_start && h.load_1m_end && h.wall_s > 0) {
       rec.host_known = true;
       rec.load_1m = (*h.load_1m_start + *h.load_1m_end) / 2;

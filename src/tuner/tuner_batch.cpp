@@ -9,6 +9,8 @@
 
 namespace profile_train::tuner {
 
+using namespace profile_train::model;  // the documents' types (report, job, diff, tune)
+
 std::vector<int> Tuner::evaluate_batch(const std::vector<BatchItem>& items) {
   if (parallelism() > 1 && budget_left()) {
     std::vector<std::pair<Config, RunContext>> jobs;

@@ -7,6 +7,8 @@
 #include "strategy_util.h"
 
 namespace profile_train::tuner {
+
+using namespace profile_train::model;  // the documents' types (report, job, diff, tune)
 namespace {
 
 using detail::loss_summary;

@@ -15,6 +15,7 @@
 namespace fs = std::filesystem;
 using namespace profile_train;
 using namespace profile_train::analysis;
+using namespace profile_train::model;
 
 namespace {
 

@@ -9,13 +9,15 @@
 #include <iterator>
 
 #include "profile_train/analysis/analyze.h"
-#include "profile_train/model/job.h"
+#include "profile_train/analysis/job.h"
 #include "profile_train/model/job_json.h"
 #include "profile_train/report/writers.h"
 #include "profile_train/trace/importer.h"
 #include "trace_builder.h"
 
 namespace profile_train::analysis {
+
+using namespace profile_train::model;  // the documents' types
 namespace {
 
 using testing::TraceBuilder;
@@ -148,7 +150,7 @@ std::string page_body(const std::string& html) {
 
 void check(const std::string& name, const std::vector<RankReport>& ranks) {
   const JobSummary job = summarize_job(ranks);
-  const std::string got_json = report::to_json(job).dump(2) + "\n";
+  const std::string got_json = model::to_json(job).dump(2) + "\n";
   const std::string got_html = page_body(report::render_job_html(job));
   const auto dir = std::filesystem::path(PT_SOURCE_DIR) / "tests" / "golden" / "job";
   const auto json_path = dir / (name + ".json"), html_path = dir / (name + ".html.txt");

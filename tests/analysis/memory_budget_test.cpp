@@ -10,6 +10,8 @@
 using namespace profile_train::analysis;
 using nlohmann::json;
 
+namespace model = profile_train::model;
+
 namespace {
 
 constexpr int64_t kGiB = int64_t{1} << 30;
@@ -44,9 +46,9 @@ TEST(MemoryBudgetSection, GpuPeakLessStaticIsActivations) {
   EXPECT_EQ(b->growth_per_step_bytes, 0);  // flat
   EXPECT_EQ(b->growth_source, "torch.cuda.memory_allocated at each step's start");  // examined, no growth
   // The report model writes every declared key (schema: all required).
-  Report r;
+  model::Report r;
   r.memory_budget = b;
-  const json j = profile_train::report::to_json(r);
+  const json j = model::to_json(r);
   EXPECT_EQ(j["memory_budget"]["samples_fit"], *b->samples_fit);
   EXPECT_EQ(j["memory_budget"].size(), 20u);
 }

@@ -15,6 +15,8 @@
 #include "trace_builder.h"
 
 namespace profile_train::analysis {
+
+using namespace profile_train::model;  // the documents' types
 namespace {
 
 namespace fs = std::filesystem;

@@ -9,6 +9,8 @@
 #include "trace_builder.h"
 
 namespace profile_train::analysis {
+
+using namespace profile_train::model;  // the documents' types
 namespace {
 
 Recommendation rec(const char* id, const char* title, const char* group, const char* level, double speedup,

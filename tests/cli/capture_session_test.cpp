@@ -14,6 +14,7 @@
 #include "profile_train/format/protocol.h"
 #include "profile_train/model/report_json.h"
 
+namespace model = profile_train::model;
 namespace fs = std::filesystem;
 namespace protocol = profile_train::agent::protocol;
 using profile_train::capture::CaptureOptions;
@@ -123,9 +124,9 @@ TEST_F(CaptureSessionRun, CommandNotFoundIsAStatus) {
 }
 
 // The merge fills the typed report; report.json gets the keys `run` always wrote (source.command, ...).
-nlohmann::json merged(const CaptureResult& r, size_t files, profile_train::analysis::Report report = {}) {
+nlohmann::json merged(const CaptureResult& r, size_t files, model::Report report = {}) {
   profile_train::capture::merge_capture_result(r, files, report);
-  return profile_train::report::to_json(report);
+  return model::to_json(report);
 }
 
 TEST(MergeCaptureResult, ACrashFillsSourceAndNamesTheCommandInANote) {
@@ -133,7 +134,7 @@ TEST(MergeCaptureResult, ACrashFillsSourceAndNamesTheCommandInANote) {
   r.command = {"python", "train.py", "--lr", "0.1 x"};
   r.signal = SIGSEGV;
   r.leftover_processes = 2;
-  profile_train::analysis::Report before;
+  model::Report before;
   before.source.format = "native";
   before.data_quality.notes = {"earlier note"};
   const nlohmann::json report = merged(r, 3, before);
@@ -181,7 +182,7 @@ TEST(MergeCaptureResult, AStopNamesTheSignalThatStoppedUs) {
 // The machine's load against the command's CPU time (issue 29, item 22): a run on a machine that other processes
 // kept oversubscribed says so in data quality; a quiet one, or a command that itself keeps every CPU busy, not.
 TEST(MergeCaptureResult, AnOversubscribedMachineIsNamedInDataQuality) {
-  using profile_train::analysis::HostLoad;
+  using model::HostLoad;
   HostLoad busy;
   busy.cpus = 2;
   busy.load_1m_start = 11.8;
@@ -217,7 +218,7 @@ TEST(MergeCaptureResult, AnOversubscribedMachineIsNamedInDataQuality) {
 
 // What `analyze` writes has no run keys: they come only with a merged capture result.
 TEST(MergeCaptureResult, WithoutItTheSourceHasNoRunKeys) {
-  const nlohmann::json src = profile_train::report::to_json(profile_train::analysis::Report{})["source"];
+  const nlohmann::json src = model::to_json(model::Report{})["source"];
   for (const char* key : {"command", "exit_code", "signal", "interrupted", "capture_files", "leftover_processes", "crash"})
     EXPECT_FALSE(src.contains(key)) << key;
 }

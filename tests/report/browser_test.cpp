@@ -266,7 +266,7 @@ TEST(Browser, DiffPageRendersCleanly) {
   json b = a;
   b["steps"]["mean_ms"] = 60.0;
   b["verdict"]["bottleneck"] = "gpu_compute";
-  const Diff d = diff_reports(typed_report(a), typed_report(b), "before/<b>x</b>", "after");
+  const Diff d = analysis::diff_reports(typed_report(a), typed_report(b), "before/<b>x</b>", "after");
   const auto dir = temp_dir("browser-diff");
   ASSERT_TRUE(write_diff_html(d, dir / "diff.html").ok());
   const std::string dom = dump_dom(dir / "diff.html");
@@ -279,10 +279,10 @@ TEST(Browser, DiffPageRendersCleanly) {
 
 TEST(Browser, JobSummaryPageShowsTheStragglerAndEveryRank) {
   SKIP_WITHOUT_CHROMIUM();
-  analysis::JobSummary job;
-  job.verdict = analysis::JobVerdict::kStraggler;
+  model::JobSummary job;
+  job.verdict = model::JobVerdict::kStraggler;
   job.summary = "Straggler: rank 2 <b>holds</b> the others back";
-  job.straggler = analysis::Straggler{2, "rank2.json", analysis::StragglerPhase::kInput, 35, 35, 35};
+  job.straggler = model::Straggler{2, "rank2.json", model::StragglerPhase::kInput, 35, 35, 35};
   for (int r = 0; r < 4; ++r)
     job.ranks.push_back({r, "rank" + std::to_string(r) + ".json", Bottleneck::kGpuCompute, 100.0, r == 2 ? 40.0 : 5.0,
                          50.0, r == 2 ? 10.0 : 45.0, r == 2 ? 90.0 : 55.0});

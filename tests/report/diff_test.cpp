@@ -9,6 +9,8 @@
 #include "test_util.h"
 
 namespace profile_train::report {
+
+using namespace profile_train::model;  // the documents' types
 namespace {
 
 using namespace profile_train::report::testing;
@@ -34,7 +36,7 @@ json improved(json b) {
 TEST(Diff, FiguresVerdictKernelsAndCopies) {
   const json a = fixture("report_input_pipeline.json");
   const json b = improved(a);
-  const json d = to_json(diff_reports(typed_report(a), typed_report(b), "A", "B"));
+  const json d = to_json(analysis::diff_reports(typed_report(a), typed_report(b), "A", "B"));
   EXPECT_EQ(d["diff_version"], kDiffVersion);
   EXPECT_DOUBLE_EQ(d["step_time"]["a_ms"].get<double>(), 100.0);
   EXPECT_DOUBLE_EQ(d["step_time"]["b_ms"].get<double>(), 62.5);
@@ -71,13 +73,13 @@ TEST(Diff, KernelTimePerStepIsOverTheSteadyStateSteps) {
   json b = a;
   b["steps"]["count"] = 5;
   b["steps"]["steady_state"] = {{"count", 4}};
-  const json d = to_json(diff_reports(typed_report(a), typed_report(b), "A", "B"));
+  const json d = to_json(analysis::diff_reports(typed_report(a), typed_report(b), "A", "B"));
   for (const auto& k : d["kernels"]) EXPECT_NEAR(k["delta_ms_per_step"].get<double>(), 0.0, 1e-9) << k.dump();
 }
 
 TEST(Diff, TextShowsHeadlineFirstAndNoColorWhenOff) {
   const json a = fixture("report_input_pipeline.json");
-  const Diff d = diff_reports(typed_report(a), typed_report(improved(a)), "before.json", "after.json");
+  const Diff d = analysis::diff_reports(typed_report(a), typed_report(improved(a)), "before.json", "after.json");
   std::ostringstream out;
   write_diff_text(d, out, {});
   const std::string s = out.str();
@@ -91,15 +93,15 @@ TEST(Diff, TextShowsHeadlineFirstAndNoColorWhenOff) {
 
 TEST(Diff, SameReportHasZeroDeltasAndUnchangedVerdict) {
   const json a = fixture("report_input_pipeline.json");
-  const json d = to_json(diff_reports(typed_report(a), typed_report(a), "A", "A"));
+  const json d = to_json(analysis::diff_reports(typed_report(a), typed_report(a), "A", "A"));
   EXPECT_FALSE(d["verdict"]["changed"].get<bool>());
   EXPECT_DOUBLE_EQ(d["step_time"]["ratio"].get<double>(), 1.0);
   for (const auto& k : d["kernels"]) EXPECT_DOUBLE_EQ(k["delta_ms_per_step"].get<double>(), 0.0);
 }
 
 TEST(Diff, MissingValuesStayNull) {
-  const Diff diff =
-      diff_reports(typed_report(json::object()), typed_report(fixture("report_input_pipeline.json")), "empty", "B");
+  const Diff diff = analysis::diff_reports(typed_report(json::object()),
+                                           typed_report(fixture("report_input_pipeline.json")), "empty", "B");
   const json d = to_json(diff);
   EXPECT_TRUE(d["step_time"]["ratio"].is_null());
   EXPECT_TRUE(d["breakdown"][0]["delta_ms"].is_null());
@@ -144,7 +146,8 @@ TEST(Diff, LoadReportRejectsAReportOfTheWrongShape) {
 
 TEST(Diff, HtmlEscapesLabelsAndKernelNames) {
   const json a = fixture("report_input_pipeline.json");
-  const std::string html = render_diff_html(diff_reports(typed_report(a), typed_report(improved(a)), "<i>A</i>", "B"));
+  const std::string html =
+      render_diff_html(analysis::diff_reports(typed_report(a), typed_report(improved(a)), "<i>A</i>", "B"));
   EXPECT_EQ(html.find("<script>alert(1)"), std::string::npos);
   EXPECT_NE(html.find("&lt;i&gt;A&lt;/i&gt;"), std::string::npos);
   EXPECT_EQ(count_of(html, "<script"), 2u);  // head hook + render marker

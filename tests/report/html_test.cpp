@@ -281,11 +281,11 @@ TEST(Html, ARunWithoutAGpuHasNoGpuPanelsAndNoMissingGpuInputs) {
   j["device"] = nullptr;
   j["gpu"]["top_kernels"] = json::array();
   j["facts"]["gpu"] = {{"available", false}};
-  analysis::Report r = typed_report(j);
-  analysis::RunInfo& run = r.source.run.emplace();
+  model::Report r = typed_report(j);
+  model::RunInfo& run = r.source.run.emplace();
   run.command = {"python", "train.py"};
   run.exit_code = 0;
-  analysis::HostLoad load;
+  model::HostLoad load;
   load.cpus = 2;
   load.load_1m_start = 11.8;
   load.load_1m_end = 12.4;
@@ -316,8 +316,8 @@ TEST(Html, ARunWithoutAGpuHasNoGpuPanelsAndNoMissingGpuInputs) {
 // `run`'s command and how it ended are in the banner, a clean exit too (not only a failure's note); a report
 // of `analyze` has none. The command is escaped like every program-supplied string.
 TEST(Html, ARunNamesItsCommandAndHowItEnded) {
-  analysis::Report r;
-  analysis::RunInfo& run = r.source.run.emplace();
+  model::Report r;
+  model::RunInfo& run = r.source.run.emplace();
   run.command = {"python", "train.py", "--tag", "<b>x y</b>"};
   run.exit_code = 0;
   const std::string ok = render_html(r, nullptr);
@@ -333,7 +333,7 @@ TEST(Html, ARunNamesItsCommandAndHowItEnded) {
   run.crash = "the command crashed (SIGSEGV); the report covers the capture up to the crash";
   EXPECT_NE(render_html(r, nullptr).find("crashed (SIGSEGV)"), std::string::npos);
   // (The element, not the stylesheet's rule for it.)
-  EXPECT_EQ(render_html(analysis::Report{}, nullptr).find("id=\"run-command\""), std::string::npos);
+  EXPECT_EQ(render_html(model::Report{}, nullptr).find("id=\"run-command\""), std::string::npos);
 }
 
 TEST(Html, WriteHtmlWritesTheFileAndReportsIoErrors) {

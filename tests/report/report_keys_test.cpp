@@ -1,4 +1,4 @@
-// reports/report.schema.json against the report model's declared keys (report::report_keys(), from
+// reports/report.schema.json against the report model's declared keys (model::report_keys(), from
 // report_fields.h): every key the model writes is in the schema with a compatible type, and every key the
 // schema defines for the report's own sections is one the model writes. `facts` is open JSON on both sides.
 #include <gtest/gtest.h>
@@ -15,6 +15,8 @@
 #include "profile_train/model/report_keys.h"
 
 namespace profile_train::report {
+
+using namespace profile_train::model;  // the documents' types
 namespace {
 
 using nlohmann::json;

@@ -24,10 +24,11 @@
 
 namespace {
 
+namespace model = profile_train::model;
 namespace fs = std::filesystem;
 using nlohmann::json;
-using profile_train::report::report_from_json;
-using profile_train::report::to_json;
+using profile_train::model::report_from_json;
+using profile_train::model::to_json;
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -205,14 +206,14 @@ TEST(ReportModel, TypedRulesGiveWhatTheRulesWriteIntoTheJson) {
 // Invalid UTF-8 anywhere in the typed report (file names, the command, facts keys) is repaired before the
 // writers get it, counted as the JSON repair counts, and said in data_quality.notes.
 TEST(ReportModel, Utf8RepairOfTheTypedReportCountsAndNotes) {
-  profile_train::analysis::Report r;
+  model::Report r;
   r.source.files = {"ok.json", "bad\xff.json"};
   r.source.run.emplace().command = {"python", "tr\xc3" "ain.py"};
   r.facts = {{"k\xfe", "v"}, {"fine", "a\x80"}};
   r.recommendations.emplace_back().evidence = {"\xed\xa0\x80 surrogate"};
   json as_json = to_json(r);
   const size_t json_count = profile_train::repair_utf8(as_json);
-  const size_t n = profile_train::report::repair_report_utf8(r);
+  const size_t n = model::repair_report_utf8(r);
   EXPECT_EQ(n, 5u);
   EXPECT_EQ(n, json_count);
   ASSERT_EQ(r.data_quality.notes.size(), 1u);
@@ -220,7 +221,7 @@ TEST(ReportModel, Utf8RepairOfTheTypedReportCountsAndNotes) {
   EXPECT_NO_THROW(to_json(r).dump());
   EXPECT_EQ(r.source.files[0], "ok.json");
   EXPECT_EQ(r.source.files[1], "bad\xEF\xBF\xBD.json");
-  EXPECT_EQ(profile_train::report::repair_report_utf8(r), 0u) << "nothing left to repair";
+  EXPECT_EQ(model::repair_report_utf8(r), 0u) << "nothing left to repair";
   EXPECT_EQ(r.data_quality.notes.size(), 1u) << "no note when nothing was repaired";
 }
 
@@ -233,20 +234,20 @@ struct PathLister {
   template <class T>
   void absent_if_unset(const char* key, const std::optional<T>&) { add(prefix + key, T{}); }
   template <class T>
-  void inline_group(const std::optional<T>&) { T group{}; profile_train::report::detail::fields(*this, group); }
+  void inline_group(const std::optional<T>&) { T group{}; model::detail::fields(*this, group); }
 
   template <class T>
   void add(const std::string& path, const T&) {
     out->insert(path);
     using namespace profile_train;
-    if constexpr (std::is_same_v<T, analysis::RoleValues>) {
+    if constexpr (std::is_same_v<T, model::RoleValues>) {
       for (auto name : kBreakdownRoleNames) out->insert(path + "." + std::string(name));
-    } else if constexpr (std::is_same_v<T, analysis::PhaseValues>) {
+    } else if constexpr (std::is_same_v<T, model::PhaseValues>) {
       for (auto name : kPhaseNames) out->insert(path + "." + std::string(name));
-    } else if constexpr (profile_train::report::detail::ReportStruct<T>) {
+    } else if constexpr (model::detail::ReportStruct<T>) {
       PathLister inner{path + ".", out};
       T value{};
-      profile_train::report::detail::fields(inner, value);
+      model::detail::fields(inner, value);
     }
   }
   template <class T>
@@ -258,8 +259,8 @@ struct PathLister {
 TEST(ReportModel, EveryMetricPathTheRulesMayNameIsWrittenByToJson) {
   std::set<std::string> written;
   PathLister root{"", &written};
-  const profile_train::analysis::Report report;
-  profile_train::report::detail::fields(root, report);
+  const model::Report report;
+  model::detail::fields(root, report);
   ASSERT_TRUE(written.count("gpu.memcpy.h2d.pageable_fraction"));
   ASSERT_TRUE(written.count("source.exit_code")) << "run's keys";
   std::vector<std::string> unknown;

@@ -16,6 +16,8 @@
 
 namespace profile_train::report::testing {
 
+using namespace profile_train::model;  // the documents' types
+
 inline std::string read_file(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
   std::stringstream ss;
@@ -29,7 +31,7 @@ inline nlohmann::json fixture(const std::string& name) {
 
 // A report document (a fixture, possibly edited) as the typed report the writers take; a document that does
 // not read as a report fails the test.
-inline analysis::Report typed_report(const nlohmann::json& j) {
+inline model::Report typed_report(const nlohmann::json& j) {
   auto r = report_from_json(j);
   if (!r.ok()) {
     ADD_FAILURE() << "not a report: " << r.status().message();

@@ -165,7 +165,7 @@ TEST(Advice, HostSyncOnABusyGpuIsBoundedByTheIdleTimeItCauses) {
     if (s["id"] == "avoid-host-sync") EXPECT_EQ(s["speedup_max_alone"].get<double>(), bound);
 
   // report.html: the recommendation's bound, and the plan's when it is in the plan, are the same figure.
-  analysis::Report typed = analysis::build_typed_report(t);
+  model::Report typed = analysis::build_typed_report(t);
   ASSERT_TRUE(apply_rules(*testing::builtin_catalog(), typed).ok());
   const std::string html = report::render_html(typed, nullptr);
   char figure[32];

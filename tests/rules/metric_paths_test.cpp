@@ -27,11 +27,11 @@ TEST(MetricPaths, SortedUniqueAndLookupWorks) {
   EXPECT_EQ(find_metric("breakdown."), nullptr);
 }
 
-// The table is the report model's declaration (report::report_keys()): every key to_json writes, arrays'
+// The table is the report model's declaration (model::report_keys()): every key to_json writes, arrays'
 // items aside, is a path rules may name, with the type the model gives it.
 TEST(MetricPaths, EveryKeyOfTheReportModelIsAMetricPathOfItsType) {
   std::vector<std::string> missing, mistyped;
-  for (const auto& key : report::report_keys()) {
+  for (const auto& key : model::report_keys()) {
     if (key.free_form || key.path.find("[]") != std::string::npos) continue;
     const MetricPath* m = find_metric(key.path);
     if (m == nullptr) {
@@ -40,12 +40,12 @@ TEST(MetricPaths, EveryKeyOfTheReportModelIsAMetricPathOfItsType) {
     }
     MetricType want = MetricType::kObject;
     switch (key.type) {
-      case report::KeyType::kNumber:
-      case report::KeyType::kInteger: want = MetricType::kNumber; break;
-      case report::KeyType::kBoolean: want = MetricType::kBool; break;
-      case report::KeyType::kString: want = MetricType::kString; break;
-      case report::KeyType::kArray: want = MetricType::kList; break;
-      case report::KeyType::kObject: want = MetricType::kObject; break;
+      case model::KeyType::kNumber:
+      case model::KeyType::kInteger: want = MetricType::kNumber; break;
+      case model::KeyType::kBoolean: want = MetricType::kBool; break;
+      case model::KeyType::kString: want = MetricType::kString; break;
+      case model::KeyType::kArray: want = MetricType::kList; break;
+      case model::KeyType::kObject: want = MetricType::kObject; break;
     }
     if (m->type != want) mistyped.push_back(key.path + " is " + std::string(metric_type_name(m->type)));
   }

@@ -1,4 +1,4 @@
-// Tests only: report.json's JSON of an analyzed trace (report::to_json of analysis::build_typed_report), the view
+// Tests only: report.json's JSON of an analyzed trace (model::to_json of analysis::build_typed_report), the view
 // the rules evaluate over. Kept out of pt_analysis so that the analysis room does not include the report
 // model's JSON (src/ARCHITECTURE.md); linked through pt_test_support (tests/CMakeLists.txt).
 #pragma once
@@ -11,7 +11,7 @@
 namespace profile_train::analysis {
 
 inline nlohmann::json build_report(const trace::Trace& trace, const AnalysisOptions& options = {}) {
-  return report::to_json(build_typed_report(trace, options));
+  return model::to_json(build_typed_report(trace, options));
 }
 
 }  // namespace profile_train::analysis

@@ -14,6 +14,7 @@
 #include "profile_train/rules/engine.h"
 #include "profile_train/tuner/tuner.h"
 
+namespace model = profile_train::model;
 namespace pt = profile_train::tuner;
 namespace fs = std::filesystem;
 
@@ -26,7 +27,7 @@ nlohmann::json read_json(const fs::path& p) {
 
 // What the tuner picks for one report: the ordered knobs, and each recommendation's knobs.
 nlohmann::json picks(const nlohmann::json& doc) {
-  const auto report = profile_train::report::report_from_json(doc);
+  const auto report = model::report_from_json(doc);
   EXPECT_TRUE(report.ok()) << report.status().message();
   if (!report.ok()) return nullptr;
   nlohmann::json by_rec = nlohmann::json::object();
@@ -54,7 +55,7 @@ TEST(DiagnosisKnobs, GoldenReportsPickTheRecordedKnobs) {
   ASSERT_TRUE(rules.ok()) << rules.status().message();
   nlohmann::json by_rule = nlohmann::json::object();
   for (const auto& r : profile_train::rules::list_rules(**rules)) {
-    profile_train::analysis::Recommendation rec;
+    model::Recommendation rec;
     rec.id = r.id;
     rec.knobs = r.knobs;
     by_rule[r.id] = pt::knobs_for_recommendation(rec);

@@ -26,6 +26,7 @@
 #include "profile_train/tuner/tune_report.h"
 #include "profile_train/tuner/tuner.h"
 
+namespace model = profile_train::model;
 namespace fs = std::filesystem;
 namespace pt = profile_train::tuner;
 
@@ -405,7 +406,7 @@ void stop_hog(const std::vector<pid_t>& pids) {
 class HoggedRunner : public pt::TrialRunner {
  public:
   HoggedRunner(pt::TrialRunner& inner, int quiet_runs) : inner_(inner), quiet_(quiet_runs) {}
-  pt::Measurement run(const pt::Config& config, const pt::RunContext& ctx) override {
+  pt::Measurement run(const model::Config& config, const pt::RunContext& ctx) override {
     const bool hog = config.at("num_workers") == "0" && ++baseline_runs_ > quiet_;
     const std::vector<pid_t> pids = hog ? start_hog(4) : std::vector<pid_t>{};
     pt::Measurement m = inner_.run(config, ctx);

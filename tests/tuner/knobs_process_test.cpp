@@ -19,6 +19,7 @@
 #include "synthetic_surface.h"
 #include "profile_train/tuner/tuner.h"
 
+namespace model = profile_train::model;
 namespace pt = profile_train::tuner;
 namespace fs = std::filesystem;
 
@@ -59,7 +60,7 @@ TEST(Placeholders, SubstitutedInsideArgvElementsOnlyForKnownKnobs) {
   const std::vector<std::string> argv = {"python", "train.py", "--bs", "{batch_size}", "--workers={num_workers}",
                                          "--amp", "{amp}", "-c", "print(f'{x}')", "{bs}"};
   EXPECT_EQ(pt::placeholders_in(argv), (std::set<std::string>{"batch_size", "num_workers", "amp"}));
-  const pt::Config c = {{"batch_size", "64"}, {"num_workers", "4"}, {"amp", "bf16"}};
+  const model::Config c = {{"batch_size", "64"}, {"num_workers", "4"}, {"amp", "bf16"}};
   auto out = pt::substitute_placeholders(argv, c);
   ASSERT_TRUE(out.ok()) << out.status().message();
   EXPECT_EQ(*out, (std::vector<std::string>{"python", "train.py", "--bs", "64", "--workers=4", "--amp", "bf16", "-c",
@@ -73,7 +74,7 @@ TEST(Placeholders, SubstitutedInsideArgvElementsOnlyForKnownKnobs) {
 }
 
 TEST(Overrides, TypedJsonForTheShimSkippingPlaceholders) {
-  const pt::Config c = {{"batch_size", "64"}, {"num_workers", "4"}, {"pin_memory", "1"}, {"amp", "bf16"},
+  const model::Config c = {{"batch_size", "64"}, {"num_workers", "4"}, {"pin_memory", "1"}, {"amp", "bf16"},
                         {"channels_last", "1"}, {"threads", "2"}, {"optimizer_impl", "fused"},
                         {"compile", "reduce-overhead"}, {"tf32", "0"}, {"cudnn_benchmark", "1"}};
   const auto o = pt::overrides_for(c, {"batch_size"});
@@ -101,7 +102,7 @@ TEST(Workload, KnobFlagsReplaceTheUsersFlags) {
 }
 
 TEST(Metric, SamplesPerSecondFromStepsAndBatch) {
-  std::optional<profile_train::analysis::Report> report = pt_test::typed(
+  std::optional<model::Report> report = pt_test::typed(
       {{"steps", {{"count", 10}, {"mean_ms", 50.0}}}, {"facts", {{"dataloader", {{"batch_size", 16}}}}}});
   pt::Measurement m;
   ASSERT_TRUE(pt::metric_from_report(report, {{"batch_size", "64"}}, 0, &m).ok());
@@ -189,7 +190,7 @@ TEST(ProcessRunner, RunsTrialsThroughRunAndReadsTheReport) {
   ctx.trial_index = 1;
   ctx.timeout_s = 20;
 
-  const pt::Config ok = {{"batch_size", "32"}, {"num_workers", "2"}, {"amp", "bf16"}};
+  const model::Config ok = {{"batch_size", "32"}, {"num_workers", "2"}, {"amp", "bf16"}};
   std::vector<std::string> env;
   auto argv = runner.command_for(ok, out / "x", &env);
   ASSERT_TRUE(argv.ok());

@@ -7,6 +7,7 @@
 #include "profile_train/tuner/tuner.h"
 #include "synthetic_surface.h"
 
+namespace model = profile_train::model;
 namespace pt = profile_train::tuner;
 using pt_test::FakeRunner;
 using pt_test::Surface;
@@ -16,7 +17,7 @@ namespace {
 class ParallelFake : public FakeRunner {
  public:
   ParallelFake(Surface s, int parallel) : FakeRunner(std::move(s)), parallel_(parallel) {}
-  std::vector<pt::Measurement> run_batch(const std::vector<std::pair<pt::Config, pt::RunContext>>& items) override {
+  std::vector<pt::Measurement> run_batch(const std::vector<std::pair<model::Config, pt::RunContext>>& items) override {
     batches.push_back(static_cast<int>(items.size()));
     return TrialRunner::run_batch(items);
   }
@@ -55,7 +56,7 @@ Surface compute_bound(unsigned seed) {
 struct Sweep {
   pt::TuneResult result;
   std::vector<int> batches;
-  pt::Config best() const { return result.trials.at(result.best).config; }
+  model::Config best() const { return result.trials.at(result.best).config; }
 };
 
 Sweep tune(const Surface& s, const std::string& strategy, int parallel) {

@@ -22,6 +22,7 @@
 #include "profile_train/tuner/ray_client.h"
 #include "profile_train/tuner/ray_runner.h"
 
+namespace model = profile_train::model;
 namespace fs = std::filesystem;
 namespace pt = profile_train::tuner;
 
@@ -195,7 +196,7 @@ TEST(RayEndToEnd, AJobStoppedFromOutsideIsACrashedTrialAndTheOtherOneFinishes) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   });
-  std::vector<std::pair<pt::Config, pt::RunContext>> items(2);
+  std::vector<std::pair<model::Config, pt::RunContext>> items(2);
   for (int i = 0; i < 2; ++i) {
     items[i].first = {{"num_workers", "0"}};
     items[i].second.trial_index = i + 1;

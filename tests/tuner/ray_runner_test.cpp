@@ -19,6 +19,7 @@
 #include "profile_train/tuner/tune_report.h"
 #include "profile_train/tuner/ray_runner.h"
 
+namespace model = profile_train::model;
 namespace fs = std::filesystem;
 namespace pt = profile_train::tuner;
 
@@ -74,8 +75,8 @@ pt::RayRunnerOptions options_for(const fs::path& out) {
   return o;
 }
 
-std::vector<std::pair<pt::Config, pt::RunContext>> items(std::initializer_list<const char*> batches) {
-  std::vector<std::pair<pt::Config, pt::RunContext>> out;
+std::vector<std::pair<model::Config, pt::RunContext>> items(std::initializer_list<const char*> batches) {
+  std::vector<std::pair<model::Config, pt::RunContext>> out;
   int i = 0;
   for (const char* b : batches) {
     pt::RunContext ctx;
@@ -384,7 +385,7 @@ TEST(RayReport, ExecutionShowsWhereTrialsRanTheSavedTimeAndMixedGpuModels) {
   info.trial_cpus = 4;
   const char* gpus[] = {"NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB"};
   for (int i = 0; i < 4; ++i) {
-    pt::RayPlacement p;
+    model::RayPlacement p;
     p.trial_index = 1 + i / 2;
     p.repeat = i % 2;
     p.submission_id = "job-" + std::to_string(i);
@@ -397,12 +398,12 @@ TEST(RayReport, ExecutionShowsWhereTrialsRanTheSavedTimeAndMixedGpuModels) {
     p.queued_s = 1.5;
     info.placements.push_back(p);
   }
-  pt::TuneReport typed;
+  model::TuneReport typed;
   typed.trials.resize(2);
   typed.trials[0].index = 1;
   typed.trials[1].index = 2;
   pt::add_execution(typed, result, info);
-  nlohmann::json doc = pt::to_json(typed);
+  nlohmann::json doc = model::to_json(typed);
   const nlohmann::json& e = doc["execution"];
   EXPECT_EQ(e["sum_measurement_s"], 40.0);
   EXPECT_EQ(e["saved_s"], 15.0);
@@ -421,7 +422,7 @@ TEST(RayReport, ExecutionShowsWhereTrialsRanTheSavedTimeAndMixedGpuModels) {
   // One GPU model: no note.
   for (auto& p : info.placements) p.gpu_name = gpus[0];
   pt::add_execution(typed, result, info);
-  doc = pt::to_json(typed);
+  doc = model::to_json(typed);
   EXPECT_FALSE(doc["execution"]["heterogeneous"].get<bool>());
   EXPECT_FALSE(doc["execution"].contains("note"));
 }

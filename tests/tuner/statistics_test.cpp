@@ -13,6 +13,7 @@
 #include "profile_train/tuner/tuner.h"
 #include "synthetic_surface.h"
 
+namespace model = profile_train::model;
 namespace pt = profile_train::tuner;
 using nlohmann::json;
 using pt_test::FakeRunner;
@@ -205,7 +206,7 @@ TEST(NoiseOnly, AnUnconfirmedWinnerIsNotReported) {
   class Lucky : public pt::TrialRunner {
    public:
     explicit Lucky(FakeRunner& inner) : inner_(inner) {}
-    pt::Measurement run(const pt::Config& c, const pt::RunContext& ctx) override {
+    pt::Measurement run(const model::Config& c, const pt::RunContext& ctx) override {
       pt::Measurement m = inner_.run(c, ctx);
       if (ctx.trial_index == 2 && ctx.repeat < 2) m.throughput *= 1.5;
       return m;
@@ -246,7 +247,7 @@ TEST(SkippedKnobs, PinMemoryAmpAndGpuKnobsAreNotTriedWithoutAGpu) {
       EXPECT_EQ(t.config.at("tf32"), "0") << strategy;
       EXPECT_EQ(t.config.at("cudnn_benchmark"), "0") << strategy;
     }
-    std::map<std::string, pt::SkippedKnob> skipped;
+    std::map<std::string, model::SkippedKnob> skipped;
     for (const auto& k : o.result.skipped) skipped[k.knob] = k;
     ASSERT_EQ(skipped.size(), 4u) << strategy;
     EXPECT_EQ(skipped["pin_memory"].values, std::vector<std::string>{"1"});
@@ -355,7 +356,7 @@ TEST(SkippedKnobs, OverridesThatCannotActOnThisProgram) {
                      {"model", {{"class", "GPT"}, {"has_conv", false}}},
                      {"optimizer", {{"class", "RMSprop"}, {"takes_foreach", true}, {"takes_fused", false}}}}}};
   auto k = pt::skipped_values(space, pt_test::typed(lm), std::nullopt);
-  std::map<std::string, pt::SkippedKnob> by;
+  std::map<std::string, model::SkippedKnob> by;
   for (const auto& s : k) by[s.knob] = s;
   ASSERT_EQ(k.size(), 4u) << k.size();
   EXPECT_EQ(by["num_workers"].values, std::vector<std::string>{"2"});
@@ -393,8 +394,8 @@ TEST(PartialResults, OnlyAfterAnInterruptNotAfterMaxTrials) {
   EXPECT_EQ(stopped.result.stop_reason, "max trials reached");
   EXPECT_FALSE(stopped.result.partial);
   pt::TuneReportContext ctx;
-  const pt::TuneReport doc = pt::tune_report(stopped.result, space, ctx);
-  EXPECT_FALSE(pt::to_json(doc)["status"]["partial"].get<bool>());
+  const model::TuneReport doc = pt::tune_report(stopped.result, space, ctx);
+  EXPECT_FALSE(model::to_json(doc)["status"]["partial"].get<bool>());
   EXPECT_EQ(profile_train::report::tune_html(doc).find("partial results"), std::string::npos);
 
   std::atomic<bool> stop{false};

@@ -7,6 +7,7 @@
 #include "profile_train/tuner/tuner.h"
 #include "synthetic_surface.h"
 
+namespace model = profile_train::model;
 namespace pt = profile_train::tuner;
 using pt_test::FakeRunner;
 using pt_test::Surface;
@@ -176,7 +177,7 @@ TEST(Oom, MaxMemoryCapCountsAsOverMemory) {
   // A runner that reports peak memory proportional to the batch: 1 MiB per sample.
   class MemRunner : public pt::TrialRunner {
    public:
-    pt::Measurement run(const pt::Config& c, const pt::RunContext&) override {
+    pt::Measurement run(const model::Config& c, const pt::RunContext&) override {
       pt::Measurement m;
       m.status = pt::RunStatus::kOk;
       const double b = static_cast<double>(pt::config_int(c, "batch_size", 1));
@@ -199,7 +200,7 @@ TEST(Oom, MaxMemoryCapCountsAsOverMemory) {
 
 TEST(Failures, CrashingTrialsNeverEndTheSweep) {
   Surface s = input_bound();
-  s.crashes = [](const pt::Config& c) { return c.at("num_workers") == "1"; };
+  s.crashes = [](const model::Config& c) { return c.at("num_workers") == "1"; };
   const Outcome grid = tune(s, issue_space(), "grid");
   int crashed = 0;
   for (const auto& t : grid.result.trials) crashed += t.status == pt::RunStatus::kCrashed;
@@ -216,7 +217,7 @@ TEST(Failures, CrashingTrialsNeverEndTheSweep) {
 
 TEST(Failures, BaselineCrashStopsWithReason) {
   Surface s = input_bound();
-  s.crashes = [](const pt::Config&) { return true; };
+  s.crashes = [](const model::Config&) { return true; };
   const Outcome o = tune(s, issue_space(), "guided");
   EXPECT_EQ(o.result.baseline, -1);
   EXPECT_EQ(o.result.best, -1);
@@ -349,7 +350,7 @@ TEST(Diagnosis, RecommendationAndVerdictMapToKnobs) {
   using nlohmann::json;
   // The knobs come from the recommendation's `knobs` (the rule's data), in their one spelling: the
   // canonical names. The id alone maps to nothing, and other spellings are not knobs.
-  profile_train::analysis::Recommendation rec;
+  model::Recommendation rec;
   rec.id = "x";
   rec.knobs = {"pin_memory", "amp", "pin_memory"};
   EXPECT_EQ(pt::knobs_for_recommendation(rec), (std::vector<std::string>{"pin_memory", "amp"}));

@@ -16,6 +16,8 @@
 #include "profile_train/tuner/knobs.h"
 #include "profile_train/tuner/trial.h"
 
+namespace model = profile_train::model;
+
 namespace pt_test {
 
 // A --knob argument ("batch_size=16,32") as the tuner parses it (a test failure when it does not parse).
@@ -42,8 +44,8 @@ inline profile_train::tuner::Trial hand_made_baseline() {
   return base;
 }
 
-inline profile_train::analysis::Report typed(const nlohmann::json& doc) {
-  auto r = profile_train::report::report_from_json(doc);
+inline model::Report typed(const nlohmann::json& doc) {
+  auto r = model::report_from_json(doc);
   if (!r.ok()) {
     ADD_FAILURE() << r.status().message();
     return {};
@@ -51,7 +53,7 @@ inline profile_train::analysis::Report typed(const nlohmann::json& doc) {
   return *r;
 }
 
-using profile_train::tuner::Config;
+using model::Config;
 using profile_train::tuner::Measurement;
 using profile_train::tuner::RunContext;
 using profile_train::tuner::RunStatus;

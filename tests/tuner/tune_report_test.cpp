@@ -19,6 +19,7 @@
 #include "profile_train/tuner/tuner.h"
 #include "synthetic_surface.h"
 
+namespace model = profile_train::model;
 namespace fs = std::filesystem;
 namespace pt = profile_train::tuner;
 using pt_test::FakeRunner;
@@ -36,7 +37,7 @@ struct Output {
 // "/out/tune dir", with apply.json written when the winner has overrides).
 Output render(const pt::TuneResult& result, const pt::KnobSpace& space, const pt::TuneReportContext& ctx,
               const pt::ExecutionInfo* exec) {
-  pt::TuneReport doc = pt::tune_report(result, space, ctx);
+  model::TuneReport doc = pt::tune_report(result, space, ctx);
   doc.created_utc = "2026-01-01T00:00:00Z";
   if (exec != nullptr) pt::add_execution(doc, result, *exec);
   profile_train::report::TuneSummaryOptions text;
@@ -46,7 +47,7 @@ Output render(const pt::TuneResult& result, const pt::KnobSpace& space, const pt
   if (doc.change && doc.change->shim_overrides && result.best != result.baseline) text.apply_file = "/out/tune dir/apply.json";
   std::ostringstream summary;
   profile_train::report::write_tune_summary(summary, doc, text);
-  return {pt::to_json(doc).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n",
+  return {model::to_json(doc).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n",
           profile_train::report::tune_html(doc), summary.str()};
 }
 
@@ -129,7 +130,7 @@ TEST(TuneReportGolden, GuidedCommandWithPlaceholdersAndRayPlacements) {
   exec.trial_cpus = 4;
   for (const pt::Trial& t : r.trials) {
     for (int i = 0; i < t.measurements; ++i) {
-      pt::RayPlacement p;
+      model::RayPlacement p;
       p.trial_index = t.index;
       p.repeat = i;
       p.dir = "/out/trial-" + std::to_string(t.index);
@@ -157,7 +158,7 @@ TEST(TuneReportGolden, GridWithoutAGpuSkippedValuesCrashesAndOom) {
   s.no_gpu = true;
   s.bf16_native = 0;
   s.oom_batch = 128;
-  s.crashes = [](const pt::Config& c) { return c.count("num_workers") && c.at("num_workers") == "1"; };
+  s.crashes = [](const model::Config& c) { return c.count("num_workers") && c.at("num_workers") == "1"; };
   const pt::KnobSpace space = {range("num_workers=0,1,2"), range("pin_memory=0,1"), range("amp=off,bf16,fp16"),
                                range("batch_size=64,128")};
   pt::TuneOptions opt;
@@ -301,7 +302,7 @@ TEST(TuneReportGolden, HandMadeResultWithHostileStringsAndNoBaseline) {
 // One progress line per finished trial (report::write_tune_trial_line): rate, spread, the paired ratio beside
 // both absolute rates, the loss flag, a failure with its message, terminal-safe strings.
 TEST(TuneText, TrialLines) {
-  pt::TrialProgress ok;
+  model::TrialProgress ok;
   ok.index = 3;
   ok.config = "num_workers=4 amp=bf16";
   ok.ok = true;
@@ -320,7 +321,7 @@ TEST(TuneText, TrialLines) {
   EXPECT_EQ(a.str(),
             "tune [3] num_workers=4 amp=bf16: 412 samples/s ±1.2% (x1.10 paired vs baseline's 375) [changes the loss] "
             "[2 runs, 8.1 s] <- recommendation dataloader-workers\n");
-  pt::TrialProgress failed;
+  model::TrialProgress failed;
   failed.index = 4;
   failed.config = "batch_size=512";
   failed.status = "oom";

@@ -35,6 +35,6 @@ struct AnalysisOptions {
 
 // Builds the report for one trace: every section but `recommendations` (empty) and `plan` (unset), which the
 // rules engine fills. Deterministic: the same trace gives the same report.
-Report build_typed_report(const trace::Trace& trace, const AnalysisOptions& options = {});
+model::Report build_typed_report(const trace::Trace& trace, const AnalysisOptions& options = {});
 
 }  // namespace profile_train::analysis

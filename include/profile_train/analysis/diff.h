@@ -12,7 +12,7 @@ namespace profile_train::analysis {
 // The diff of `a` and `b`. `label_a` / `label_b` name the inputs (usually their paths).
 // Kernel times per step are top_kernels[].total_ms / steps.count (total_ms covers the analysis window);
 // a kernel in only one report's top list is compared against null ("not in top list"), not against 0.
-report::Diff diff_reports(const Report& a, const Report& b, const std::string& label_a, const std::string& label_b,
-                          const report::DiffOptions& options = {});
+model::Diff diff_reports(const model::Report& a, const model::Report& b, const std::string& label_a,
+                         const std::string& label_b, const model::DiffOptions& options = {});
 
 }  // namespace profile_train::analysis

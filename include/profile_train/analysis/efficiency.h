@@ -74,6 +74,6 @@ struct EfficiencyInput {
   bool has_gpu = false;
   std::vector<std::pair<std::string, TimeNs>> kernel_classes;  // kernel_category -> kernel time (no shapes)
 };
-Efficiency efficiency_section(const EfficiencyInput& in);
+model::Efficiency efficiency_section(const EfficiencyInput& in);
 
 }  // namespace profile_train::analysis

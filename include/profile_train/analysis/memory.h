@@ -42,7 +42,7 @@ std::string memory_device_name(int32_t device_type, int32_t device_id);
 
 // The memory section; nullopt when the trace has no usable memory sample. `steps` (all steps, in order) and
 // `phases` place the peak; `rejected` receives the number of bad samples.
-std::optional<Memory> memory_section(const trace::Trace& t, const std::vector<Step>& steps, const PhaseIndex* phases,
-                                     int64_t* rejected);
+std::optional<model::Memory> memory_section(const trace::Trace& t, const std::vector<Step>& steps,
+                                            const PhaseIndex* phases, int64_t* rejected);
 
 }  // namespace profile_train::analysis

@@ -33,7 +33,8 @@ namespace profile_train::analysis {
 inline constexpr int64_t kMemoryGrowthFloor = 64 * 1024;  // bytes per step
 
 // nullopt when facts.memory has no parameter bytes (no shim, or no model seen).
-std::optional<MemoryBudget> memory_budget_section(const nlohmann::json& facts, const std::optional<Device>& device);
+std::optional<model::MemoryBudget> memory_budget_section(const nlohmann::json& facts,
+                                                         const std::optional<model::Device>& device);
 
 // The slope (bytes per step) of a per-step series when it grows as above; 0 when it does not; nullopt with
 // fewer than 3 values.

@@ -43,6 +43,6 @@ std::vector<size_t> bounded_step_selection(const std::vector<double>& dur_ms, si
 
 // steps.histogram: {min_ms, max_ms, bin_width_ms, counts[bins]} of `dur_ms` in equal bins from min to max
 // (the last bin includes max; everything in bin 0 when all durations are equal); nullopt when empty.
-std::optional<StepHistogram> step_histogram(const std::vector<double>& dur_ms, size_t bins);
+std::optional<model::StepHistogram> step_histogram(const std::vector<double>& dur_ms, size_t bins);
 
 }  // namespace profile_train::analysis

@@ -18,6 +18,6 @@ nlohmann::json infer_facts(const trace::Trace& t, const TraceIndex& idx);
 
 // Picks the bottleneck from an otherwise complete report (reads breakdown, gpu, host, communication,
 // source, steps, data_quality and facts.gpu.used).
-Verdict decide_verdict(const Report& report);
+model::Verdict decide_verdict(const model::Report& report);
 
 }  // namespace profile_train::analysis

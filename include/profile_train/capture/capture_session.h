@@ -49,7 +49,7 @@ struct CaptureResult {
   std::string gpu_capture_note;
   bool no_cupti = false;
   // The machine's load and the command's CPU time against its wall time (report.json source.host_load).
-  std::optional<analysis::HostLoad> host_load;
+  std::optional<model::HostLoad> host_load;
 
   bool interrupted() const { return stop_signal != 0; }
   bool crashed() const;
@@ -61,7 +61,7 @@ struct CaptureResult {
 // `load` with cpus_used and oversubscribed filled in from its samples: oversubscribed when both load samples
 // exceed the CPUs online and, less the CPUs the command itself kept busy, still exceed half of them (other
 // processes competed for the CPU during the run).
-analysis::HostLoad judge_host_load(analysis::HostLoad load);
+model::HostLoad judge_host_load(model::HostLoad load);
 
 class CaptureSession {
  public:
@@ -92,6 +92,6 @@ void apply_capture_status(const CaptureResult& result, trace::Trace& trace);
 // keys command, exit_code, signal, interrupted, capture_files, leftover_processes, crash), and a data_quality
 // note naming the command and its outcome when it did not end normally. `rank_files`: the number of capture
 // files of that rank.
-void merge_capture_result(const CaptureResult& result, size_t rank_files, analysis::Report& report);
+void merge_capture_result(const CaptureResult& result, size_t rank_files, model::Report& report);
 
 }  // namespace profile_train::capture

@@ -1,5 +1,5 @@
 // The data-quality counters: the one list (in the manner of Perfetto's stats.h) from which the trace's
-// counters (trace::DataQuality), the report's (analysis::DataQuality), report.json's keys and the text and HTML
+// counters (trace::DataQuality), the report's (model::DataQuality), report.json's keys and the text and HTML
 // lists are generated. Adding a counter here adds it everywhere; the order is report.json's declaration order.
 #pragma once
 

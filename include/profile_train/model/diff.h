@@ -1,7 +1,7 @@
 // The diff of two reports (`profile-train diff`) as plain data, and diff.json: analysis::diff_reports builds
 // it, to_json writes it (diff_json.cpp, the one declaration of its keys), report/diff.h renders it for people.
 // Optional values are null in diff.json: a figure one report lacks is "not known", never 0.
-// Owner: model room (namespace kept: profile_train::report).
+// Owner: model room (namespace profile_train::model).
 #pragma once
 
 #include <cstdint>
@@ -13,7 +13,7 @@
 
 #include "profile_train/common/vocabulary.h"
 
-namespace profile_train::report {
+namespace profile_train::model {
 
 // diff.json format version (major.minor; minor versions only add keys).
 inline constexpr const char* kDiffVersion = "1.0";
@@ -70,4 +70,4 @@ struct Diff {
 // diff.json (format kDiffVersion).
 nlohmann::json to_json(const Diff& diff);
 
-}  // namespace profile_train::report
+}  // namespace profile_train::model

@@ -6,7 +6,7 @@
 // the straggler is the rank with the most work, when it exceeds the other ranks' median by kStragglerShare
 // of the step. Its phase is the one (data loading, or compute = kernels, copies and host work) with the largest
 // excess over the other ranks' median. Inputs are typed reports (analysis::build_typed_report, after the rules);
-// job.json is report::to_json(JobSummary) (reports/REPORT_FORMAT.md "job summary").
+// analysis/job.h summarizes them; job.json is model::to_json(JobSummary) (reports/REPORT_FORMAT.md "job summary").
 #pragma once
 
 #include <array>
@@ -18,7 +18,7 @@
 
 #include "profile_train/model/report.h"
 
-namespace profile_train::analysis {
+namespace profile_train::model {
 
 inline constexpr double kStragglerShare = 0.10;  // excess work over the median rank, as a share of the step
 
@@ -64,10 +64,4 @@ struct JobSummary {
   std::string summary;
 };
 
-JobSummary summarize_job(const std::vector<RankReport>& ranks);
-
-// True when the reports look like ranks of one job: at least two, each with a distinct source.distributed.rank
-// and the same world size.
-bool is_one_job(const std::vector<RankReport>& reports);
-
-}  // namespace profile_train::analysis
+}  // namespace profile_train::model

@@ -1,4 +1,4 @@
-// job.json <- analysis::JobSummary (reports/REPORT_FORMAT.md "job.json"). Owner: model room.
+// job.json <- JobSummary (reports/REPORT_FORMAT.md "job.json"). Owner: model room.
 #pragma once
 
 #include <filesystem>
@@ -8,12 +8,12 @@
 #include "profile_train/model/job.h"
 #include "profile_train/common/status.h"
 
-namespace profile_train::report {
+namespace profile_train::model {
 
-nlohmann::json to_json(const analysis::JobSummary& job);
+nlohmann::json to_json(const JobSummary& job);
 
 // Writes to_json(job) as job.json at `path` (temporary file + rename); file names that are not UTF-8 are
 // written with U+FFFD, never thrown.
-Status write_job_json(const std::filesystem::path& path, const analysis::JobSummary& job);
+Status write_job_json(const std::filesystem::path& path, const JobSummary& job);
 
-}  // namespace profile_train::report
+}  // namespace profile_train::model

@@ -20,7 +20,7 @@
 #include "profile_train/common/data_quality_counters.h"
 #include "profile_train/common/vocabulary.h"
 
-namespace profile_train::analysis {
+namespace profile_train::model {
 
 // A value per breakdown role (breakdown, breakdown_ms, steps.per_step[].breakdown).
 struct RoleValues {
@@ -500,4 +500,4 @@ struct Report {
   Verdict verdict;
 };
 
-}  // namespace profile_train::analysis
+}  // namespace profile_train::model

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace profile_train::report {
+namespace profile_train::model {
 
 enum class KeyType { kNumber, kInteger, kBoolean, kString, kArray, kObject };
 
@@ -24,4 +24,4 @@ struct ReportKey {
 // (breakdown, phases.ms_per_step, ...) list their role and phase names (common/vocabulary.h).
 const std::vector<ReportKey>& report_keys();
 
-}  // namespace profile_train::report
+}  // namespace profile_train::model

@@ -6,7 +6,7 @@
 //  - std::optional<T> is a key that is always written and may be null, except members commented "absent
 //    when unset" (keys that are left out).
 //  - double members are JSON floating-point numbers, integer members JSON integers.
-// Owner: model room (namespace kept: profile_train::tuner).
+// Owner: model room (namespace profile_train::model).
 #pragma once
 
 #include <cstdint>
@@ -20,7 +20,7 @@
 
 #include "profile_train/common/vocabulary.h"
 
-namespace profile_train::tuner {
+namespace profile_train::model {
 
 // A configuration: knob name -> canonical value (the same alias as tuner/knobs.h).
 using Config = std::map<std::string, std::string>;
@@ -288,4 +288,4 @@ struct TrialProgress {
 nlohmann::json to_json(const TuneReport& report);
 nlohmann::json to_json(const RayPlacement& placement);
 
-}  // namespace profile_train::tuner
+}  // namespace profile_train::model

@@ -13,10 +13,10 @@
 namespace profile_train::report {
 
 // Terminal rendering: headline first, then tables.
-void write_diff_text(const Diff& diff, std::ostream& out, const TextOptions& options = {});
+void write_diff_text(const model::Diff& diff, std::ostream& out, const TextOptions& options = {});
 
 // Self-contained HTML rendering.
-std::string render_diff_html(const Diff& diff);
-Status write_diff_html(const Diff& diff, const std::filesystem::path& path);
+std::string render_diff_html(const model::Diff& diff);
+Status write_diff_html(const model::Diff& diff, const std::filesystem::path& path);
 
 }  // namespace profile_train::report

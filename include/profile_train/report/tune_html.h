@@ -10,9 +10,9 @@
 namespace profile_train::report {
 
 // The whole page of a tune report.
-std::string tune_html(const tuner::TuneReport& tune);
+std::string tune_html(const model::TuneReport& tune);
 
 // Its "Where the trials ran" section ("" when the report has no `execution` section).
-std::string execution_html(const tuner::TuneReport& tune);
+std::string execution_html(const model::TuneReport& tune);
 
 }  // namespace profile_train::report

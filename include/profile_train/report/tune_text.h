@@ -22,10 +22,10 @@ void write_tune_space(std::ostream& out, const std::string& strategy,
 
 // "profile-train tune: trials run as Ray jobs on ADDRESS (Ray V), N at a time, G GPU / C CPU each" (execution
 // with its `ray` keys; nothing without them).
-void write_tune_executor(std::ostream& out, const tuner::Execution& execution);
+void write_tune_executor(std::ostream& out, const model::Execution& execution);
 
 // "tune [3] amp=bf16 threads=1: 412 samples/s ±1.2% (x1.10 paired vs baseline's 375) [2 runs, 8.1 s] <- why".
-void write_tune_trial_line(std::ostream& out, const tuner::TrialProgress& trial);
+void write_tune_trial_line(std::ostream& out, const model::TrialProgress& trial);
 
 // "profile-train tune: Ray job ID was given up while PENDING; ...".
 void write_tune_abandoned_job(std::ostream& out, const std::string& submission_id);
@@ -43,9 +43,9 @@ struct TuneSummaryOptions {
 // The final summary: trials and noise, skipped knobs, baseline, head to head, best, loss, the change (and how to
 // keep it without editing the program), the parallelism of a Ray session, the files written. Without a measured
 // baseline (no doc.baseline or doc.best): the one line saying so, and nothing after it.
-void write_tune_summary(std::ostream& out, const tuner::TuneReport& doc, const TuneSummaryOptions& options);
+void write_tune_summary(std::ostream& out, const model::TuneReport& doc, const TuneSummaryOptions& options);
 
 // "knob=value ..." in `order`, then any knob outside it (in name order).
-std::string describe_config(const tuner::Config& config, const std::vector<std::string>& order);
+std::string describe_config(const model::Config& config, const std::vector<std::string>& order);
 
 }  // namespace profile_train::report

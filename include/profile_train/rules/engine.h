@@ -36,16 +36,16 @@ StatusOr<std::shared_ptr<const RuleSet>> load_rules(const std::vector<std::files
 // id. Each recommendation carries its `rank_reason`.
 void apply_rules(const RuleSet& rules, nlohmann::json& report);
 
-// The same over the typed report: the conditions evaluate over its JSON view (report::to_json, once) and the
+// The same over the typed report: the conditions evaluate over its JSON view (model::to_json, once) and the
 // engine fills report.recommendations and report.plan directly. Internal only when the view cannot be made
 // (allocation failure).
-Status apply_rules(const RuleSet& rules, analysis::Report& report);
+Status apply_rules(const RuleSet& rules, model::Report& report);
 
 // The recommendations of `report` (its JSON view), typed and ranked. Never throws.
-std::vector<analysis::Recommendation> recommendations_of(const RuleSet& rules, const nlohmann::json& report);
+std::vector<model::Recommendation> recommendations_of(const RuleSet& rules, const nlohmann::json& report);
 
 // The plan over typed recommendations (below: build_plan, the same over their JSON form). Never throws.
-analysis::Plan plan_of(const std::vector<analysis::Recommendation>& recommendations, const nlohmann::json& report);
+model::Plan plan_of(const std::vector<model::Recommendation>& recommendations, const nlohmann::json& report);
 
 // The plan: the first (at most 3) measured primary/secondary recommendations in order, with the combined bound
 // computed by successive Amdahl over the breakdown roles each one draws on (gain.from), so that overlapping

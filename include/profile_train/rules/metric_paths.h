@@ -1,6 +1,6 @@
 // The dotted report paths that rules may name. This is the single list the rule loader checks `when`, `gain`
 // and evidence expressions against: a path not listed here is a load-time error. It is generated from the
-// report model's key declaration (report::report_keys(), src/model/report_fields.h: what report.json holds)
+// report model's key declaration (model::report_keys(), src/model/report_fields.h: what report.json holds)
 // plus the known `facts` leaves (open JSON, listed in src/rules/metric_paths.cpp): a key added to the model
 // is a metric path, with its type, without editing this component.
 #pragma once

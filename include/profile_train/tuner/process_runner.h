@@ -38,13 +38,13 @@ std::set<std::string> placeholders_in(const std::vector<std::string>& argv);
 // do not name a known knob are left untouched (e.g. Python f-strings in `-c` code). A placeholder whose knob
 // has no value in `config` is an InvalidArgument.
 StatusOr<std::vector<std::string>> substitute_placeholders(const std::vector<std::string>& argv,
-                                                           const Config& config);
+                                                           const model::Config& config);
 // PROFILE_TRAIN_OVERRIDES for the knobs of `config` that the shim can apply, except those in `skip`
 // (already passed as placeholders). Typed: integers as numbers, booleans as true/false, amp as a string.
-nlohmann::json overrides_for(const Config& config, const std::set<std::string>& skip);
+nlohmann::json overrides_for(const model::Config& config, const std::set<std::string>& skip);
 // The workload's argv (without the binary): --model M, the user's flags minus those a knob sets, then the
 // knobs' flags and --result FILE.
-std::vector<std::string> workload_args(const TuneTarget& target, const Config& config,
+std::vector<std::string> workload_args(const TuneTarget& target, const model::Config& config,
                                        const std::filesystem::path& result_file);
 
 struct ProcessRunnerOptions {
@@ -59,10 +59,10 @@ struct ProcessRunnerOptions {
 class ProcessTrialRunner : public TrialRunner {
  public:
   explicit ProcessTrialRunner(ProcessRunnerOptions options);
-  Measurement run(const Config& config, const RunContext& context) override;
+  Measurement run(const model::Config& config, const RunContext& context) override;
 
   // The full argv (argv[0] = self_exe) and the extra environment of one measurement (for tests / dry runs).
-  StatusOr<std::vector<std::string>> command_for(const Config& config, const std::filesystem::path& dir,
+  StatusOr<std::vector<std::string>> command_for(const model::Config& config, const std::filesystem::path& dir,
                                                  std::vector<std::string>* extra_env) const;
 
  private:
@@ -106,7 +106,7 @@ struct RunEnd {
   // workload_result.json's text, when the runner has one; asked only when the report gives no metric.
   std::function<std::optional<std::string>()> workload_result;
 };
-void classify_run_end(const RunEnd& end, const Config& config, long long* known_batch, Measurement* m);
+void classify_run_end(const RunEnd& end, const model::Config& config, long long* known_batch, Measurement* m);
 
 // The last `max_bytes` of a file ("" when unreadable).
 std::string read_tail(const std::filesystem::path& file, size_t max_bytes);

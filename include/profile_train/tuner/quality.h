@@ -36,7 +36,7 @@ struct LossCurve {
   bool finite() const;            // every value finite
 };
 // facts.loss of `report` (recorded false without it); `batch` = the run's batch size (0: unknown).
-LossCurve loss_from_report(const analysis::Report& report, long long batch);
+LossCurve loss_from_report(const model::Report& report, long long batch);
 
 struct LossGuardOptions {
   double k = 3.0;                 // standard errors of the baseline's spread

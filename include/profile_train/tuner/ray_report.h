@@ -18,7 +18,7 @@ struct ExecutionInfo {
   int parallel = 1;
   double trial_gpus = 0;
   double trial_cpus = 0;
-  std::vector<RayPlacement> placements;
+  std::vector<model::RayPlacement> placements;
 };
 
 // Adds to a tune report (tune_report's output):
@@ -29,7 +29,7 @@ struct ExecutionInfo {
 // queued_s,running_s,log_fetch_s,polls}] (ray only). sum_measurement_s is the sum of the measurements'
 // durations (Ray: submit -> terminal state, job start-up included): the sweep's wall time had they run one
 // after the other; saved_s = sum_measurement_s - wall_s (>= 0).
-void add_execution(TuneReport& doc, const TuneResult& result, const ExecutionInfo& info);
+void add_execution(model::TuneReport& doc, const TuneResult& result, const ExecutionInfo& info);
 
 
 }  // namespace profile_train::tuner

@@ -60,11 +60,11 @@ class RayTrialRunner : public TrialRunner {
   RayTrialRunner(RayRunnerOptions options, std::unique_ptr<RayClient> client, std::string ray_version);
   ~RayTrialRunner() override;  // stops every job still live
 
-  Measurement run(const Config& config, const RunContext& context) override;
-  std::vector<Measurement> run_batch(const std::vector<std::pair<Config, RunContext>>& items) override;
+  Measurement run(const model::Config& config, const RunContext& context) override;
+  std::vector<Measurement> run_batch(const std::vector<std::pair<model::Config, RunContext>>& items) override;
   int parallelism() const override { return options_.parallel; }
 
-  const std::vector<RayPlacement>& placements() const { return placements_; }
+  const std::vector<model::RayPlacement>& placements() const { return placements_; }
   const std::string& ray_version() const { return ray_version_; }
   const std::string& address() const { return client_->address(); }
   // Stops every job submitted and not yet seen terminal; waits (bounded) until Ray reports them stopped.
@@ -85,7 +85,7 @@ class RayTrialRunner : public TrialRunner {
   std::unique_ptr<RayClient> client_;
   std::string ray_version_;
   ProcessTrialRunner commands_;     // builds each trial's `profile-train run` command line
-  std::vector<RayPlacement> placements_;
+  std::vector<model::RayPlacement> placements_;
   std::set<std::string> live_;      // submitted, not yet seen terminal
   std::set<std::string> abandoned_;
   long long known_batch_ = 0;

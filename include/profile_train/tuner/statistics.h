@@ -36,7 +36,7 @@ struct SteadyState {
   double warmup_threshold_ms = 0;   // a leading step above this counts as warm-up (0 when not computed)
   int trimmed = 0;                  // post-warm-up steps left out of the trimmed mean (both ends together)
 };
-SteadyState steady_state_of(const analysis::Report& report);
+SteadyState steady_state_of(const model::Report& report);
 
 // Two-sided 95% Student-t quantile (1.96 for dof > 120; 0 when dof <= 0).
 double t95(int dof);

@@ -53,7 +53,7 @@ struct Measurement {
   int exit_code = 0;           // process exit status (128 + signal when killed)
   std::string message;         // one line: why it failed (last log line, OOM text, ...)
   std::string dir;             // folder with report.json / trial.log ("" for fake runners)
-  std::optional<analysis::Report> report;  // the run's report.json (none when none was written or readable)
+  std::optional<model::Report> report;  // the run's report.json (none when none was written or readable)
   std::string report_error;    // why report.json could not be read ("" when it was, or there was none)
 };
 
@@ -61,10 +61,10 @@ struct Measurement {
 class TrialRunner {
  public:
   virtual ~TrialRunner() = default;
-  virtual Measurement run(const Config& config, const RunContext& context) = 0;
+  virtual Measurement run(const model::Config& config, const RunContext& context) = 0;
   // Independent measurements, results in the order asked. A runner that can run several at once (the Ray
   // executor: up to --parallel in flight) overrides this; the default runs them one after the other.
-  virtual std::vector<Measurement> run_batch(const std::vector<std::pair<Config, RunContext>>& items) {
+  virtual std::vector<Measurement> run_batch(const std::vector<std::pair<model::Config, RunContext>>& items) {
     std::vector<Measurement> out;
     out.reserve(items.size());
     for (const auto& [config, context] : items) out.push_back(run(config, context));
@@ -74,15 +74,15 @@ class TrialRunner {
   virtual int parallelism() const { return 1; }
 };
 
-// A trial's report.json text as a typed report (report::report_from_json). BadInput, one line starting
+// A trial's report.json text as a typed report (model::report_from_json). BadInput, one line starting
 // "report.json: ", when it is not JSON or not a report this build reads.
-StatusOr<analysis::Report> read_trial_report(std::string_view text);
+StatusOr<model::Report> read_trial_report(std::string_view text);
 
 // Fills throughput / per_sample / step_ms / steady / steps / peak memory of `m` from its report: the metric
 // is batch_size / steady-state step time (samples/s) where the batch size is known (config's batch_size, else
 // facts.dataloader.batch_size, else `known_batch` when > 0), otherwise 1000 / step time (steps/s).
 // BadInput when there is no report (m->report_error says why, when set) or it has no usable step time.
-Status metric_from_report(const std::optional<analysis::Report>& report, const Config& config,
+Status metric_from_report(const std::optional<model::Report>& report, const model::Config& config,
                           long long known_batch, Measurement* m);
 
 // The recorded facts the tuner uses (the report keeps `facts` as JSON; these are read from it here only).
@@ -92,19 +92,19 @@ struct TunerFacts {
   long long batch_size = 0;                    // facts.dataloader.batch_size; 0 when unknown
   std::optional<double> gpu_memory_peak_bytes; // facts.gpu.memory_peak_bytes
 };
-TunerFacts tuner_facts(const analysis::Report& report);
+TunerFacts tuner_facts(const model::Report& report);
 
 // "override KEY could not apply: REASON; ..." from facts.overrides_failed (the shim ran the program without
 // them); "" when every override applied. Such a run measured something else than its configuration.
-std::string overrides_failed(const analysis::Report& report);
+std::string overrides_failed(const model::Report& report);
 
 // The batch size a report's facts record (facts.dataloader.batch_size), or 0 (also without a report).
-long long batch_from_facts(const std::optional<analysis::Report>& report);
+long long batch_from_facts(const std::optional<model::Report>& report);
 
 // Whether the run trained on a GPU: yes when the report saw one (a device, GPU activity, facts.gpu.available),
 // no only when the facts say none was available and nothing of a GPU was recorded; unknown otherwise (also
 // without a report).
-std::optional<bool> ran_on_gpu(const std::optional<analysis::Report>& report);
+std::optional<bool> ran_on_gpu(const std::optional<model::Report>& report);
 
 // True when a process log shows an out-of-memory failure (CUDA OOM, torch.OutOfMemoryError, the CPU
 // allocator failing, CUBLAS/cuDNN allocation failures).
@@ -124,7 +124,7 @@ struct Pair {
 // All measurements of one configuration, aggregated.
 struct Trial {
   int index = 0;                 // 1-based
-  Config config;
+  model::Config config;
   std::string reason;            // why the search tried it ("baseline", "recommendation dataloader-workers", ...)
   RunStatus status = RunStatus::kCrashed;  // kOk when at least one measurement succeeded and none failed
   std::vector<double> values;    // throughput of each successful measurement (its own and as a reference)
@@ -140,8 +140,8 @@ struct Trial {
   std::optional<double> peak_memory_bytes;
   std::string message;
   std::vector<std::string> dirs; // per-measurement output folders
-  std::optional<Diagnosis> diagnosis;  // none until the trial is finished
-  std::optional<analysis::Report> report;  // last report.json read (in memory only; not written into tune.json)
+  std::optional<model::Diagnosis> diagnosis;  // none until the trial is finished
+  std::optional<model::Report> report;  // last report.json read (in memory only; not written into tune.json)
   std::vector<LossCurve> losses; // the loss each successful run recorded (facts.loss; in memory only)
   LossComparison loss;           // against the baseline (quality.h); "not recorded" for the baseline itself
   bool ok() const { return status == RunStatus::kOk && !values.empty(); }

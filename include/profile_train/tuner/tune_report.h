@@ -67,15 +67,16 @@ Speedup speedup_of(const Trial& best, const Trial& baseline, double pooled_relat
 
 // The change that keeps the best configuration: summary, changes (knob, from, to), python (edits for a
 // PyTorch script), command (argv with the best values, for placeholder commands / the workload), shim overrides.
-CodeChange code_change(const Config& baseline, const Config& best, const TuneTarget& target, bool on_gpu);
+model::CodeChange code_change(const model::Config& baseline, const model::Config& best, const TuneTarget& target,
+                              bool on_gpu);
 
 // The whole tune report of a session (created_utc: now). Its `execution` is added by add_execution
 // (ray_report.h); report::tune_html (profile_train/report/tune_html.h) presents it.
-TuneReport tune_report(const TuneResult& result, const KnobSpace& space, const TuneReportContext& ctx);
+model::TuneReport tune_report(const TuneResult& result, const KnobSpace& space, const TuneReportContext& ctx);
 
 // A finished trial's progress line (report::write_tune_trial_line) from the live session: its rate, the paired
 // ratio against the baseline's rate once the baseline is measured, and whether its loss differs.
-TrialProgress trial_progress(const Trial& trial, const Tuner& tuner, const KnobSpace& space);
+model::TrialProgress trial_progress(const Trial& trial, const Tuner& tuner, const KnobSpace& space);
 
 // to_json(tune_report(...)).
 inline nlohmann::json tune_json(const TuneResult& result, const KnobSpace& space, const TuneReportContext& ctx) {

@@ -115,7 +115,7 @@ struct TuneResult {
   double pooled_relative_sd = 0; // relative noise of one run: paired sd / sqrt(2) (0 when not measured)
   int noise_samples = 0;         // degrees of freedom behind pooled_relative_sd
   std::vector<RunRecord> runs;   // every process run, in order
-  std::vector<SkippedKnob> skipped;
+  std::vector<model::SkippedKnob> skipped;
   Confirmation confirmation;
   double elapsed_s = 0;          // wall time of the search
   int rerun_pairs = 0;           // pairs re-run because their two runs saw different load
@@ -137,14 +137,14 @@ class Tuner {
   // no baseline, else each run right after a fresh run of `reference` (default: the best trial). Returns the
   // trial index, or -1 when the budget is spent / interrupted. A config already measured returns its old
   // index without a new trial.
-  int evaluate(const Config& config, const std::string& reason, int repeats_override = 0, int reference = -1);
+  int evaluate(const model::Config& config, const std::string& reason, int repeats_override = 0, int reference = -1);
   // Configurations whose measurements are independent (the candidate values of one knob, the next grid
   // points). When the runner runs several measurements at once (parallelism() > 1), every repeat of every new
   // configuration is measured in one TrialRunner::run_batch; the results are then recorded exactly as
   // evaluate() would, in order (repeats an early stop skips are measured but dropped). Returns the indices as
   // evaluate() does. With parallelism() == 1 this is evaluate() in a loop.
   struct BatchItem {
-    Config config;
+    model::Config config;
     std::string reason;
     int repeats_override = 0;
     int reference = -1;  // as evaluate(): each run paired with a run of this trial (default: the best)
@@ -152,7 +152,7 @@ class Tuner {
   std::vector<int> evaluate_batch(const std::vector<BatchItem>& items);
   int parallelism() const { return runner_.parallelism(); }
   // The already-measured trial for `config`, or -1.
-  int find(const Config& config) const;
+  int find(const model::Config& config) const;
   bool budget_left() const;  // false once max trials / time budget / Ctrl-C stop the search (reason kept)
   bool interrupted() const;
   // True when trial `candidate` beats trial `reference` by more than threshold(): on their pairs when
@@ -177,7 +177,7 @@ class Tuner {
   const LossComparison& update_loss(int index);
   bool quality_blocks(int index);
   // A config that is at least as large as a batch size that ran out of memory with the same other knobs.
-  bool known_to_oom(const Config& config) const;
+  bool known_to_oom(const model::Config& config) const;
   void note(std::string line);   // appended to the decision log
   void set_best(int index);      // marks a trial accepted and makes it the best
   int best() const { return result_.best; }
@@ -193,7 +193,7 @@ class Tuner {
   std::pair<double, int> pooled_noise() const;
 
  private:
-  double timeout_for(const Config& config) const;
+  double timeout_for(const model::Config& config) const;
   bool time_spent() const;
   // Runs up to `n` more measurements of `t` alone (stops at a failure).
   void measure(Trial& t, int n, const std::string& phase);
@@ -209,7 +209,7 @@ class Tuner {
   double load_threshold(int cpus) const;
   std::optional<double> median_load(const std::string& phase, size_t from = 0) const;
   // The measurement evaluate_batch already made for (config, repeat), else runner_.run.
-  Measurement next_measurement(const Config& config, const RunContext& context);
+  Measurement next_measurement(const model::Config& config, const RunContext& context);
 
   KnobSpace space_;
   TuneOptions options_;
@@ -233,7 +233,7 @@ class Strategy {
 std::vector<Tuner::BatchItem> grid_lookahead(const Tuner& t, const std::vector<size_t>& pos, bool first);
 // the values of `knob` that guided's explore() tries first from `start` (the next larger integers, or the
 // other values of a bool / choice knob), up to parallelism() of them.
-std::vector<Tuner::BatchItem> explore_lookahead(const Tuner& t, const Config& start, const std::string& knob,
+std::vector<Tuner::BatchItem> explore_lookahead(const Tuner& t, const model::Config& start, const std::string& knob,
                                                 const std::string& why);
 
 // "guided" or "grid"; nullptr for an unknown name.
@@ -242,9 +242,9 @@ std::unique_ptr<Strategy> make_strategy(std::string_view name);
 // ---- diagnosis -> knobs (exposed for tests and for the report) ------------------------------------------
 // Knobs a recommendation maps to: its `knobs` list, as the rule engine writes it from the rule's data
 // (canonical knob names, common/knobs.h); other entries are not knobs (unknown_knobs lists them).
-std::vector<std::string> knobs_for_recommendation(const analysis::Recommendation& recommendation);
+std::vector<std::string> knobs_for_recommendation(const model::Recommendation& recommendation);
 // The entries of a recommendation's `knobs` that name no knob (a report of another profile-train version).
-std::vector<std::string> unknown_knobs(const analysis::Recommendation& recommendation);
+std::vector<std::string> unknown_knobs(const model::Recommendation& recommendation);
 // Knobs that address a verdict.bottleneck value (input_pipeline -> num_workers, prefetch_factor, ...).
 std::vector<std::string> knobs_for_bottleneck(Bottleneck bottleneck);
 // A knob the diagnosis points to, and what points to it ("recommendation amp", "verdict input_pipeline").
@@ -258,23 +258,23 @@ enum class DiagnosisScope {
 };
 // The knobs a report points to, without duplicates: its recommendations' in order, then (by scope) the
 // verdict's; each with the first thing that pointed to it. None without a report.
-std::vector<DiagnosedKnob> diagnosed_knobs(const std::optional<analysis::Report>& report,
+std::vector<DiagnosedKnob> diagnosed_knobs(const std::optional<model::Report>& report,
                                            DiagnosisScope scope = DiagnosisScope::kRecommendationsThenVerdict);
 // Compact diagnosis kept per trial in tune.json (not from_report without a report).
-Diagnosis summarize_diagnosis(const std::optional<analysis::Report>& report);
+model::Diagnosis summarize_diagnosis(const std::optional<model::Report>& report);
 // The values of `space` (other than each knob's baseline value) that cannot act on the machine `report` ran
 // on: pin_memory, fp16 autocast, cudnn_benchmark and tf32 without a GPU; bf16 autocast without a GPU on a
 // CPU without native bf16 (facts.cpu.bf16_native, else `host_bf16_native`); and, from the shim's facts, the
 // override values that cannot act on this program (KnobProgramNeeds: the DataLoader knobs without a DataLoader,
 // channels_last without a convolution, optimizer_impl without an optimizer that takes it, compile without a
 // model), except knobs given as a {placeholder} in `placeholders`. Unknown facts skip nothing.
-std::vector<SkippedKnob> skipped_values(const KnobSpace& space, const std::optional<analysis::Report>& report,
+std::vector<model::SkippedKnob> skipped_values(const KnobSpace& space, const std::optional<model::Report>& report,
                                         std::optional<bool> host_bf16_native,
                                         const std::set<std::string>& placeholders = {});
 // The memory prediction from `report`'s memory_budget (nullopt without activations per sample, static bytes or
 // a limit: --max-memory or the budget's capacity).
-std::optional<MemoryFit> memory_fit(const std::optional<analysis::Report>& report, std::optional<double> max_memory_bytes);
+std::optional<MemoryFit> memory_fit(const std::optional<model::Report>& report, std::optional<double> max_memory_bytes);
 // The batch_size values of `space` (other than the baseline's, the first) predicted not to fit, with the reason.
-std::optional<SkippedKnob> batch_values_that_do_not_fit(const KnobSpace& space, const MemoryFit& fit);
+std::optional<model::SkippedKnob> batch_values_that_do_not_fit(const KnobSpace& space, const MemoryFit& fit);
 
 }  // namespace profile_train::tuner
