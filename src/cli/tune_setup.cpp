@@ -233,6 +233,18 @@ StatusOr<TuneSetup> make_setup(const TuneArgs& a, const std::vector<std::string>
   if (a.out.empty()) return InvalidArgument("--out: empty folder name");
   s.out = a.out;
   s.runner.out_dir = s.out;
+  // Every trial gets its own folder and tune's grace to stop from tune: a --run-arg cannot set them (run would
+  // refuse the option given twice, in words about run's options, not tune's).
+  for (const std::string& arg : a.run_args) {
+    const std::string name = arg.substr(0, arg.find('='));
+    const char* why = name == "--out"             ? "each trial writes into OUT/trials/NNN-rK; use tune's --out"
+                      : name == "--kill-after"    ? "a trial gets the same grace to stop as tune gives it"
+                      : name == "--validate-only" ? "a trial that launches nothing measures nothing"
+                      : arg == "--"               ? "the command goes after tune's own --"
+                                                  : nullptr;
+    if (why != nullptr)
+      return InvalidArgument("--run-arg " + arg + ": tune sets this for every trial itself (" + why + ")");
+  }
   s.runner.run_args = a.run_args;
   s.runner.interrupted = interrupted;
   s.quiet = a.quiet;

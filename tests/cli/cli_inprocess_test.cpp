@@ -198,6 +198,10 @@ TEST(InProcess, AnalyzeRunAndTuneErrorsAreTheBinarysOneLine) {
       {{"run", "--out", out, "x", "--", "true"}, 2, "profile-train run: unexpected argument 'x' before --"},
       {{"tune", "--out", out, "--strategy", "bogus", "--", "true"}, 2, "profile-train tune: "},
       {{"tune", "--out", out, "--knob", "nonsense=1,2", "--", "true"}, 2, "profile-train tune: "},
+      {{"tune", "--out", out, "--run-arg=--kill-after=3", "--", "true"}, 2,
+       "profile-train tune: --run-arg --kill-after=3: tune sets this for every trial itself"},
+      {{"tune", "--out", out, "--run-arg", "--out=/tmp/elsewhere", "--", "true"}, 2,
+       "profile-train tune: --run-arg --out=/tmp/elsewhere: tune sets this for every trial itself"},
   };
   for (const Case& c : cases) {
     const std::string& cmd = c.args[0];
