@@ -78,7 +78,7 @@ Trace load_all(const fs::path& dir) {
 TEST(Recorder, ThreadsRecordNestedRangesOnTheirOwnStacks) {
   const fs::path dir = fresh_dir("threads");
   constexpr int kThreads = 4, kPairs = 2000;
-  ASSERT_EQ(0, in_child([&] {
+  ASSERT_EQ(0, in_this_process([&] {
     if (!start_recorder(config(dir))) return 2;
     const uint32_t outer = agent::intern("outer"), inner = agent::intern("inner");
     std::vector<std::thread> ts;
@@ -127,7 +127,7 @@ TEST(Recorder, ThreadsRecordNestedRangesOnTheirOwnStacks) {
 TEST(Recorder, TheRegistryLoadsACaptureFromItsByteSource) {
   namespace trace = profile_train::trace;
   const fs::path dir = fresh_dir("registry_stream");
-  ASSERT_EQ(0, in_child([&] {
+  ASSERT_EQ(0, in_this_process([&] {
     if (!start_recorder(config(dir))) return 2;
     const uint32_t step = agent::intern("ProfilerStep#1"), op = agent::intern("aten::mm");
     for (int i = 0; i < 200; ++i) {
@@ -177,10 +177,45 @@ TEST(Recorder, TheRegistryLoadsACaptureFromItsByteSource) {
   EXPECT_EQ(refused.status().message().rfind(gz.string() + ": ", 0), 0u) << refused.status().message();
 }
 
+// Two captures one after the other in one process (no fork): the second recorder is a fresh one; the thread that
+// recorded into the first registers again and interns its names again, so the second file names its ranges
+// by its own table (a stale name cache would point into the first recorder's).
+TEST(Recorder, TwoCapturesInOneProcessEachHaveTheirOwnNames) {
+  const fs::path first = fresh_dir("two_first"), second = fresh_dir("two_second");
+  auto record = [](const fs::path& dir, const char* only_here, int n) {
+    return in_this_process([&] {
+      if (!start_recorder(config(dir))) return 2;
+      const uint32_t shared = agent::intern("shared-range"), own = agent::intern(only_here);
+      for (int i = 0; i < n; ++i) {
+        agent::range_push(shared, 0);
+        agent::range_push(own, 0);
+        agent::range_pop(0);
+        agent::range_pop(0);
+      }
+      return 0;
+    });
+  };
+  ASSERT_EQ(0, record(first, "only-in-first", 30));
+  ASSERT_EQ(0, record(second, "only-in-second", 20));
+  const Trace a = load_all(first), b = load_all(second);
+  auto na = count_names(a, Category::kUserAnnotation), nb = count_names(b, Category::kUserAnnotation);
+  EXPECT_EQ(na["shared-range"], 30);
+  EXPECT_EQ(na["only-in-first"], 30);
+  EXPECT_EQ(na.count("only-in-second"), 0u);
+  EXPECT_EQ(nb["shared-range"], 20);
+  EXPECT_EQ(nb["only-in-second"], 20);
+  EXPECT_EQ(nb.count("only-in-first"), 0u);
+  EXPECT_EQ(b.quality.dropped_records, 0);
+  // A running recorder is not replaced.
+  ASSERT_TRUE(start_recorder(config(fresh_dir("two_running"))));
+  EXPECT_FALSE(agent::detail::renew_recorder());
+  agent::recorder_stop();
+}
+
 // The capture names the agent's version: the project's one version string.
 TEST(Recorder, CaptureCarriesTheProjectVersion) {
   const fs::path dir = fresh_dir("version");
-  ASSERT_EQ(0, in_child([&] { return start_recorder(config(dir)) ? 0 : 2; }));
+  ASSERT_EQ(0, in_this_process([&] { return start_recorder(config(dir)) ? 0 : 2; }));
   const Trace t = load_all(dir);
   EXPECT_EQ(t.meta.producer, std::string("profile-train agent ") + profile_train::kVersion);
 }
@@ -188,7 +223,7 @@ TEST(Recorder, CaptureCarriesTheProjectVersion) {
 TEST(Recorder, OverflowDropsAreCountedNotHidden) {
   const fs::path dir = fresh_dir("overflow");
   constexpr int kRanges = 20000;
-  ASSERT_EQ(0, in_child([&] {
+  ASSERT_EQ(0, in_this_process([&] {
     auto c = config(dir);
     c.chunk_records = 16;
     c.max_chunks = 2;
@@ -215,7 +250,7 @@ TEST(Recorder, OverflowDropsAreCountedNotHidden) {
 
 TEST(Recorder, ForkedChildWritesItsOwnFileAndFlushMarkSurvivesUnderscoreExit) {
   const fs::path dir = fresh_dir("fork");
-  ASSERT_EQ(0, in_child([&] {
+  ASSERT_EQ(0, in_fresh_child([&] {
     auto c = config(dir);
     c.flush_interval_ms = 10000;  // only the flush mark can save the child's records
     if (!start_recorder(c)) return 2;
@@ -267,7 +302,7 @@ TEST(Recorder, ForkedChildWritesItsOwnFileAndFlushMarkSurvivesUnderscoreExit) {
 
 TEST(Recorder, WarmupAndStepsBoundTheRecordedWindow) {
   const fs::path dir = fresh_dir("window");
-  ASSERT_EQ(0, in_child([&] {
+  ASSERT_EQ(0, in_this_process([&] {
     auto c = config(dir);
     c.warmup_steps = 2;
     c.steps = 3;
@@ -316,7 +351,7 @@ const void* fake_export_table(uint32_t id) { return id == NVTX_ETID_CALLBACKS ? 
 
 TEST(NvtxInjection, FillsTablesIdempotentlyAndRecordsEveryApiFamily) {
   const fs::path dir = fresh_dir("nvtx");
-  ASSERT_EQ(0, in_child([&] {
+  ASSERT_EQ(0, in_fresh_child([&] {
     setenv("PROFILE_TRAIN_OUT", dir.c_str(), 1);
     if (agent::nvtx_initialize(fake_export_table) != 1) return 2;
     agent::install_process_hooks(kTestHooks);
@@ -373,7 +408,7 @@ TEST(NvtxInjection, FillsTablesIdempotentlyAndRecordsEveryApiFamily) {
 // neither dereference it nor crash the host program; it counts it and records the event without the name.
 TEST(NvtxInjection, FabricatedHandlesAreCountedNotDereferenced) {
   const fs::path dir = fresh_dir("nvtx_bad_handles");
-  ASSERT_EQ(0, in_child([&] {
+  ASSERT_EQ(0, in_fresh_child([&] {
     setenv("PROFILE_TRAIN_OUT", dir.c_str(), 1);
     if (agent::nvtx_initialize(fake_export_table) != 1) return 2;
     agent::install_process_hooks(kTestHooks);
@@ -427,7 +462,7 @@ TEST(NvtxInjection, FabricatedHandlesAreCountedNotDereferenced) {
 TEST(Recorder, NameTableIsBoundedAndOverflowIsCounted) {
   const fs::path dir = fresh_dir("names");
   constexpr int kNames = 300000;
-  ASSERT_EQ(0, in_child([&] {
+  ASSERT_EQ(0, in_this_process([&] {
     if (!start_recorder(config(dir))) return 2;
     const uint32_t early = agent::intern("early-name");
     char name[64];
@@ -464,7 +499,7 @@ TEST(Recorder, NameTableIsBoundedAndOverflowIsCounted) {
 TEST(Recorder, AThousandThreadsRecordWithoutDrops) {
   const fs::path dir = fresh_dir("many_threads");
   constexpr int kThreads = 1000, kRanges = 20;
-  ASSERT_EQ(0, in_child([&] {
+  ASSERT_EQ(0, in_this_process([&] {
     if (!start_recorder(config(dir))) return 2;
     const uint32_t n = agent::intern("pool-range");
     Rendezvous all_recorded(kThreads);  // every thread stays alive (holding its buffer) until all have recorded
@@ -498,7 +533,7 @@ fmtn::Record rec(fmtn::RecordKind k, int64_t start, int64_t end) {
 // A capture with one record of every kind (as the CUPTI adapter would produce them).
 fs::path write_all_kinds(const std::string& name) {
   const fs::path dir = fresh_dir(name);
-  EXPECT_EQ(0, in_child([&] {
+  EXPECT_EQ(0, in_this_process([&] {
     if (!start_recorder(config(dir))) return 2;
     agent::range_push(agent::intern("ProfilerStep#0"), 0);
     auto k = rec(fmtn::RecordKind::kKernel, 1000, 3000);

@@ -1,5 +1,6 @@
-// Helpers for the agent tests. The recorder is process-global, so each scenario runs in a forked child
-// (`in_child`) and the test process reads what the child wrote.
+// Helpers for the agent tests. A scenario about fork, exit or process-once state runs in a forked child
+// (`in_child`) and the test process reads what the child wrote; others run in this process
+// (recorder_util.h `in_this_process`, which renews the recorder).
 #pragma once
 
 #include <sys/wait.h>

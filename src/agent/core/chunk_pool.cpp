@@ -129,12 +129,14 @@ ThreadState* register_thread() {
     (void)&t_exit;  // registers the thread-exit hand-off
     t_state = t;
   } else {
-    // Stale generation: this thread forked. Its chunk and open ranges belong to the parent.
+    // Stale generation: this thread forked (its chunk and open ranges belong to the parent), or the recorder
+    // was renewed (its chunk and names belong to the old one: the name cache is emptied too).
     t->cur.store(nullptr, std::memory_order_relaxed);
     t->depth = 0;
     t->appended = 0;
     t->next_class = 0;
     t->discard_next_pop = false;
+    for (CacheEntry& e : t->cache) e = CacheEntry{};
   }
   t->tid = sys_tid();
   std::lock_guard<std::mutex> lock(rec.mu);

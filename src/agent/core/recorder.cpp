@@ -41,8 +41,7 @@ RecorderConfig config_from_env() {
 
 bool recorder_start(const RecorderConfig& config) {
   Recorder& rec = recorder();
-  static std::once_flag once;
-  std::call_once(once, [&] {
+  std::call_once(rec.start_once, [&] {
     try {
       rec.cfg = config;
       if (rec.cfg.chunk_records < 16) rec.cfg.chunk_records = 16;
@@ -186,5 +185,36 @@ void note_bad_nvtx_handle() { recorder().stats.n_bad_handles.fetch_add(1, std::m
 void note_nvtx_handle_limit() { recorder().stats.n_handles_refused.fetch_add(1, std::memory_order_relaxed); }
 
 void note_internal_error() noexcept { recorder().stats.n_internal_errors.fetch_add(1, std::memory_order_relaxed); }
+
+namespace detail {
+
+bool renew_recorder() {
+  Recorder& old = recorder();
+  if (old.accepting.load()) return false;
+  join_writer();  // a recorder whose stop never ran (it failed to start) may still have a writer
+  auto* fresh = new Recorder;
+  fresh->gen.store(old.gen.load() + 1);
+  {
+    std::lock_guard<std::mutex> io(old.io_mu);
+    std::lock_guard<std::mutex> lock(old.mu);
+    // The threads' current chunks go back to the old pool (they register again with the fresh one).
+    for (ThreadState* t : old.pool.threads) {
+      if (Chunk* c = t->cur.exchange(nullptr)) old.pool.full.push_back(c);
+    }
+    if (old.file.fd >= 0) ::close(old.file.fd);
+    old.file.fd = -1;
+    for (int& fd : old.file.wake_pipe) {
+      if (fd >= 0) ::close(fd);
+      fd = -1;
+    }
+  }
+  // The old one is kept, reachable (a thread's state may still point into it; never destroyed, as the first).
+  static auto* retired = new std::vector<Recorder*>;
+  retired->push_back(&old);
+  recorder_slot().store(fresh, std::memory_order_release);
+  return true;
+}
+
+}  // namespace detail
 
 }  // namespace profile_train::agent

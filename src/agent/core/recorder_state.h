@@ -62,8 +62,9 @@ struct SignalChain {
   bool installed = false;
 };
 
-// The process-wide recorder: its parts, the locks they share, its configuration and start state. One instance
-// (recorder()); the public API of include/profile_train/agent/recorder.h works on it.
+// The process's recorder: its parts, the locks they share, its configuration and start state. One current
+// instance (recorder()); the public API of include/profile_train/agent/recorder.h works on it. It starts once;
+// renew_recorder() puts a fresh one in its place (tests that run several captures in one process).
 class Recorder {
  public:
   Recorder() = default;
@@ -73,6 +74,7 @@ class Recorder {
   std::mutex io_mu;  // one flusher at a time; taken before mu
   std::mutex mu;     // threads, chunk lists, strings, status
   RecorderConfig cfg;
+  std::once_flag start_once;  // recorder_start configures this instance once
   std::atomic<bool> started{false};
   std::atomic<bool> accepting{false};
   bool start_ok = false;
@@ -90,11 +92,19 @@ class Recorder {
   SignalChain signals;
 };
 
-// The process's recorder.
-inline Recorder& recorder() {
-  static Recorder* instance = new Recorder;  // never destroyed: threads may record during exit
-  return *instance;
+// The process's current recorder. Never destroyed: threads may record during exit, and a thread's state may
+// still point into a recorder that renew_recorder() replaced.
+inline std::atomic<Recorder*>& recorder_slot() {
+  static std::atomic<Recorder*> slot{new Recorder};
+  return slot;
 }
+inline Recorder& recorder() { return *recorder_slot().load(std::memory_order_acquire); }
+
+// Replaces the current recorder by a fresh, unstarted one whose generation is past the old one's, so every
+// thread registers again (as in a forked child) and interns its names again. Refused (false) while the current
+// one accepts records: stop it first. For tests that run several captures in one process; the injected
+// library never calls it.
+bool renew_recorder();
 
 // ---- chunk_pool.cpp: per-thread state and chunks ---------------------------------------------------------------
 
