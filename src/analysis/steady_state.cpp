@@ -31,8 +31,13 @@ SteadyState steady_state(const std::vector<double>& dur_ms) {
     auto outlier = [&](double d, double ratio) {
       return d >= ratio * st.median_ms && (sigma > 0 ? d > st.median_ms + 5.0 * sigma : d > st.median_ms);
     };
+    // The run of slow steps from step 0; a step at least kSpikeGap x the one before it ends the run (warm-up
+    // steps get faster: a step that much slower than the last is something else, an image dump right after a
+    // start that a loaded machine made slow).
     size_t warm = 0;
-    while (warm < n / 2 && outlier(dur_ms[warm], kWarmupRatio)) ++warm;
+    while (warm < n / 2 && outlier(dur_ms[warm], kWarmupRatio) &&
+           (warm == 0 || dur_ms[warm] < kSpikeGap * dur_ms[warm - 1]))
+      ++warm;
     std::vector<size_t> spikes;
     for (size_t i = warm; i < n; ++i)
       if (outlier(dur_ms[i], kSpikeRatio)) spikes.push_back(i);

@@ -279,6 +279,19 @@ TEST(SteadyState, ALesserSpikeDoesNotKeepTheRareSlowStepsIn) {
   EXPECT_EQ(outliers, (std::vector<size_t>{6, 16}));
 }
 
+// The same program on a loaded machine (a run of 2026-12-03): the first six steps all slow (28 -> 11 ms against a
+// 6 ms median), so the warm-up run reached the first dump, which was then called warm-up. A step 2x slower than
+// the one before it ends the warm-up run: the dumps are outliers, the slow start is warm-up.
+TEST(SteadyState, ADumpRightAfterASlowStartIsAnOutlierNotWarmUp) {
+  std::vector<double> d = {28.0, 14.1, 13.1, 11.2, 11.2, 11.3, 408.2, 6.1, 6.0, 6.2, 6.1, 5.9, 6.0, 6.3, 6.1, 6.0,
+                           407.0, 6.1, 6.0, 6.2};
+  const auto st = analysis::steady_state(d);
+  std::vector<size_t> warm, outliers;
+  for (const auto& x : st.excluded) (std::string(x.reason) == "outlier" ? outliers : warm).push_back(x.index);
+  EXPECT_EQ(outliers, (std::vector<size_t>{6, 16}));
+  EXPECT_EQ(warm, (std::vector<size_t>{0, 1, 2, 3, 4, 5}));
+}
+
 TEST(SteadyState, VariableRunsLoseNoStep) {
   // Uniformly spread step times, a bursty loader's long tail, a slow-but-not-apart first step, two steps.
   std::vector<double> uniform, tail;

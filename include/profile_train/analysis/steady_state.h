@@ -16,7 +16,8 @@ using trace::TimeNs;
 // Which steps the summary figures cover (reports/REPORT_FORMAT.md, "Steady state"). With m the median and
 // s = 1.4826 x MAD of the step durations (a robust standard deviation), a step is slow when it lasts more than
 // m + 5 s (any amount above m when MAD is 0) and at least R x m. Warm-up: the run of slow steps (R =
-// kWarmupRatio) from step 0, each at least kWarmupGap x the slowest later step that is not an outlier.
+// kWarmupRatio) from step 0, each less than kSpikeGap x the one before it, each at least kWarmupGap x the
+// slowest later step that is not an outlier.
 // Outliers: the slowest k later slow steps (R = kSpikeRatio), k at most kMaxSpikeShare of the steps, the fastest
 // of them lasting at least kSpikeGap x the slowest other step (a second, rare kind of step; the largest such k;
 // a lesser spike stays in, and a long tail of slow steps with no such gap stays in). At most half the steps are warm-up; needs >= 3 steps.
