@@ -71,7 +71,7 @@ void write_apply_file(const TuneSetup& s, const model::TuneReport& doc, report::
 // The final summary (report::write_tune_summary, after apply.json is written); returns tune's exit code.
 int print_summary(std::ostream& err, const TuneSetup& s, const model::TuneReport& doc, bool ray) {
   report::TuneSummaryOptions text;
-  for (const auto& r : s.space) text.knob_order.push_back(r.def->name);
+  text.knob_order = tn::space_knobs(s.space);
   text.out_dir = s.out.string();
   text.ray = ray;
   write_apply_file(s, doc, text);
@@ -90,16 +90,7 @@ tn::ExecutionInfo execution_info(std::ostream& err, const TuneSetup& s, const tn
   exec.parallel = s.ray_options.parallel;
   exec.trial_gpus = s.ray_options.trial_gpus;
   exec.trial_cpus = s.ray_options.trial_cpus;
-  if (!s.quiet) {
-    model::Execution shown;
-    shown.parallel = exec.parallel;
-    shown.ray.emplace();
-    shown.ray->address = exec.address;
-    shown.ray->ray_version = exec.ray_version;
-    shown.ray->trial_gpus = exec.trial_gpus;
-    shown.ray->trial_cpus = exec.trial_cpus;
-    report::write_tune_executor(err, shown);
-  }
+  if (!s.quiet) report::write_tune_executor(err, tn::planned_execution(exec));
   return exec;
 }
 

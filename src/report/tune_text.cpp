@@ -1,25 +1,12 @@
 // tune's terminal text (tune_text.h): the space, the Ray cluster, one line per trial, the final summary.
 #include "profile_train/report/tune_text.h"
 
-#include <algorithm>
 #include <filesystem>
 
 #include "profile_train/common/format.h"
 #include "profile_train/common/terminal.h"
 
 namespace profile_train::report {
-
-std::string describe_config(const model::Config& config, const std::vector<std::string>& order) {
-  std::string out;
-  for (const std::string& knob : order) {
-    auto it = config.find(knob);
-    if (it != config.end()) out += (out.empty() ? "" : " ") + it->first + "=" + it->second;
-  }
-  for (const auto& [k, v] : config) {  // knobs outside the space (should not happen; shown anyway)
-    if (std::find(order.begin(), order.end(), k) == order.end()) out += (out.empty() ? "" : " ") + k + "=" + v;
-  }
-  return out;
-}
 
 void write_tune_space(std::ostream& out, const std::string& strategy,
                       const std::vector<std::pair<std::string, std::vector<std::string>>>& space,
@@ -106,10 +93,11 @@ void write_loss(std::ostream& out, const model::TuneReport& doc) {
     if (t.loss.status != "changes the loss") continue;
     const bool compared = t.loss.trial_mean && t.loss.baseline_mean && t.loss.tolerance;
     out << "  trial #" << t.index << " changes the loss ("
-        << (t.loss.non_finite || !compared ? std::string("not finite")
-                                           : format_significant(*t.loss.trial_mean) + " vs " +
-                                                 format_significant(*t.loss.baseline_mean) + ", bar " +
-                                                 format_significant(*t.loss.tolerance))
+        << (t.loss.non_finite ? std::string("not finite")
+            : compared        ? format_significant(*t.loss.trial_mean) + " vs " +
+                                    format_significant(*t.loss.baseline_mean) + ", bar " +
+                                    format_significant(*t.loss.tolerance)
+                              : std::string("not compared"))
         << ")" << (doc.quality.allow_quality_change ? "" : ": not eligible as the winner") << "\n";
   }
 }
@@ -165,11 +153,11 @@ void write_tune_summary(std::ostream& out, const model::TuneReport& doc, const T
   const model::TrialRef& base = *doc.baseline;
   const model::TrialRef& best = *doc.best;
   const std::string unit = " " + doc.metric.unit;
-  out << "  baseline #" << base.trial << "  " << terminal_safe(describe_config(base.config, o.knob_order)) << ": "
+  out << "  baseline #" << base.trial << "  " << terminal_safe(model::describe_config(base.config, o.knob_order)) << ": "
       << format_significant(base.throughput) << unit << "\n";
   write_confirmation(out, doc);
   const model::SpeedupRow& sp = *doc.speedup;
-  out << "  best     #" << best.trial << "  " << terminal_safe(describe_config(best.config, o.knob_order)) << ": "
+  out << "  best     #" << best.trial << "  " << terminal_safe(model::describe_config(best.config, o.knob_order)) << ": "
       << format_significant(best.throughput) << unit << "  (x" << format_fixed(sp.value, 2);
   if (sp.low && sp.high) out << ", 95% interval " << format_fixed(*sp.low, 2) << "-" << format_fixed(*sp.high, 2);
   out << (best.trial == base.trial ? "" : sp.claimed ? ", confirmed" : ", not confirmed") << ")\n";

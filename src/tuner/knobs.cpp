@@ -1,5 +1,6 @@
 #include "profile_train/tuner/knobs.h"
 #include "profile_train/common/strings.h"
+#include "profile_train/model/tune.h"
 
 #include <algorithm>
 #include <cctype>
@@ -74,19 +75,14 @@ std::string config_key(const Config& config) {
   return key;
 }
 
+std::vector<std::string> space_knobs(const KnobSpace& space) {
+  std::vector<std::string> names;
+  for (const KnobRange& r : space) names.push_back(r.def->name);
+  return names;
+}
+
 std::string describe_config(const Config& config, const KnobSpace& space) {
-  std::string out;
-  for (const KnobRange& r : space) {
-    auto it = config.find(r.def->name);
-    if (it == config.end()) continue;
-    out += (out.empty() ? "" : " ") + it->first + "=" + it->second;
-  }
-  for (const auto& [k, v] : config) {  // knobs outside the space (should not happen; shown anyway)
-    const std::string& name = k;  // clang < 16 cannot capture a structured binding
-    bool in_space = std::any_of(space.begin(), space.end(), [&](const KnobRange& r) { return r.def->name == name; });
-    if (!in_space) out += (out.empty() ? "" : " ") + k + "=" + v;
-  }
-  return out;
+  return model::describe_config(config, space_knobs(space));
 }
 
 Config baseline_config(const KnobSpace& space) {

@@ -8,22 +8,30 @@ namespace profile_train::tuner {
 
 using namespace profile_train::model;  // the documents' types (report, job, diff, tune)
 
-void add_execution(TuneReport& doc, const TuneResult& result, const ExecutionInfo& info) {
-  double sum_s = 0;
-  for (const Trial& t : result.trials) sum_s += t.duration_s;
+Execution planned_execution(const ExecutionInfo& info) {
   Execution e;
   e.executor = info.executor;
   e.parallel = info.parallel;
-  e.wall_s = result.elapsed_s;
-  e.sum_measurement_s = sum_s;
-  e.saved_s = std::max(0.0, sum_s - result.elapsed_s);
-  if (result.elapsed_s > 0) e.parallel_speedup = sum_s / result.elapsed_s;
   if (info.executor == "ray") {
     RayExecution& r = e.ray.emplace();
     r.address = info.address;
     r.ray_version = info.ray_version;
     r.trial_gpus = info.trial_gpus;
     r.trial_cpus = info.trial_cpus;
+  }
+  return e;
+}
+
+void add_execution(TuneReport& doc, const TuneResult& result, const ExecutionInfo& info) {
+  double sum_s = 0;
+  for (const Trial& t : result.trials) sum_s += t.duration_s;
+  Execution e = planned_execution(info);
+  e.wall_s = result.elapsed_s;
+  e.sum_measurement_s = sum_s;
+  e.saved_s = std::max(0.0, sum_s - result.elapsed_s);
+  if (result.elapsed_s > 0) e.parallel_speedup = sum_s / result.elapsed_s;
+  if (e.ray) {
+    RayExecution& r = *e.ray;
     double submit = 0, queued = 0, fetch = 0;
     for (const RayPlacement& p : info.placements) {
       if (!p.node_id.empty()) r.nodes.insert(p.node_id);

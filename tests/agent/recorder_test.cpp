@@ -207,6 +207,7 @@ TEST(Recorder, TwoCapturesInOneProcessEachHaveTheirOwnNames) {
   EXPECT_EQ(nb.count("only-in-first"), 0u);
   EXPECT_EQ(b.quality.dropped_records, 0);
   // A running recorder is not replaced.
+  ASSERT_TRUE(fresh_recorder());
   ASSERT_TRUE(start_recorder(config(fresh_dir("two_running"))));
   EXPECT_FALSE(agent::detail::renew_recorder());
   agent::recorder_stop();

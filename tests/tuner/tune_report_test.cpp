@@ -41,7 +41,7 @@ Output render(const pt::TuneResult& result, const pt::KnobSpace& space, const pt
   doc.created_utc = "2026-01-01T00:00:00Z";
   if (exec != nullptr) pt::add_execution(doc, result, *exec);
   profile_train::report::TuneSummaryOptions text;
-  for (const auto& r : space) text.knob_order.push_back(r.def->name);
+  text.knob_order = pt::space_knobs(space);
   text.out_dir = "/out/tune dir";
   text.ray = exec != nullptr && exec->executor == "ray";
   if (doc.change && doc.change->shim_overrides && result.best != result.baseline) text.apply_file = "/out/tune dir/apply.json";

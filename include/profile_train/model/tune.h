@@ -25,6 +25,10 @@ namespace profile_train::model {
 // A configuration: knob name -> canonical value (the same alias as tuner/knobs.h).
 using Config = std::map<std::string, std::string>;
 
+// "knob=value ..." in `order` (the knob space's), then any knob outside it in name order: how a configuration is
+// named in tune's log, notes and terminal lines (tune_config.cpp).
+std::string describe_config(const Config& config, const std::vector<std::string>& order);
+
 // Values of a knob not tried because they cannot act on this machine (pin_memory without a GPU, ...).
 struct SkippedKnob {
   std::string knob;

@@ -32,7 +32,7 @@ void write_tune_abandoned_job(std::ostream& out, const std::string& submission_i
 
 // What the summary needs beyond the document.
 struct TuneSummaryOptions {
-  std::vector<std::string> knob_order;  // the space's knobs in order (configurations are described in it)
+  std::vector<std::string> knob_order;  // the space's knobs in order (model::describe_config names configurations in it)
   std::string out_dir;                  // the session's folder (trials/, tune.json, tune.html)
   bool ray = false;                     // trials ran as Ray jobs: the parallelism line
   // apply.json, when the winner's overrides were written (its path), or why it could not be (one error line).
@@ -44,8 +44,5 @@ struct TuneSummaryOptions {
 // keep it without editing the program), the parallelism of a Ray session, the files written. Without a measured
 // baseline (no doc.baseline or doc.best): the one line saying so, and nothing after it.
 void write_tune_summary(std::ostream& out, const model::TuneReport& doc, const TuneSummaryOptions& options);
-
-// "knob=value ..." in `order`, then any knob outside it (in name order).
-std::string describe_config(const model::Config& config, const std::vector<std::string>& order);
 
 }  // namespace profile_train::report

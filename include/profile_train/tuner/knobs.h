@@ -46,6 +46,8 @@ using Config = std::map<std::string, std::string>;
 std::string config_key(const Config& config);
 // Human form in space order: "batch_size=32 num_workers=2 amp=off".
 std::string describe_config(const Config& config, const KnobSpace& space);
+// The space's knob names, in its order.
+std::vector<std::string> space_knobs(const KnobSpace& space);
 
 // The baseline: values[0] of every knob in the space.
 Config baseline_config(const KnobSpace& space);

@@ -31,5 +31,9 @@ struct ExecutionInfo {
 // after the other; saved_s = sum_measurement_s - wall_s (>= 0).
 void add_execution(model::TuneReport& doc, const TuneResult& result, const ExecutionInfo& info);
 
+// Where the trials run, before any ran: executor, parallel and the Ray keys that `info` gives (address, version,
+// resources per trial); add_execution starts from it. tune names the cluster from it before the first trial.
+model::Execution planned_execution(const ExecutionInfo& info);
+
 
 }  // namespace profile_train::tuner

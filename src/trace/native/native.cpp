@@ -356,12 +356,14 @@ Trace join_captures(const std::vector<ParsedFile>& parsed, bool facts_beside) {
   t.meta.gpu_capture_attempted = any_enabled;
   t.meta.gpu_capture_status = any_enabled ? "" : ("GPU activity was not recorded: " + reason);
 
-  // Facts from the Python shim: facts-<pid>.json next to each capture file; the main process wins.
-  std::vector<size_t> order{main};
-  for (size_t i = 0; i < parsed.size(); ++i)
-    if (i != main) order.push_back(i);
+  // Facts from the Python shim: facts-<pid>.json next to each capture file on disk; the main process wins.
+  std::vector<size_t> order;
+  if (facts_beside) {
+    order.push_back(main);
+    for (size_t i = 0; i < parsed.size(); ++i)
+      if (i != main) order.push_back(i);
+  }
   for (size_t i : order) {
-    if (!facts_beside) break;
     const int64_t pid = jint(parsed[i].meta, "pid", parsed[i].header.pid);
     const auto facts_path = parsed[i].path.parent_path() / ("facts-" + std::to_string(pid) + ".json");
     std::ifstream in(facts_path);
