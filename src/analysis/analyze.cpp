@@ -3,6 +3,7 @@
 #include "profile_train/analysis/analyze.h"
 
 #include <algorithm>
+#include <array>
 #include <future>
 #include <map>
 #include <unordered_map>
@@ -44,22 +45,17 @@ Intervals optimizer_ranges(const trace::Trace& t) {
   return merge_intervals(std::move(opt));
 }
 
-// Kernel time per kernel-name class (kernel_category) of the main device in the windows.
+// Kernel time per kind (the kernel classification, kernel_class.h) of the main device in the windows.
 std::vector<std::pair<std::string, TimeNs>> kernel_class_times(const Ctx& c) {
-  std::vector<int16_t> class_of(c.t.strings.size(), -1);  // by kernel name StringId: index into `out`
-  std::vector<std::pair<std::string, TimeNs>> out;
-  for (size_t i : c.idx.kernels) {
-    const Event& k = c.t.events[i];
+  std::array<TimeNs, kKernelKinds> by_kind{};
+  for (size_t p = 0; p < c.idx.kernels.size(); ++p) {
+    const Event& k = c.t.events[c.idx.kernels[p]];
     if (device_of(k) != c.idx.main_device || !c.in_window(k.start_ns)) continue;
-    int16_t& at = class_of[k.name];
-    if (at < 0) {
-      const std::string cls = kernel_category(c.t.name(k));
-      auto it = std::find_if(out.begin(), out.end(), [&](const auto& p) { return p.first == cls; });
-      if (it == out.end()) it = out.insert(out.end(), {cls, 0});
-      at = static_cast<int16_t>(it - out.begin());
-    }
-    out[at].second += k.dur_ns;
+    by_kind[static_cast<size_t>(c.idx.kernel_class(p).kind)] += k.dur_ns;
   }
+  std::vector<std::pair<std::string, TimeNs>> out;
+  for (size_t i = 0; i < by_kind.size(); ++i)
+    if (by_kind[i] > 0) out.emplace_back(to_string(static_cast<KernelKind>(i)), by_kind[i]);
   return out;
 }
 

@@ -5,14 +5,15 @@
 // part of the window no earlier role claimed, and what is left is "other". Role membership follows tb_plugin:
 //   kernel         GPU kernels that are not collectives
 //   memcpy/memset  GPU copies / memsets
-//   communication  collective kernels (is_communication_kernel, or Kineto's "Collective name" arg); with no GPU activity, CPU collectives ("gloo:*", "nccl:*" annotations)
+//   communication  kernels that move data between devices (kernel_class.h: Kineto's "Collective name" arg, a
+//                  communication operator, the kernel-name table: NCCL/RCCL, NVSHMEM, DeepEP, custom all-reduce, ...);
+//                  with no GPU activity, CPU collectives ("gloo:*", "nccl:*" annotations)
 //   runtime        CUDA/HIP runtime and driver API calls on any CPU thread
 //   data_loading   "enumerate(DataLoader)#...__next__" / "enumerate(DataPipe)#..." host ranges
 //   cpu            every other cpu_op / user_annotation host range except ProfilerStep# (python_function
 //                  frames are not counted, as in tb_plugin)
 #include <algorithm>
 #include <map>
-#include <unordered_map>
 
 #include "profile_train/analysis/analyzers.h"
 
@@ -31,17 +32,19 @@ bool is_cpu_collective(std::string_view n) {
 RoleRanges build_role_ranges(const trace::Trace& t, const TraceIndex& idx) {
   RoleRanges r;
   RoleRanges raw;  // unmerged until the end
-  std::unordered_map<trace::StringId, bool> comm_by_name;  // classify each kernel name once
+  // Kernels: communication when their class says so (kernel_class.h: collective args, a communication
+  // operator, the name table), else kernel.
+  for (size_t p = 0; p < idx.kernels.size(); ++p) {
+    const Event& e = t.events[idx.kernels[p]];
+    if (e.dur_ns <= 0) continue;
+    const bool comm = idx.kernel_class(p).kind == KernelKind::kCommunication;
+    raw[comm ? Role::kCommunication : Role::kKernel].push_back({e.start_ns, e.end_ns()});
+  }
   for (const Event& e : t.events) {
     if (e.dur_ns <= 0) continue;
     const Interval iv{e.start_ns, e.end_ns()};
     switch (e.cat) {
-      case Category::kKernel: {
-        auto it = comm_by_name.find(e.name);
-        if (it == comm_by_name.end()) it = comm_by_name.emplace(e.name, is_communication_kernel(t.name(e))).first;
-        raw[(it->second || e.collective) ? Role::kCommunication : Role::kKernel].push_back(iv);
-        break;
-      }
+      case Category::kKernel: break;  // above
       case Category::kMemcpy: raw[Role::kMemcpy].push_back(iv); break;
       case Category::kMemset: raw[Role::kMemset].push_back(iv); break;
       case Category::kRuntime:

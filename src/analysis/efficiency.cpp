@@ -32,6 +32,7 @@ struct Group {
   double flops = 0, bytes = 0;  // totals over the launching calls in the windows
   TimeNs ns = 0;
   double peak = 0;              // TFLOP/s
+  std::string precision;        // what its kernels compute in: the dtype, or "tf32" for FP32 on TF32 tensor cores
   std::optional<double> share;  // of the roof
   bool compute_bound = false;
 };
@@ -88,12 +89,17 @@ Efficiency efficiency_section(const EfficiencyInput& in) {
       g.bytes = cost->bytes * static_cast<double>(s.launching_calls);
       g.ns = s.gpu_ns;
       if (cost->kind == OpKind::kAttention) any_attention = true;
+      const bool matrix = is_matrix_kind(cost->kind);
+      // FP32 inputs whose kernels run on TF32 tensor cores (the kernel classification: most of the group's time).
+      bool tf32 = matrix && cost->dtype == "fp32" && 2 * s.tf32_ns > s.gpu_ns;
       if (in.spec && in.spec->memory_tbps > 0) {
-        const bool matrix = is_matrix_kind(cost->kind);
-        double peak = in.spec->peak(cost->dtype, matrix);
+        double peak = in.spec->peak(cost->dtype, matrix, tf32);
         const double achieved = g.flops / static_cast<double>(g.ns) / 1e3;  // FLOP/ns = GFLOP/s
-        // FP32 matrix work faster than the FP32 peak runs on TF32 tensor cores.
-        if (matrix && cost->dtype == "fp32" && achieved > peak) peak = in.spec->peak("fp32", true, true);
+        // FP32 matrix work faster than the FP32 peak runs on TF32 tensor cores, whatever its kernels' names say.
+        if (matrix && cost->dtype == "fp32" && achieved > peak && in.spec->tf32 > 0) {
+          peak = in.spec->peak("fp32", true, true);
+          tf32 = true;
+        }
         if (peak > 0) {
           const double t_math = g.flops / (peak * 1e3), t_mem = g.bytes / (in.spec->memory_tbps * 1e3);  // ns
           g.peak = peak;
@@ -101,6 +107,7 @@ Efficiency efficiency_section(const EfficiencyInput& in) {
           g.share = std::max(t_math, t_mem) / static_cast<double>(g.ns);
         }
       }
+      g.precision = tf32 ? "tf32" : cost->dtype;
       groups.push_back(std::move(g));
     }
   }
@@ -158,11 +165,13 @@ Efficiency efficiency_section(const EfficiencyInput& in) {
     if (f > best) best = f, dtype = d;
   if (dtype.empty()) dtype = groups.front().cost.dtype;
   e.dtype = dtype;
+  e.precision = dtype;
   if (in.spec) {
     bool tf32 = false;
     for (const auto* g : matrix)
-      if (g->cost.dtype == "fp32" && g->peak > in.spec->fp32) tf32 = true;
+      if (g->cost.dtype == "fp32" && g->precision == "tf32") tf32 = true;
     const double peak = in.spec->peak(dtype, true, tf32);
+    e.precision = dtype == "fp32" && tf32 && in.spec->tf32 > 0 ? "tf32" : dtype;
     if (peak > 0) {
       e.peak_tflops = peak;
       if (e.achieved_tflops) e.mfu = r6(*e.achieved_tflops / peak);
@@ -221,6 +230,7 @@ Efficiency efficiency_section(const EfficiencyInput& in) {
     if (!g.shape->types.empty()) row.types = g.shape->types;
     row.kind = to_string(g.cost.kind);
     row.dtype = g.cost.dtype;
+    row.precision = g.precision;
     row.calls_per_step = r6(static_cast<double>(g.shape->launching_calls) / n);
     row.gpu_ms_per_step = r6(static_cast<double>(g.ns) / 1e6 / n);
     row.gflop_per_call = r6(g.cost.flops / 1e9);

@@ -63,8 +63,8 @@ json infer_facts(const trace::Trace& t, const TraceIndex& idx) {
   if (!optimizer.empty()) put("optimizer", "class", optimizer);
 
   bool conv_kernel = false;
-  for (size_t i : idx.kernels)
-    if (is_conv_kernel(t.name(t.events[i]))) { conv_kernel = true; break; }
+  for (size_t p = 0; p < idx.kernels.size() && !conv_kernel; ++p)
+    conv_kernel = idx.kernel_class(p).kind == KernelKind::kConv;
   if (conv_kernel || conv_op) put("model", "has_conv", true);
   else if (idx.has_cpu_ops || !idx.kernels.empty()) put("model", "has_conv", false);
   if (dp) put("model", "dataparallel", true);

@@ -1,4 +1,5 @@
 // report.json's gpu section: kernel time and classes, SM efficiency, idle time, copies, memory, top kernels.
+#include <array>
 #include <limits>
 #include <map>
 #include <unordered_map>
@@ -16,23 +17,40 @@ using trace::MemoryKind;
 
 namespace {
 
-enum KernelClass : uint8_t { kComm = 1, kTc = 2, kFp64 = 4, kFp32 = 8, kConv = 16, kTf32 = 32 };
+// Time per kind of kernel, split by precision, evidence and matrix units (gpu.kernel_classes).
+struct KindTime {
+  TimeNs total = 0, matrix_units = 0;
+  std::array<TimeNs, kPrecisions> by_precision{};
+  std::array<TimeNs, kEvidences> kind_from{}, precision_from{};
+};
 
-// Kernel classes from its name and the operator that launched it (empty if unknown).
-uint8_t classify_kernel(const std::string& n, std::string op) {
-  if (is_communication_kernel(n)) return kComm;
-  uint8_t cls = 0;
-  const bool tcore = is_tensor_core_kernel(n);
-  if (tcore) cls |= kTc;
-  if (tcore && is_tf32_kernel(n)) cls |= kTf32;
-  if (is_fp64_kernel(n)) cls |= kFp64;
-  else if (!tcore && (is_fp32_tc_eligible_kernel(n) || (!op.empty() && is_tc_eligible_op(op))) &&
-           n.find("half") == std::string::npos && n.find("bf16") == std::string::npos &&
-           n.find("fp16") == std::string::npos)
-    cls |= kFp32;
-  for (auto& ch : op) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  if (is_conv_kernel(n) || op.find("conv") != std::string::npos) cls |= kConv;
-  return cls;
+template <size_t N>
+size_t largest(const std::array<TimeNs, N>& a) {
+  size_t best = 0;
+  for (size_t i = 1; i < N; ++i)
+    if (a[i] > a[best]) best = i;
+  return best;
+}
+
+KernelClassRow class_row(KernelKind kind, const KindTime& k, double nsteps, double all_kernels) {
+  KernelClassRow row;
+  row.kind = to_string(kind);
+  row.gpu_ms_per_step = r6(ms(k.total) / nsteps);
+  row.share = all_kernels > 0 ? r6(double(k.total) / all_kernels) : 0.0;
+  // The precision of most of the time among the known ones; "unknown" only when none is known.
+  std::array<TimeNs, kPrecisions> known = k.by_precision;
+  known[static_cast<size_t>(Precision::kUnknown)] = 0;
+  const size_t p = largest(known);
+  row.precision = known[p] > 0 ? to_string(static_cast<Precision>(p)) : "unknown";
+  for (size_t i = 0; i < kPrecisions; ++i)
+    if (k.by_precision[i] > 0)
+      row.precisions.push_back({to_string(static_cast<Precision>(i)), r6(double(k.by_precision[i]) / double(k.total))});
+  std::stable_sort(row.precisions.begin(), row.precisions.end(),
+                   [](const PrecisionShare& a, const PrecisionShare& b) { return a.share > b.share; });
+  row.matrix_unit_share = k.total > 0 ? r6(double(k.matrix_units) / double(k.total)) : 0.0;
+  row.kind_from = to_string(static_cast<Evidence>(largest(k.kind_from)));
+  row.precision_from = to_string(static_cast<Evidence>(largest(k.precision_from)));
+  return row;
 }
 
 }  // namespace
@@ -79,7 +97,8 @@ Gpu gpu_section(const Ctx& c, std::set<std::string>& missing) {
   Intervals kern;
   std::vector<double> durs_us;
   int64_t nkern = 0, nshort = 0;
-  TimeNs kt = 0, tc = 0, tf32 = 0, fp32 = 0, fp64 = 0, conv = 0, opt_t = 0;
+  TimeNs kt = 0, all_kernels = 0, tc = 0, tf32 = 0, fp32 = 0, fp64 = 0, conv = 0, low_matrix = 0, unknown_matrix = 0;
+  TimeNs opt_t = 0;
   int64_t opt_n = 0;
   // Host ranges of Optimizer.step (launch inside -> optimizer kernel).
   const Intervals& opt_ranges = c.optimizer;
@@ -88,15 +107,17 @@ Gpu gpu_section(const Ctx& c, std::set<std::string>& missing) {
     return it != opt_ranges.end() && it->start <= ts;
   };
   struct Agg { int64_t count = 0; TimeNs total = 0; };
-  std::unordered_map<uint64_t, uint8_t> cls_cache;
   std::vector<Agg> by_name_id(t.strings.size());  // by kernel name StringId; keyed by text after the loop
+  // Per kernel name: time by class, so that a top kernel shows the class most of its time has.
+  std::unordered_map<uint64_t, TimeNs> name_class_time;  // (name << 32 | class index) -> time
+  std::array<KindTime, kKernelKinds> by_kind{};
   // SM efficiency inputs: (start, end, blocks per SM) and occupancy (start, end, fraction).
   struct Valued { TimeNs s, e; double v; };
   std::vector<Valued> bps, occ;
   bool any_launch_cfg = false;
 
-  for (size_t i : idx.kernels) {
-    const Event& k = t.events[i];
+  for (size_t p = 0; p < idx.kernels.size(); ++p) {
+    const Event& k = t.events[idx.kernels[p]];
     if (device_of(k) != dev) continue;
     kern.push_back({k.start_ns, k.end_ns()});
     double b = k.blocks_per_sm;
@@ -104,27 +125,30 @@ Gpu gpu_section(const Ctx& c, std::set<std::string>& missing) {
     if (b > 0) { bps.push_back({k.start_ns, k.end_ns(), b}); any_launch_cfg = true; }
     if (k.occupancy_pct >= 0) occ.push_back({k.start_ns, k.end_ns(), k.occupancy_pct / 100.0});
     if (!c.in_window(k.start_ns)) continue;
-    const std::string& n = t.name(k);
     ++nkern;
     durs_us.push_back(k.dur_ns / 1e3);
     if (k.dur_ns < 10'000) ++nshort;
     auto& a = by_name_id[k.name];
     a.count++;
     a.total += k.dur_ns;
-    // Classify each distinct (kernel name, launching operator) pair once: traces repeat names a lot.
-    const size_t* op_it = idx.op_by_external_id.find(k.external_id);
-    const trace::StringId op_id = op_it == nullptr ? 0 : t.events[*op_it].name;
-    const uint64_t key = (uint64_t{k.name} << 32) | op_id;
-    auto cls_it = cls_cache.find(key);
-    if (cls_it == cls_cache.end()) cls_it = cls_cache.emplace(key, classify_kernel(n, t.strings.get(op_id))).first;
-    const uint8_t cls = k.collective ? uint8_t{kComm} : cls_it->second;
-    if (cls & kComm) continue;  // the shares below are of compute-kernel time
+    const KernelClass& cls = idx.kernel_class(p);
+    name_class_time[(uint64_t{k.name} << 32) | idx.kernel_class_of[p]] += k.dur_ns;
+    KindTime& kind = by_kind[static_cast<size_t>(cls.kind)];
+    kind.total += k.dur_ns;
+    if (cls.matrix_units) kind.matrix_units += k.dur_ns;
+    kind.by_precision[static_cast<size_t>(cls.precision)] += k.dur_ns;
+    kind.kind_from[static_cast<size_t>(cls.kind_from)] += k.dur_ns;
+    kind.precision_from[static_cast<size_t>(cls.precision_from)] += k.dur_ns;
+    all_kernels += k.dur_ns;
+    if (cls.kind == KernelKind::kCommunication) continue;  // the shares below are of compute-kernel time
     kt += k.dur_ns;
-    if (cls & kTc) tc += k.dur_ns;
-    if (cls & kTf32) tf32 += k.dur_ns;
-    if (cls & kFp64) fp64 += k.dur_ns;
-    if (cls & kFp32) fp32 += k.dur_ns;
-    if (cls & kConv) conv += k.dur_ns;
+    if (cls.matrix_units) tc += k.dur_ns;
+    if (cls.precision == Precision::kTf32) tf32 += k.dur_ns;
+    if (cls.precision == Precision::kFp64) fp64 += k.dur_ns;
+    if (cls.fp32_matrix()) fp32 += k.dur_ns;
+    if (cls.kind == KernelKind::kConv || cls.conv_operator) conv += k.dur_ns;
+    if (cls.matrix() && is_low_precision(cls.precision)) low_matrix += k.dur_ns;
+    if (cls.matrix() && cls.precision == Precision::kUnknown) unknown_matrix += k.dur_ns;
     if (!opt_ranges.empty() && k.correlation >= 0) {
       const size_t rt = idx.runtime_of(k.correlation);
       if (rt != TraceIndex::Correlation::kNone && in_opt(t.events[rt].start_ns)) { opt_t += k.dur_ns; ++opt_n; }
@@ -147,6 +171,14 @@ Gpu gpu_section(const Ctx& c, std::set<std::string>& missing) {
   g.fp32_eligible_kernel_share = frac_or_null(double(fp32), double(kt));
   g.fp64_kernel_share = frac_or_null(double(fp64), double(kt));
   g.conv_kernel_share = frac_or_null(double(conv), double(kt));
+  g.low_precision_matrix_share = frac_or_null(double(low_matrix), double(kt));
+  g.matrix_precision_unknown_share = frac_or_null(double(unknown_matrix), double(kt));
+  for (size_t i = 0; i < by_kind.size(); ++i)
+    if (by_kind[i].total > 0)
+      g.kernel_classes.push_back(class_row(static_cast<KernelKind>(i), by_kind[i], c.nsteps, double(all_kernels)));
+  std::stable_sort(g.kernel_classes.begin(), g.kernel_classes.end(), [](const KernelClassRow& a, const KernelClassRow& b) {
+    return a.gpu_ms_per_step != b.gpu_ms_per_step ? a.gpu_ms_per_step > b.gpu_ms_per_step : a.kind < b.kind;
+  });
   if (!opt_ranges.empty()) {
     g.optimizer_kernel_share = frac_or_null(double(opt_t), double(kt));
     g.optimizer_kernels_per_step = r6(opt_n / c.nsteps);
@@ -253,10 +285,35 @@ Gpu gpu_section(const Ctx& c, std::set<std::string>& missing) {
   });
   TimeNs all = 0;
   for (const auto& r : rows) all += r.second.total;
+  // Each name's class: the one most of its time has (a name launched by operators of two dtypes has two).
+  std::unordered_map<std::string_view, uint32_t> class_of_name;
+  {
+    std::unordered_map<trace::StringId, std::pair<TimeNs, uint32_t>> best;
+    for (const auto& [key, ns] : name_class_time) {
+      auto& b = best[static_cast<trace::StringId>(key >> 32)];
+      const uint32_t cls = static_cast<uint32_t>(key & 0xFFFFFFFFu);
+      if (ns > b.first || (ns == b.first && cls < b.second)) b = {ns, cls};
+    }
+    for (const auto& [name, b] : best) class_of_name[t.strings.get(name)] = b.second;
+  }
+  const auto& families = KernelNameTable::builtin().families();
   for (size_t i = 0; i < rows.size() && i < kTopKernels; ++i) {
     const auto& [name, a] = rows[i];
-    g.top_kernels.push_back({name, a.count, r6(ms(a.total)), r6(a.total / 1e3 / a.count),
-                             frac_or_null(double(a.total), double(all)), is_tensor_core_kernel(name), kernel_category(name)});
+    const KernelClass& cls = idx.kernel_classes[class_of_name.at(name)];
+    TopKernel row;
+    row.name = name;
+    row.count = a.count;
+    row.total_ms = r6(ms(a.total));
+    row.mean_us = r6(a.total / 1e3 / a.count);
+    row.share = frac_or_null(double(a.total), double(all));
+    row.tensor_core = cls.matrix_units;
+    row.category = to_string(cls.kind);
+    row.precision = to_string(cls.precision);
+    row.precision_from = to_string(cls.precision_from);
+    if (cls.family >= 0 && static_cast<size_t>(cls.family) < families.size() &&
+        !families[static_cast<size_t>(cls.family)].library.empty())
+      row.library = families[static_cast<size_t>(cls.family)].library;
+    g.top_kernels.push_back(std::move(row));
   }
   return g;
 }

@@ -28,13 +28,6 @@ bool is_module_range(const Event& e, const std::string& n) {
 constexpr std::string_view kModulePrefix = "nn.Module: ";
 constexpr std::string_view kModuleBackwardPrefix = "nn.Module backward: ";
 
-bool is_conv_op(std::string_view op) {
-  for (size_t i = 0; i + 4 <= op.size(); ++i)
-    if ((op[i] | 0x20) == 'c' && (op[i + 1] | 0x20) == 'o' && (op[i + 2] | 0x20) == 'n' && (op[i + 3] | 0x20) == 'v')
-      return true;
-  return false;
-}
-
 struct ThreadKey {
   int64_t pid, tid;
   bool operator<(const ThreadKey& o) const { return pid != o.pid ? pid < o.pid : tid < o.tid; }
@@ -172,11 +165,12 @@ OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex&
     return owner;
   };
   auto shape_of = [&](const Event& e) -> OperatorShapeRow& { return by_shape[(uint64_t{e.name} << 32) | e.inputs]; };
-  // Kernel classes per distinct (kernel name, launching operator): traces repeat both a lot.
-  enum : uint8_t { kFp32 = 1, kConv = 2 };
-  std::unordered_map<uint64_t, uint8_t> classes;
-  for (const auto* list : {&idx.kernels, &idx.memcpys, &idx.memsets}) {
-    for (size_t i : *list) {
+  // Each list with its kernel classes (the kernels' from the index: kernel_class.h).
+  const std::vector<size_t>* lists[] = {&idx.kernels, &idx.memcpys, &idx.memsets};
+  for (const auto* list : lists) {
+    const bool kernels = list == &idx.kernels;
+    for (size_t pos = 0; pos < list->size(); ++pos) {
+      const size_t i = (*list)[pos];
       const Event& g = t.events[i];
       const int32_t dev = g.device >= 0 ? g.device : static_cast<int32_t>(g.pid);
       if (dev != device || !in_window(g.start_ns)) continue;
@@ -187,29 +181,13 @@ OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex&
         if (op == kNone) op = op_of_call[rt];
         mod = module_of_call[rt];
       }
-      const bool kernel = g.cat == Category::kKernel;
-      uint8_t cls = 0;
-      if (kernel) {
-        const trace::StringId op_name = op != kNone ? t.events[op].name : 0;
-        const uint64_t key = (uint64_t{g.name} << 32) | op_name;
-        auto it = classes.find(key);
-        if (it == classes.end()) {
-          const std::string& kname = t.name(g);
-          const std::string& oname = t.strings.get(op_name);
-          uint8_t c = 0;
-          if (!is_communication_kernel(kname)) {
-            if (!is_tensor_core_kernel(kname) &&
-                (is_fp32_tc_eligible_kernel(kname) || (!oname.empty() && is_tc_eligible_op(oname) && !is_fp64_kernel(kname))))
-              c |= kFp32;
-            // As gpu.conv_kernel_share counts them: by kernel name, or launched by a convolution operator.
-            if (is_conv_kernel(kname) || is_conv_op(oname)) c |= kConv;
-          }
-          it = classes.emplace(key, c).first;
-        }
-        cls = g.collective ? uint8_t{0} : it->second;
-      }
-      const bool fp32 = cls & kFp32;
-      const bool conv = cls & kConv;
+      const KernelClass* cls = kernels ? &idx.kernel_class(pos) : nullptr;
+      // FP32 GEMM/conv/attention (what AMP or TF32 would speed up); convolutions as gpu.conv_kernel_share counts
+      // them: by what the kernel computes, or launched by a convolution operator.
+      const bool fp32 = cls != nullptr && cls->fp32_matrix();
+      const bool conv = cls != nullptr && cls->kind != KernelKind::kCommunication &&
+                        (cls->kind == KernelKind::kConv || cls->conv_operator);
+      const bool tf32 = cls != nullptr && cls->precision == Precision::kTf32;
       const bool h2d = g.cat == Category::kMemcpy && g.copy_kind == trace::CopyKind::kHtoD;
       if (op != kNone) {
         out.gpu_attributed_ns += g.dur_ns;
@@ -228,6 +206,7 @@ OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex&
             const Event& oe = t.events[owner];
             OperatorShapeRow& rr = by_roofline[(uint64_t{oe.name} << 32) | oe.inputs];
             rr.gpu_ns += g.dur_ns;
+            if (tf32) rr.tf32_ns += g.dur_ns;
             rr.gpu_activities++;
             if (!launched_owner[owner]) {
               launched_owner[owner] = true;

@@ -1,10 +1,12 @@
 // Trace index and step detection.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 #include <map>
 #include <numeric>
 #include <set>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "profile_train/analysis/analyzers.h"
@@ -27,6 +29,70 @@ const char* to_string(StepSource s) {
     case StepSource::kWholeTrace: return "whole_trace";
   }
   return "whole_trace";
+}
+
+namespace {
+
+// What the device runs on matrix units (kernel_class.h): from its properties, else from its name.
+DeviceCaps device_caps(const trace::Trace& t, int32_t device) {
+  DeviceCaps caps;
+  const trace::DeviceInfo* d = t.device(device);
+  if (d == nullptr && t.devices.size() == 1) d = &t.devices.front();  // ROCm: properties under another id
+  if (d == nullptr) return caps;
+  std::string name;
+  for (char ch : d->name) name.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(ch))));
+  caps.vendor = d->vendor;
+  if (caps.vendor.empty() && (name.find("amd") != std::string::npos || name.find("instinct") != std::string::npos ||
+                              name.find("radeon") != std::string::npos))
+    caps.vendor = "amd";
+  if (caps.vendor.empty() && name.find("nvidia") != std::string::npos) caps.vendor = "nvidia";
+  if (caps.vendor == "amd") {
+    // Matrix cores: the CDNA Instinct parts (MI100 and newer); consumer Radeon (RDNA 3) runs WMMA, named as such.
+    caps.amd_matrix_cores = name.find("instinct") != std::string::npos || name.find(" mi") != std::string::npos ||
+                            name.rfind("mi", 0) == 0 || name.find("radeon") == std::string::npos;
+  } else {
+    caps.compute_major = d->compute_major;
+    caps.compute_minor = d->compute_minor;
+  }
+  return caps;
+}
+
+}  // namespace
+
+// One class per kernel: per distinct (kernel name, collective arg, launching operator, its input types), once.
+void classify_kernels(const trace::Trace& t, TraceIndex& idx) {
+  const DeviceCaps caps = device_caps(t, idx.main_device);
+  struct Key {
+    uint64_t a, b;
+    bool operator==(const Key& o) const { return a == o.a && b == o.b; }
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const { return std::hash<uint64_t>()(k.a * 0x9E3779B97F4A7C15ull ^ k.b); }
+  };
+  std::unordered_map<Key, uint32_t, KeyHash> seen;
+  idx.kernel_class_of.resize(idx.kernels.size());
+  for (size_t p = 0; p < idx.kernels.size(); ++p) {
+    const Event& k = t.events[idx.kernels[p]];
+    trace::StringId op_name = 0, op_types = 0;
+    if (const size_t* op = idx.op_by_external_id.find(k.external_id)) {
+      const Event& o = t.events[*op];
+      op_name = o.name;
+      if (o.inputs > 0 && o.inputs < t.op_inputs.size()) op_types = t.op_inputs[o.inputs].types;
+    }
+    const Key key{(uint64_t{k.name} << 32) | op_name, (uint64_t{op_types} << 1) | (k.collective ? 1u : 0u)};
+    auto it = seen.find(key);
+    if (it == seen.end()) {
+      LaunchingOperator op{t.strings.get(op_name), t.strings.get(op_types)};
+      // The operator's inputs are the kernel's when the operator computes it (an ATen or library operator), not
+      // when it only wraps compiled code or autograd (CompiledFunction, autograd::engine::evaluate_function: ...).
+      if (!operator_inputs_are_kernel_inputs(op.name)) op.types = {};
+      const KernelClass cls = classify_kernel(t.name(k), k.collective, op, caps);
+      auto at = std::find(idx.kernel_classes.begin(), idx.kernel_classes.end(), cls);
+      if (at == idx.kernel_classes.end()) at = idx.kernel_classes.insert(idx.kernel_classes.end(), cls);
+      it = seen.emplace(key, static_cast<uint32_t>(at - idx.kernel_classes.begin())).first;
+    }
+    idx.kernel_class_of[p] = it->second;
+  }
 }
 
 TraceIndex build_index(const trace::Trace& t) {
@@ -86,6 +152,7 @@ TraceIndex build_index(const trace::Trace& t) {
       idx.main_device = dev;
     }
   }
+  classify_kernels(t, idx);
   return idx;
 }
 

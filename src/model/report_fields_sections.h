@@ -111,6 +111,25 @@ PT_REPORT_FIELDS(TopKernel) {
   v("share", s.share);
   v("tensor_core", s.tensor_core);
   v("category", s.category);
+  v("precision", s.precision);
+  v("precision_from", s.precision_from);
+  v("library", s.library);
+}
+
+PT_REPORT_FIELDS(PrecisionShare) {
+  v("precision", s.precision);
+  v("share", s.share);
+}
+
+PT_REPORT_FIELDS(KernelClassRow) {
+  v("kind", s.kind);
+  v("gpu_ms_per_step", s.gpu_ms_per_step);
+  v("share", s.share);
+  v("precision", s.precision);
+  v("precisions", s.precisions);
+  v("matrix_unit_share", s.matrix_unit_share);
+  v("kind_from", s.kind_from);
+  v("precision_from", s.precision_from);
 }
 
 PT_REPORT_FIELDS(Gpu) {
@@ -129,11 +148,14 @@ PT_REPORT_FIELDS(Gpu) {
   v("optimizer_kernel_share", s.optimizer_kernel_share);
   v("optimizer_kernels_per_step", s.optimizer_kernels_per_step);
   v("memset_per_step", s.memset_per_step);
+  v("low_precision_matrix_share", s.low_precision_matrix_share);
+  v("matrix_precision_unknown_share", s.matrix_precision_unknown_share);
   v("static_launch_pattern", s.static_launch_pattern);
   v("idle", s.idle);
   v("memcpy", s.memcpy);
   v("memory", s.memory);
   v("top_kernels", s.top_kernels);
+  v("kernel_classes", s.kernel_classes);
 }
 
 PT_REPORT_FIELDS(HostSync) {
@@ -255,6 +277,7 @@ PT_REPORT_FIELDS(EfficiencyRow) {
   v("types", s.types);
   v("kind", s.kind);
   v("dtype", s.dtype);
+  v("precision", s.precision);
   v("calls_per_step", s.calls_per_step);
   v("gpu_ms_per_step", s.gpu_ms_per_step);
   v("gflop_per_call", s.gflop_per_call);
@@ -279,6 +302,7 @@ PT_REPORT_FIELDS(Efficiency) {
   v("gpu_spec", s.gpu_spec);
   v("gpu_spec_source", s.gpu_spec_source);
   v("dtype", s.dtype);
+  v("precision", s.precision);
   v("peak_tflops", s.peak_tflops);
   v("peak_tbps", s.peak_tbps);
   v("model_tflop_per_step", s.model_tflop_per_step);

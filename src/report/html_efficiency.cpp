@@ -119,7 +119,7 @@ void write_efficiency(Html& h, const model::Report& r) {
   h.raw("<section id=\"efficiency\"><h2>Efficiency: the roofline</h2>\n<p id=\"efficiency-summary\">");
   if (e.mfu)
     h.raw("MFU <b>").text(fmt_pct(e.mfu)).raw("</b>: ").text(format_fixed(e.achieved_tflops.value_or(0), 1))
-        .raw(" TFLOP/s of the ").text(format_fixed(*e.peak_tflops, 0) + " TFLOP/s " + e.dtype.value_or("") + " peak of the " +
+        .raw(" TFLOP/s of the ").text(format_fixed(*e.peak_tflops, 0) + " TFLOP/s " + e.precision.value_or(e.dtype.value_or("")) + " peak of the " +
                                      e.gpu_spec.value_or("device"))
         .raw(" (FLOPs of the modelled operators, ").text(fmt_pct(e.shape_coverage)).raw(" of GPU time). ");
   else if (e.achieved_tflops)
@@ -135,7 +135,8 @@ void write_efficiency(Html& h, const model::Report& r) {
           "<th>Share of roof</th></tr></thead><tbody>\n");
     for (const auto& row : e.operators) {
       h.raw("<tr><td><code>").text(row.name).raw("</code></td><td class=\"shapes\"><code>")
-          .text(truncate_utf8(row.shapes.value_or(""), 160)).raw("</code></td><td>").text(row.dtype).raw("</td>");
+          .text(truncate_utf8(row.shapes.value_or(""), 160)).raw("</code></td><td>")
+        .text(row.precision == "tf32" && row.dtype == "fp32" ? std::string("fp32 (TF32)") : row.dtype).raw("</td>");
       auto num = [&](std::optional<double> v, const std::string& shown) {
         h.raw("<td data-v=\"").raw(format_fixed(v.value_or(-1), 6)).raw("\">").text(shown).raw("</td>");
       };

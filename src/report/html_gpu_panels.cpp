@@ -21,15 +21,39 @@ std::optional<double> as_number(std::optional<int64_t> v) {
 
 }  // namespace
 
+// What the kernels compute (gpu.kernel_classes): one row per kind with its precision, the share on matrix units and
+// the evidence that decided it, so a bf16 step reads bf16 here as in the roofline.
+void write_kernel_classes(Html& h, const Report& r) {
+  if (r.gpu.kernel_classes.empty()) return;
+  const bool amd = r.device && r.device->vendor && *r.device->vendor == "amd";
+  h.raw("<h3>What the kernels compute</h3>\n<table class=\"data\" id=\"kernel-classes\"><thead><tr><th>Kind</th>"
+        "<th class=\"num\">GPU / step</th><th class=\"num\">Share of kernel time</th><th>Precision</th><th class=\"num\">On ")
+      .raw(amd ? "matrix cores" : "tensor cores").raw("</th><th>Decided by</th></tr></thead><tbody>\n");
+  for (const auto& c : r.gpu.kernel_classes) {
+    std::string precisions;
+    for (const auto& p : c.precisions) {
+      if (p.share < 0.005 && &p != &c.precisions.front()) continue;
+      precisions += (precisions.empty() ? "" : ", ") + p.precision + " " + fmt_pct(p.share);
+    }
+    h.raw("<tr><td>").text(c.kind).raw("</td><td class=\"num\">").text(fmt_ms(c.gpu_ms_per_step)).raw("</td><td class=\"num\">")
+        .raw("<span class=\"share\"><span style=\"width:").raw(format_fixed(std::clamp(c.share, 0.0, 1.0) * 100, 1))
+        .raw("%\"></span></span>").text(fmt_pct(c.share)).raw("</td><td title=\"").text(precisions).raw("\">")
+        .text(c.precision).raw("</td><td class=\"num\">").text(fmt_pct(c.matrix_unit_share)).raw("</td><td>")
+        .text(c.kind_from == c.precision_from ? c.kind_from : c.kind_from + " / " + c.precision_from).raw("</td></tr>\n");
+  }
+  h.raw("</tbody></table>\n");
+}
+
 void write_kernels(Html& h, const Report& r) {
   h.raw("<section id=\"kernels\"><h2>Top kernels</h2>\n");
   if (r.gpu.top_kernels.empty()) {
     h.raw("<p class=\"na\">No GPU kernels in this trace.</p></section>\n");
     return;
   }
+  write_kernel_classes(h, r);
   h.raw("<table class=\"data\" id=\"kernels-table\"><thead><tr><th>#</th><th>Kernel</th><th class=\"num\">Calls</th>"
         "<th class=\"num\">Total (all steps)</th><th class=\"num\">Mean</th><th class=\"num\">Share of kernel time</th><th>Tensor cores</th>"
-        "<th>Category</th></tr></thead><tbody>\n");
+        "<th>Category</th><th>Precision</th></tr></thead><tbody>\n");
   int rank = 0;
   for (const auto& kr : r.gpu.top_kernels) {
     ++rank;
@@ -43,7 +67,9 @@ void write_kernels(Html& h, const Report& r) {
         .raw(format_fixed(std::clamp(share.value_or(0.0), 0.0, 1.0) * 100, 1)).raw("%\"></span></span>")
         .text(fmt_pct(share)).raw("</td><td>");
     h.raw(kr.tensor_core ? "<span class=\"yes\">yes</span>" : "no");
-    h.raw("</td><td>").text(kr.category).raw("</td></tr>\n");
+    h.raw("</td><td>").text(kr.category).raw("</td><td title=\"").text("decided by " + kr.precision_from +
+                                                                           (kr.library ? "; " + *kr.library : std::string()))
+        .raw("\">").text(kr.precision).raw("</td></tr>\n");
   }
   h.raw("</tbody></table>\n</section>\n");
 }

@@ -213,9 +213,23 @@ void write_gpu(const Report& r, std::ostream& out, const Style& st) {
   if (!cc.empty()) dev += " (sm " + cc + ")";
   const auto idle = [&](auto member) { return g.idle ? std::optional<double>((*g.idle).*member) : std::nullopt; };
   const auto idle_share = [&](auto member) { return g.idle ? (*g.idle).*member : std::nullopt; };
+  const bool amd = r.device && r.device->vendor && *r.device->vendor == "amd";
+  const char* units = amd ? "matrix-core" : "tensor-core";
   out << st.bold("GPU") << "       " << dev << ": utilization " << pct(*g.utilization) << ", est. SM efficiency "
-      << opt_pct(g.sm_efficiency) << ", occupancy " << opt_pct(g.achieved_occupancy) << ", tensor-core kernels "
+      << opt_pct(g.sm_efficiency) << ", occupancy " << opt_pct(g.achieved_occupancy) << ", " << units << " kernels "
       << opt_pct(g.tensor_core_kernel_share) << "\n";
+  // What the kernels compute (gpu.kernel_classes): the largest kinds with their precision.
+  if (!g.kernel_classes.empty()) {
+    std::string line;
+    int shown = 0;
+    for (const auto& c : g.kernel_classes) {
+      if (shown == 5 || (shown > 0 && c.share < 0.01)) break;
+      line += (shown++ ? ", " : "") + text(c.kind) + " " + pct(c.share) + " " +
+              (c.precision == "unknown" ? std::string("precision unknown") : text(c.precision));
+      if (c.matrix_unit_share >= 0.5) line += std::string(" on ") + (amd ? "matrix" : "tensor") + " cores";
+    }
+    out << "          kernel time: " << line << "\n";
+  }
   out << "          " << fmt("%.0f", g.kernels_per_step.value_or(0.0)) << " kernels/step (median "
       << fmt("%.1f us", g.kernel_median_us.value_or(0.0)) << "), FP32 TC-eligible "
       << opt_pct(g.fp32_eligible_kernel_share) << ", idle " << opt_pct(idle(&GpuIdle::fraction))
@@ -251,7 +265,8 @@ void write_efficiency(const Report& r, std::ostream& out, const Style& st) {
   }
   if (e.mfu)
     out << "MFU " << pct(*e.mfu) << " (" << fmt("%.1f", e.achieved_tflops.value_or(0)) << " of "
-        << fmt("%.0f", e.peak_tflops.value_or(0)) << " TFLOP/s " << text(e.dtype) << ", " << text(e.gpu_spec) << ")";
+        << fmt("%.0f", e.peak_tflops.value_or(0)) << " TFLOP/s " << text(e.precision ? e.precision : e.dtype) << ", "
+        << text(e.gpu_spec) << ")";
   else
     out << fmt("%.1f", e.achieved_tflops.value_or(0)) << " TFLOP/s; no peak-table entry for this device (--gpu-spec FILE)";
   out << "; FLOPs known for " << opt_pct(e.shape_coverage) << " of GPU time\n";

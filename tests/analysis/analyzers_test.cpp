@@ -79,22 +79,26 @@ TEST(Classify, RuntimeNamesAndKernels) {
   EXPECT_TRUE(is_communication_kernel("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)"));
   EXPECT_TRUE(is_communication_kernel("ncclDevKernel_Generic"));
   EXPECT_FALSE(is_communication_kernel("volta_sgemm_128x64_nn"));
-  EXPECT_TRUE(is_tensor_core_kernel("volta_h884gemm_64x64_ldg8_nn"));
-  EXPECT_TRUE(is_tensor_core_kernel("ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_stages_32x5_nn"));
-  EXPECT_TRUE(is_tensor_core_kernel("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1"));
-  EXPECT_TRUE(is_tensor_core_kernel("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>"));
-  EXPECT_FALSE(is_tensor_core_kernel("volta_sgemm_128x64_nn"));
-  EXPECT_TRUE(is_fp32_tc_eligible_kernel("volta_sgemm_128x64_nn"));
-  EXPECT_TRUE(is_fp32_tc_eligible_kernel("void cudnn::detail::dgrad_engine<float, 512, 6, 5, 3, 3, 3, false>(int)"));
-  EXPECT_TRUE(is_fp32_tc_eligible_kernel("void implicit_convolve_sgemm<float, float, 128, 5, 5, 3, 3, 3, 1, false>()"));
-  EXPECT_FALSE(is_fp32_tc_eligible_kernel("volta_h884gemm_64x64_ldg8_nn"));
-  EXPECT_FALSE(is_fp32_tc_eligible_kernel("void at::native::vectorized_elementwise_kernel<4, float>"));
-  EXPECT_TRUE(is_fp64_kernel("volta_dgemm_128x64_nn"));
-  EXPECT_TRUE(is_fp64_kernel("void at::native::elementwise_kernel<double>"));
-  EXPECT_FALSE(is_fp32_tc_eligible_kernel("volta_dgemm_128x64_nn"));
-  EXPECT_TRUE(is_conv_kernel("void cudnn::detail::wgrad_alg0_engine<float, 128, 6, 7, 3, 3, 5, false, 512>"));
-  EXPECT_EQ(kernel_category("ncclKernel_AllReduce"), "communication");
-  EXPECT_EQ(kernel_category("volta_sgemm_128x64_nn"), "gemm");
+  auto tc = [](const char* n) { return classify_kernel_name(n).matrix_units; };
+  auto fp32 = [](const char* n) { return classify_kernel_name(n).fp32_matrix(); };
+  auto precision = [](const char* n) { return classify_kernel_name(n).precision; };
+  auto kind = [](const char* n) { return classify_kernel_name(n).kind; };
+  EXPECT_TRUE(tc("volta_h884gemm_64x64_ldg8_nn"));
+  EXPECT_TRUE(tc("ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_stages_32x5_nn"));
+  EXPECT_TRUE(tc("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1"));
+  EXPECT_TRUE(tc("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>"));
+  EXPECT_FALSE(tc("volta_sgemm_128x64_nn"));
+  EXPECT_TRUE(fp32("volta_sgemm_128x64_nn"));
+  EXPECT_TRUE(fp32("void cudnn::detail::dgrad_engine<float, 512, 6, 5, 3, 3, 3, false>(int)"));
+  EXPECT_TRUE(fp32("void implicit_convolve_sgemm<float, float, 128, 5, 5, 3, 3, 3, 1, false>()"));
+  EXPECT_FALSE(fp32("volta_h884gemm_64x64_ldg8_nn"));
+  EXPECT_FALSE(fp32("void at::native::vectorized_elementwise_kernel<4, float>"));
+  EXPECT_EQ(precision("volta_dgemm_128x64_nn"), Precision::kFp64);
+  EXPECT_EQ(precision("void at::native::elementwise_kernel<double>"), Precision::kFp64);
+  EXPECT_FALSE(fp32("volta_dgemm_128x64_nn"));
+  EXPECT_EQ(kind("void cudnn::detail::wgrad_alg0_engine<float, 128, 6, 7, 3, 3, 5, false, 512>"), KernelKind::kConv);
+  EXPECT_EQ(kind("ncclKernel_AllReduce"), KernelKind::kCommunication);
+  EXPECT_EQ(kind("volta_sgemm_128x64_nn"), KernelKind::kGemm);
 }
 
 // One 100 us step with one of each role; expected carving worked out by hand:

@@ -102,12 +102,13 @@ TEST(Classify, AllocatorAndMemcpyCallsCudaAndHip) {
   for (const char* n : {"cudaMemcpy", "cudaMemcpyAsync_v3020", "cuMemcpyHtoDAsync_v2", "hipMemcpyAsync"})
     EXPECT_TRUE(is_memcpy_call(n)) << n;
   EXPECT_FALSE(is_memcpy_call("cudaMemsetAsync"));
-  EXPECT_TRUE(is_tf32_kernel("sm80_xmma_fprop_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nchw"));
-  EXPECT_TRUE(is_tf32_kernel("cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4"));
-  EXPECT_FALSE(is_tf32_kernel("volta_sgemm_128x64_nn"));
-  EXPECT_FALSE(is_tf32_kernel("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_nn"));
-  EXPECT_FALSE(is_tf32_kernel("turing_fp16_s1688gemm_fp16_128x128_ldg8_f2f_tn"));
-  EXPECT_TRUE(is_tf32_kernel("ampere_tf32_s1688gemm_tf32_128x128_ldg8_stages_32x3_nn"));
+  auto tf32 = [](const char* n) { return classify_kernel_name(n).precision == Precision::kTf32; };
+  EXPECT_TRUE(tf32("sm80_xmma_fprop_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nchw"));
+  EXPECT_TRUE(tf32("cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4"));
+  EXPECT_FALSE(tf32("volta_sgemm_128x64_nn"));
+  EXPECT_FALSE(tf32("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_nn"));
+  EXPECT_FALSE(tf32("turing_fp16_s1688gemm_fp16_128x128_ldg8_f2f_tn"));
+  EXPECT_TRUE(tf32("ampere_tf32_s1688gemm_tf32_128x128_ldg8_stages_32x3_nn"));
 }
 
 // `run`'s command and how it ended: named in the summary for a clean exit as for a failure; never for a

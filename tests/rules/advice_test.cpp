@@ -89,11 +89,17 @@ TEST(Advice, Fp32VoltaTraceWithoutDevicePropertiesGetsAmpAsACheckNamingItsAssump
   EXPECT_NE(note.find("get_device_capability"), std::string::npos) << note;
   // The bound under the assumption: Volta's 8x fp16:fp32 peak ratio (0.875 of the FP32 kernels removable).
   EXPECT_GT((*amp)["estimated_speedup_max"].get<double>(), 2.0);
-  ASSERT_FALSE(r["plan"]["steps"].empty()) << r["plan"].dump(1);
-  EXPECT_EQ(r["plan"]["steps"][0]["id"], "amp");
-  EXPECT_EQ(r["plan"]["steps"][0]["evidence_level"], "check");
-  EXPECT_EQ(r["plan"]["steps"][0]["check_note"], note);
-  EXPECT_EQ(r["recommendations"][0]["id"], "amp");
+  // The scudnn kernels are cuDNN convolutions (data/kernel_names.json), so cudnn-benchmark (tier 1, cheaper) may
+  // stand ahead of it; amp is planned either way, as the check it is.
+  const json* step = nullptr;
+  for (const auto& s : r["plan"]["steps"])
+    if (s["id"] == "amp") step = &s;
+  ASSERT_NE(step, nullptr) << r["plan"].dump(1);
+  EXPECT_EQ((*step)["evidence_level"], "check");
+  EXPECT_EQ((*step)["check_note"], note);
+  EXPECT_TRUE(r["recommendations"][0]["id"] == "amp" || r["recommendations"][0]["id"] == "cudnn-benchmark")
+      << r["recommendations"][0]["id"];
+  EXPECT_EQ(r["recommendations"][0]["group"], "primary");
 }
 
 TEST(Advice, Fp32KernelsWithNoArchitectureInTheirNamesAssumeTheOldestTensorCoreGpu) {

@@ -72,7 +72,7 @@ struct EfficiencyInput {
   const GpuSpec* spec = nullptr;  // matched device, or null
   bool has_shapes = false;      // the trace records operator inputs
   bool has_gpu = false;
-  std::vector<std::pair<std::string, TimeNs>> kernel_classes;  // kernel_category -> kernel time (no shapes)
+  std::vector<std::pair<std::string, TimeNs>> kernel_classes;  // kernel kind (kernel_class.h) -> kernel time
 };
 model::Efficiency efficiency_section(const EfficiencyInput& in);
 

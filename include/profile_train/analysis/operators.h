@@ -26,6 +26,7 @@ struct OperatorShapeRow {
   std::string dims, types;
   std::string concrete;  // trace::OpInputs::concrete ("" when not recorded); rows differ in it too
   TimeNs gpu_ns = 0;
+  TimeNs tf32_ns = 0;  // roofline groups: of gpu_ns, kernels that compute in TF32 (the kernel classification)
   int64_t gpu_activities = 0;
   int64_t launching_calls = 0;
   TimeNs host_self_ns = 0;

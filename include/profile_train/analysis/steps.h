@@ -2,6 +2,7 @@
 // One analyzer of build_typed_report (analysis/analyzers.h includes them all).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 
 #include "profile_train/analysis/id_map.h"
 #include "profile_train/analysis/intervals.h"
+#include "profile_train/analysis/kernel_class.h"
 #include "profile_train/model/report.h"
 #include "profile_train/trace/model.h"
 
@@ -73,6 +75,16 @@ struct TraceIndex {
     const Correlation* c = correlation(id);
     return c == nullptr ? Correlation::kNone : c->runtime;
   }
+  // One classification per kernel (kernel_class.h), parallel to `kernels`: kernel_classes[kernel_class_of[p]] is
+  // the class of t.events[kernels[p]]. Every analyzer reads these, none classifies a kernel on its own.
+  std::vector<KernelClass> kernel_classes;  // distinct classes
+  std::vector<uint32_t> kernel_class_of;    // parallel to `kernels`
+  const KernelClass& kernel_class(size_t kernel_pos) const { return kernel_classes[kernel_class_of[kernel_pos]]; }
+  // The class of the kernel at event index `event` (a binary search in `kernels`); nullptr for other events.
+  const KernelClass* kernel_class_of_event(size_t event) const {
+    auto it = std::lower_bound(kernels.begin(), kernels.end(), event);
+    return it == kernels.end() || *it != event ? nullptr : &kernel_class(static_cast<size_t>(it - kernels.begin()));
+  }
   int32_t main_device = -1;  // device with the most GPU busy time (-1 if no GPU activity)
   bool has_gpu_activity = false;
   bool has_cpu_ops = false;
@@ -80,7 +92,9 @@ struct TraceIndex {
   // structure native NVTX captures carry instead of framework operators.
   bool has_phase_ranges = false;
 };
-TraceIndex build_index(const trace::Trace& t);
+TraceIndex build_index(const trace::Trace& t);  // classifies the kernels too (classify_kernels)
+// Fills idx.kernel_classes / kernel_class_of from the kernels, their launching operators and the main device.
+void classify_kernels(const trace::Trace& t, TraceIndex& idx);
 
 // The training-loop ranges of one thread, each list sorted by start with nested repeats dropped (a range
 // inside another of the same list). Names: "enumerate(DataLoader)#...__next__" / DataPipe (fetch),

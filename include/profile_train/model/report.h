@@ -243,6 +243,26 @@ struct TopKernel {
   std::optional<double> share;
   bool tensor_core = false;
   std::string category;
+  // 1.3: the kernel's class (analysis/kernel_class.h): its precision ("unknown" when nothing says), what decided it
+  // ("operator_inputs" | "kernel_name" | "none"), the library its name belongs to (null when no family matched).
+  std::string precision = "unknown", precision_from = "none";
+  std::optional<std::string> library;
+};
+
+// One precision's share of a kernel class's time (gpu.kernel_classes[].precisions).
+struct PrecisionShare {
+  std::string precision;
+  double share = 0;
+};
+// What the kernels compute (gpu.kernel_classes, 1.3): one row per kind, from the one kernel classification.
+struct KernelClassRow {
+  std::string kind;                       // "gemm" | "conv" | "attention" | "communication" | ... | "other"
+  double gpu_ms_per_step = 0;
+  double share = 0;                       // of all kernel time in the steps (communication included)
+  std::string precision = "unknown";      // the precision of most of its time ("unknown" when none is known)
+  std::vector<PrecisionShare> precisions;  // largest share first; "unknown" is one of them
+  double matrix_unit_share = 0;           // of its time on tensor / matrix cores
+  std::string kind_from, precision_from;  // the evidence that decided most of its time's kind / precision
 };
 
 struct Gpu {
@@ -250,11 +270,15 @@ struct Gpu {
       kernel_median_us, short_kernel_fraction, tensor_core_kernel_share, tf32_kernel_share,
       fp32_eligible_kernel_share, fp64_kernel_share, conv_kernel_share, optimizer_kernel_share,
       optimizer_kernels_per_step, memset_per_step;
+  // 1.3: of compute-kernel time, GEMM/conv/attention in 16-bit or 8-bit precision, and GEMM/conv/attention whose
+  // precision nothing in the trace tells (no operator inputs, no dtype in the name).
+  std::optional<double> low_precision_matrix_share, matrix_precision_unknown_share;
   std::optional<bool> static_launch_pattern;
   std::optional<GpuIdle> idle;
   std::optional<Memcpy> memcpy;
   GpuMemory memory;
   std::vector<TopKernel> top_kernels;
+  std::vector<KernelClassRow> kernel_classes;  // 1.3: by time, largest first
 };
 
 struct HostSync {
@@ -356,6 +380,9 @@ struct EfficiencyRow {
   std::optional<std::string> shapes, types;
   std::string kind;   // OpKind: "gemm" | "conv" | "attention" | "elementwise" | "reduction" | "norm"
   std::string dtype;  // "fp64" | "fp32" | "fp16" | "bf16" | "fp8" | "int"
+  // 1.3: the precision its kernels compute in (the kernel classification: "tf32" for FP32 inputs on TF32 tensor
+  // cores, else the dtype's); the roof uses it.
+  std::string precision;
   double calls_per_step = 0, gpu_ms_per_step = 0;
   double gflop_per_call = 0, mbytes_per_call = 0;  // 1e9 FLOPs, 1e6 bytes
   std::optional<double> intensity;          // FLOPs per byte; null when bytes are 0
@@ -377,6 +404,7 @@ struct Efficiency {
   std::optional<std::string> gpu_spec;          // the peak-table entry the device matched
   std::optional<std::string> gpu_spec_source;
   std::optional<std::string> dtype;             // the dtype carrying most matrix FLOPs
+  std::optional<std::string> precision;         // 1.3: what that dtype computes in: "tf32" on TF32 tensor cores, else dtype
   std::optional<double> peak_tflops, peak_tbps; // the device's roofs (peak_tflops at `dtype`)
   std::optional<double> model_tflop_per_step;   // FLOPs of the modelled operators per step / 1e12
   std::optional<double> achieved_tflops;        // model FLOPs per step / step time
