@@ -295,8 +295,8 @@ TEST(GpuMetrics, OptimizerKernelsAndTopKernels) {
                      .annotation("ProfilerStep#1", 0, 100)
                      .runtime("cudaLaunchKernel", 1, 1, 1).kernel("volta_h884gemm_64x64_ldg8_nn", 5, 30, 1)
                      .annotation("Optimizer.step#AdamW.step", 50, 40)
-                     .runtime("cudaLaunchKernel", 55, 1, 2).kernel("multi_tensor_apply_kernel", 60, 5, 2)
-                     .runtime("cudaLaunchKernel", 57, 1, 3).kernel("multi_tensor_apply_kernel", 66, 5, 3)
+                     .runtime("cudaLaunchKernel", 55, 1, 2).kernel("multi_tensor_apply_kernel<FusedOptimizerTensorListMetadata<4>, FusedAdamMathFunctor<float, 4>>", 60, 5, 2)
+                     .runtime("cudaLaunchKernel", 57, 1, 3).kernel("multi_tensor_apply_kernel<FusedOptimizerTensorListMetadata<4>, FusedAdamMathFunctor<float, 4>>", 66, 5, 3)
                      .runtime("cudaMemsetAsync", 80, 1, 4).memset(82, 1, 64, 4)
                      .build();
   const auto r = build_report(t);
