@@ -1,6 +1,8 @@
 // diff_reports: two typed reports into the diff document (analysis/diff.h).
 #include "profile_train/analysis/diff.h"
 
+#include "report_context.h"  // r6
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -49,6 +51,60 @@ std::map<std::string, KernelRow> kernel_rows(const Report& r) {
 const model::CopyDirection* copy_direction(const Report& r, model::CopyDirection model::Memcpy::*dir) {
   return r.gpu.memcpy ? &((*r.gpu.memcpy).*dir) : nullptr;
 }
+
+// One side's window and its kernel time shared with the other side's top-kernel list.
+model::DiffWindow window_of(const Report& r, const Report& other) {
+  model::DiffWindow w;
+  w.steps = r.steps.count;
+  w.steady_steps = r.steps.steady_state.count > 0 ? r.steps.steady_state.count : r.steps.count;
+  w.mean_ms = r.steps.mean_ms;
+  w.stddev_ms = r.steps.stddev_ms;
+  if (w.mean_ms && *w.mean_ms > 0) {
+    w.window_ms = r6(static_cast<double>(w.steady_steps) * *w.mean_ms);
+    if (w.stddev_ms) w.relative_stddev = r6(*w.stddev_ms / *w.mean_ms);
+  }
+  std::set<std::string> other_names;
+  for (const auto& k : other.gpu.top_kernels) other_names.insert(k.name);
+  // top_kernels' share is of all kernel time in the window: total / share gives it, also past the top list.
+  double listed = 0, shared = 0, share = 0;
+  for (const auto& k : r.gpu.top_kernels) {
+    listed += k.total_ms;
+    if (other_names.count(k.name)) shared += k.total_ms;
+    if (k.share && *k.share > 0) share += *k.share;
+  }
+  if (listed > 0) {
+    const double all = share > 0 ? listed / std::min(1.0, share) : listed;
+    w.kernel_ms = r6(all);
+    w.shared_kernel_fraction = r6(shared / all);
+  }
+  return w;
+}
+
+// The neutral rule (model/diff.h) over the two mean steps and their spreads, and the categories that moved.
+model::DiffHeadline headline_of(const Report& ra, const Report& rb, const Diff& d) {
+  model::DiffHeadline h;
+  const auto& a = ra.steps;
+  const auto& b = rb.steps;
+  if (a.mean_ms && b.mean_ms && *a.mean_ms > 0 && *b.mean_ms > 0) {
+    auto relative_spread = [](const model::Steps& s) { return s.stddev_ms ? *s.stddev_ms / *s.mean_ms : 0.0; };
+    const double spread = std::max(relative_spread(a), relative_spread(b));
+    const double change = *b.mean_ms / *a.mean_ms - 1;
+    const double threshold = std::max(model::kNeutralFloor, model::kNeutralSpreads * spread);
+    h.relative_change = r6(change);
+    h.threshold = r6(threshold);
+    h.step_time = std::fabs(change) <= threshold ? model::StepChange::kNeutral
+                  : change < 0                   ? model::StepChange::kFaster
+                                                 : model::StepChange::kSlower;
+    std::vector<std::pair<double, Role>> moved;
+    for (const DiffCategory& c : d.breakdown)
+      if (c.delta_ms && std::fabs(*c.delta_ms) >= model::kMaterialShare * *a.mean_ms)
+        moved.emplace_back(std::fabs(*c.delta_ms), c.role);
+    std::stable_sort(moved.begin(), moved.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+    for (const auto& [_, role] : moved) h.changed_categories.push_back(role);
+  }
+  return h;
+}
+
 
 }  // namespace
 
@@ -155,6 +211,9 @@ Diff diff_reports(const Report& a, const Report& b, const std::string& label_a, 
     if (std::find(recs.b.begin(), recs.b.end(), id) == recs.b.end()) recs.resolved.push_back(id);
   for (const auto& id : recs.b)
     if (std::find(recs.a.begin(), recs.a.end(), id) == recs.a.end()) recs.added.push_back(id);
+  d.comparability.a = window_of(a, b);
+  d.comparability.b = window_of(b, a);
+  d.headline = headline_of(a, b, d);
   return d;
 }
 

@@ -15,6 +15,50 @@ const char* presence_name(KernelPresence p) {
   }
   return "in_both";
 }
+
+json step_time_json(const DiffStepTime& st) {
+  return {{"a_ms", or_null(st.a_ms)},   {"b_ms", or_null(st.b_ms)},       {"delta_ms", or_null(st.delta_ms)},
+          {"ratio", or_null(st.ratio)}, {"speedup", or_null(st.speedup)}};
+}
+
+json breakdown_json(const std::vector<DiffCategory>& breakdown) {
+  json cats = json::array();
+  for (const DiffCategory& c : breakdown)
+    cats.push_back({{"category", name_of(c.role)},
+                    {"a_ms", or_null(c.a_ms)},
+                    {"b_ms", or_null(c.b_ms)},
+                    {"delta_ms", or_null(c.delta_ms)},
+                    {"a_fraction", or_null(c.a_fraction)},
+                    {"b_fraction", or_null(c.b_fraction)}});
+  return cats;
+}
+
+json verdict_json(const Diff& d) {
+  return {{"a", std::string(name_of(d.a.bottleneck))}, {"b", std::string(name_of(d.b.bottleneck))},
+          {"changed", d.verdict_changed()}};
+}
+
+json headline_json(const DiffHeadline& h) {
+  json cats = json::array();
+  for (Role r : h.changed_categories) cats.push_back(name_of(r));
+  return {{"step_time", name_of(h.step_time)},
+          {"relative_change", or_null(h.relative_change)},
+          {"threshold", or_null(h.threshold)},
+          {"changed_categories", std::move(cats)}};
+}
+
+json window_json(const DiffWindow& w) {
+  return {{"steps", w.steps},
+          {"steady_steps", w.steady_steps},
+          {"mean_ms", or_null(w.mean_ms)},
+          {"stddev_ms", or_null(w.stddev_ms)},
+          {"relative_stddev", or_null(w.relative_stddev)},
+          {"window_ms", or_null(w.window_ms)},
+          {"kernel_ms", or_null(w.kernel_ms)},
+          {"shared_kernel_fraction", or_null(w.shared_kernel_fraction)}};
+}
+
+json comparability_json(const DiffComparability& c) { return {{"a", window_json(c.a)}, {"b", window_json(c.b)}}; }
 }  // namespace
 
 json to_json(const Diff& d) {
@@ -32,22 +76,14 @@ json to_json(const Diff& d) {
   out["tool"] = {{"name", "profile-train"}};
   out["a"] = side(d.a);
   out["b"] = side(d.b);
-  const DiffStepTime& st = d.step_time;
-  out["step_time"] = {{"a_ms", or_null(st.a_ms)},   {"b_ms", or_null(st.b_ms)},       {"delta_ms", or_null(st.delta_ms)},
-                      {"ratio", or_null(st.ratio)}, {"speedup", or_null(st.speedup)}};
+  out["kind"] = "reports";
+  out["step_time"] = step_time_json(d.step_time);
+  out["headline"] = headline_json(d.headline);
+  out["comparability"] = comparability_json(d.comparability);
   out["gpu_utilization"] = {
       {"a", or_null(d.gpu_utilization.a)}, {"b", or_null(d.gpu_utilization.b)}, {"delta", or_null(d.gpu_utilization.delta)}};
-  json cats = json::array();
-  for (const DiffCategory& c : d.breakdown)
-    cats.push_back({{"category", name_of(c.role)},
-                    {"a_ms", or_null(c.a_ms)},
-                    {"b_ms", or_null(c.b_ms)},
-                    {"delta_ms", or_null(c.delta_ms)},
-                    {"a_fraction", or_null(c.a_fraction)},
-                    {"b_fraction", or_null(c.b_fraction)}});
-  out["breakdown"] = std::move(cats);
-  const std::string va(name_of(d.a.bottleneck)), vb(name_of(d.b.bottleneck));
-  out["verdict"] = {{"a", va}, {"b", vb}, {"changed", d.verdict_changed()}};
+  out["breakdown"] = breakdown_json(d.breakdown);
+  out["verdict"] = verdict_json(d);
   json kernels = json::array();
   for (const DiffKernel& k : d.kernels)
     kernels.push_back({{"name", k.name},
@@ -75,6 +111,7 @@ json to_json(const Diff& d) {
   out["copies"] = std::move(copies);
   const DiffRecommendations& r = d.recommendations;
   out["recommendations"] = {{"a", r.a}, {"b", r.b}, {"resolved", r.resolved}, {"new", r.added}};
+  out["job"] = nullptr;
   return out;
 }
 

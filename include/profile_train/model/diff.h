@@ -4,9 +4,11 @@
 // Owner: model room (namespace profile_train::model).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -16,7 +18,20 @@
 namespace profile_train::model {
 
 // diff.json format version (major.minor; minor versions only add keys).
-inline constexpr const char* kDiffVersion = "1.0";
+// 1.1 added kind, headline, comparability and job (null: reserved for the diff of two job folders).
+inline constexpr const char* kDiffVersion = "1.1";
+
+// The neutral rule: the mean step moved beyond noise when |B/A - 1| > max(kNeutralFloor, kNeutralSpreads x the
+// larger of the two sides' relative step-time spreads, steps.stddev_ms / steps.mean_ms of the steady state).
+inline constexpr double kNeutralFloor = 0.03;
+inline constexpr double kNeutralSpreads = 2.0;
+// A breakdown category changed (the neutral headline names it) when it moved by at least this share of A's step.
+inline constexpr double kMaterialShare = 0.03;
+
+// diff.json headline.step_time: whether the mean step moved beyond the neutral rule's threshold.
+enum class StepChange : unsigned char { kFaster, kSlower, kNeutral, kUnknown };
+inline constexpr std::array<std::string_view, 4> kStepChangeNames = {"faster", "slower", "neutral", "unknown"};
+inline constexpr std::string_view name_of(StepChange c) { return kStepChangeNames[static_cast<size_t>(c)]; }
 
 struct DiffOptions {
   int top = 10;  // kernels listed (largest absolute change in time per step first)
@@ -56,9 +71,33 @@ struct DiffCopy {  // one copy direction; a side without a memcpy section is nul
 struct DiffRecommendations {
   std::vector<std::string> a, b, resolved, added;  // ids; resolved: in A not in B; added: in B not in A
 };
+// What one side measured, to judge whether the two are comparable.
+struct DiffWindow {
+  int64_t steps = 0;         // steps.count
+  int64_t steady_steps = 0;  // the steps the mean is over: steady_state.count, else steps.count
+  std::optional<double> mean_ms, stddev_ms;  // steps.mean_ms / stddev_ms (of the steady-state steps)
+  std::optional<double> relative_stddev;     // stddev / mean
+  std::optional<double> window_ms;           // steady_steps x mean_ms
+  // Kernel time in the window (top_kernels' total_ms over their share of all kernel time; null without kernels)
+  // and the share of it in kernels present in both sides' top-kernel lists.
+  std::optional<double> kernel_ms, shared_kernel_fraction;
+};
+struct DiffComparability {
+  DiffWindow a, b;
+};
+// The diff's headline: did the step time move beyond its spread (the neutral rule), and what did change.
+struct DiffHeadline {
+  StepChange step_time = StepChange::kUnknown;
+  std::optional<double> relative_change;  // B/A - 1 of the mean step; null when either is missing or 0
+  std::optional<double> threshold;        // max(kNeutralFloor, kNeutralSpreads x the larger relative stddev)
+  std::vector<Role> changed_categories;   // moved by >= kMaterialShare of A's step, largest change first
+  bool neutral() const { return step_time == StepChange::kNeutral; }
+};
 struct Diff {
   DiffSide a, b;
   DiffStepTime step_time;
+  DiffHeadline headline;
+  DiffComparability comparability;
   DiffPair gpu_utilization;
   std::vector<DiffCategory> breakdown;  // every role, in the breakdown's order
   std::vector<DiffKernel> kernels;      // largest |change per step| first, at most DiffOptions::top
@@ -67,7 +106,7 @@ struct Diff {
   bool verdict_changed() const { return a.bottleneck != b.bottleneck; }
 };
 
-// diff.json (format kDiffVersion).
+// diff.json (format kDiffVersion): kind "reports", job null.
 nlohmann::json to_json(const Diff& diff);
 
 }  // namespace profile_train::model
