@@ -1,6 +1,7 @@
 // diff_reports: two typed reports into the diff document (analysis/diff.h).
 #include "profile_train/analysis/diff.h"
 
+#include "profile_train/analysis/job.h"
 #include "report_context.h"  // r6
 
 #include <algorithm>
@@ -105,6 +106,15 @@ model::DiffHeadline headline_of(const Report& ra, const Report& rb, const Diff& 
   return h;
 }
 
+// The index of the rank with the longest mean step (the job's step time), if any has one.
+std::optional<size_t> slowest_of(const std::vector<model::RankReport>& ranks) {
+  std::optional<size_t> slow;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const auto& m = ranks[i].report.steps.mean_ms;
+    if (m && *m > 0 && (!slow || *m > *ranks[*slow].report.steps.mean_ms)) slow = i;
+  }
+  return slow;
+}
 
 }  // namespace
 
@@ -214,6 +224,84 @@ Diff diff_reports(const Report& a, const Report& b, const std::string& label_a, 
   d.comparability.a = window_of(a, b);
   d.comparability.b = window_of(b, a);
   d.headline = headline_of(a, b, d);
+  return d;
+}
+
+RankPairs pair_ranks(const std::vector<RankReport>& a, const std::vector<RankReport>& b) {
+  auto recorded = [](const std::vector<RankReport>& side, std::map<int64_t, size_t>& out) {
+    for (size_t i = 0; i < side.size(); ++i) {
+      const auto& d = side[i].report.source.distributed;
+      if (!d || !d->rank || !out.emplace(*d->rank, i).second) return false;
+    }
+    return true;
+  };
+  RankPairs out;
+  std::map<int64_t, size_t> ra, rb;
+  if (recorded(a, ra) && recorded(b, rb)) {
+    out.pairing = model::RankPairing::kByRank;
+    std::set<int64_t> keys;
+    for (const auto& [k, _] : ra) keys.insert(k);
+    for (const auto& [k, _] : rb) keys.insert(k);
+    for (int64_t k : keys) {
+      RankPair p;
+      p.rank = k;
+      if (auto it = ra.find(k); it != ra.end()) p.a = it->second;
+      if (auto it = rb.find(k); it != rb.end()) p.b = it->second;
+      out.pairs.push_back(p);
+    }
+    return out;
+  }
+  out.pairing = model::RankPairing::kByOrder;
+  for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+    RankPair p;
+    p.rank = static_cast<int64_t>(i);
+    if (i < a.size()) p.a = i;
+    if (i < b.size()) p.b = i;
+    out.pairs.push_back(p);
+  }
+  return out;
+}
+
+model::JobDiff diff_jobs(const model::JobFolder& a, const model::JobFolder& b, const std::string& label_a,
+                         const std::string& label_b, const DiffOptions& options) {
+  model::JobDiff d;
+  const RankPairs pairs = pair_ranks(a.ranks, b.ranks);
+  d.pairing = pairs.pairing;
+  auto key_of = [&](bool side_a, size_t index) {
+    for (const RankPair& p : pairs.pairs)
+      if ((side_a ? p.a : p.b) == index) return p.rank;
+    return static_cast<int64_t>(index);
+  };
+  auto side = [&](const model::JobFolder& job, const std::string& label, bool side_a) {
+    model::JobDiffSide s;
+    s.label = label;
+    s.ranks = static_cast<int64_t>(job.ranks.size());
+    s.from_job_json = job.summary.has_value();
+    s.summary = job.summary ? *job.summary : summarize_job(job.ranks);
+    if (auto slow = slowest_of(job.ranks)) {
+      s.slowest_rank = key_of(side_a, *slow);
+      s.slowest_label = job.ranks[*slow].file;
+      s.step_ms = job.ranks[*slow].report.steps.mean_ms;
+    }
+    return s;
+  };
+  d.a = side(a, label_a, true);
+  d.b = side(b, label_b, false);
+  // The job's figures are its slowest rank's; a side without step times stands on its first rank.
+  const size_t sa = slowest_of(a.ranks).value_or(0), sb = slowest_of(b.ranks).value_or(0);
+  static const Report kEmpty;
+  d.slowest = diff_reports(a.ranks.empty() ? kEmpty : a.ranks[sa].report, b.ranks.empty() ? kEmpty : b.ranks[sb].report,
+                           label_a, label_b, options);
+  for (const RankPair& p : pairs.pairs) {
+    if (p.a && p.b) {
+      d.ranks.push_back({p.rank, diff_reports(a.ranks[*p.a].report, b.ranks[*p.b].report, a.ranks[*p.a].file,
+                                              b.ranks[*p.b].file, options)});
+    } else if (p.a) {
+      d.only_in_a.push_back({p.rank, a.ranks[*p.a].file});
+    } else if (p.b) {
+      d.only_in_b.push_back({p.rank, b.ranks[*p.b].file});
+    }
+  }
   return d;
 }
 

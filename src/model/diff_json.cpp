@@ -59,6 +59,33 @@ json window_json(const DiffWindow& w) {
 }
 
 json comparability_json(const DiffComparability& c) { return {{"a", window_json(c.a)}, {"b", window_json(c.b)}}; }
+
+json straggler_json(const std::optional<Straggler>& s) {
+  if (!s) return nullptr;
+  return {{"rank", s->rank}, {"phase", std::string(name_of(s->phase))}, {"excess_ms", s->excess_ms}};
+}
+
+json job_side_json(const JobDiffSide& s) {
+  const JobSummary& j = s.summary;
+  return {{"label", s.label},
+          {"ranks", s.ranks},
+          {"from_job_json", s.from_job_json},
+          {"verdict", std::string(name_of(j.verdict))},
+          {"straggler", straggler_json(j.straggler)},
+          {"slowest_work_rank", or_null(j.slowest_rank)},
+          {"slowdown", or_null(j.slowdown)},
+          {"step_skew", or_null(j.step_skew)},
+          {"summary", j.summary},
+          {"slowest_rank", or_null(s.slowest_rank)},
+          {"slowest_label", s.slowest_label},
+          {"step_ms", or_null(s.step_ms)}};
+}
+
+json one_side_json(const std::vector<RankOnOneSide>& ranks) {
+  json out = json::array();
+  for (const auto& r : ranks) out.push_back({{"rank", r.rank}, {"label", r.label}});
+  return out;
+}
 }  // namespace
 
 json to_json(const Diff& d) {
@@ -112,6 +139,37 @@ json to_json(const Diff& d) {
   const DiffRecommendations& r = d.recommendations;
   out["recommendations"] = {{"a", r.a}, {"b", r.b}, {"resolved", r.resolved}, {"new", r.added}};
   out["job"] = nullptr;
+  return out;
+}
+
+json to_json(const JobDiff& d) {
+  json out = to_json(d.slowest);
+  out["kind"] = "job";
+  json ranks = json::array();
+  for (const RankDiff& r : d.ranks)
+    ranks.push_back({{"rank", r.rank},
+                     {"a", r.diff.a.label},
+                     {"b", r.diff.b.label},
+                     {"step_time", step_time_json(r.diff.step_time)},
+                     {"headline", headline_json(r.diff.headline)},
+                     {"comparability", comparability_json(r.diff.comparability)},
+                     {"breakdown", breakdown_json(r.diff.breakdown)},
+                     {"verdict", verdict_json(r.diff)}});
+  const auto straggler_rank = [](const JobDiffSide& s) {
+    return s.summary.straggler ? json(s.summary.straggler->rank) : json(nullptr);
+  };
+  out["job"] = {{"pairing", std::string(name_of(d.pairing))},
+                {"a", job_side_json(d.a)},
+                {"b", job_side_json(d.b)},
+                {"step_time", step_time_json(d.slowest.step_time)},
+                {"verdict",
+                 {{"a", std::string(name_of(d.a.summary.verdict))},
+                  {"b", std::string(name_of(d.b.summary.verdict))},
+                  {"changed", d.verdict_changed()}}},
+                {"straggler", {{"a", straggler_rank(d.a)}, {"b", straggler_rank(d.b)}, {"changed", d.straggler_changed()}}},
+                {"ranks", std::move(ranks)},
+                {"only_in_a", one_side_json(d.only_in_a)},
+                {"only_in_b", one_side_json(d.only_in_b)}};
   return out;
 }
 

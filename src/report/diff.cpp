@@ -138,7 +138,7 @@ void breakdown_table(const Diff& d, const std::string& title, std::ostream& out,
   }
 }
 
-// Kernels, copies and recommendations (`what`: a suffix to their titles; "" for two reports).
+// Kernels, copies and recommendations (`what`: "" for two reports, ", slowest ranks" for two jobs).
 void details(const Diff& d, const std::string& what, std::ostream& out, bool color) {
   const char* bold = color ? "\x1b[1m" : "";
   const char* reset = color ? "\x1b[0m" : "";
@@ -170,6 +170,29 @@ void details(const Diff& d, const std::string& what, std::ostream& out, bool col
       << "; new: " << join(d.recommendations.added) << "\n";
 }
 
+// "rank 3" when paired by rank number, "#3" (the position) when by order.
+std::string rank_name(const JobDiff& d, int64_t key) {
+  return d.pairing == RankPairing::kByRank ? "rank " + std::to_string(key) : "#" + std::to_string(key);
+}
+
+std::string straggler_text(const JobDiffSide& s) {
+  if (!s.summary.straggler) return "none";
+  const Straggler& st = *s.summary.straggler;
+  return "rank " + std::to_string(st.rank) + " (" + std::string(name_of(st.phase)) + ", " + fmt_ms(st.excess_ms) +
+         " per step over the others)";
+}
+
+std::string only_text(const JobDiff& d, const std::vector<RankOnOneSide>& ranks) {
+  std::string s;
+  for (const auto& r : ranks) s += (s.empty() ? "" : ", ") + rank_name(d, r.rank) + " (" + terminal_safe(r.label) + ")";
+  return s.empty() ? std::string("none") : s;
+}
+
+std::string pairing_text(RankPairing p) {
+  return p == RankPairing::kByRank ? "by rank number (source.distributed.rank)"
+                                   : "by position (job.json's order, else the rank folders' names): the reports do not "
+                                     "all record a distinct source.distributed.rank";
+}
 
 }  // namespace
 
@@ -189,6 +212,51 @@ void write_diff_text(const Diff& d, std::ostream& out, const TextOptions& option
   out << bold << "Comparable  " << reset << comparability_text(d) << "\n\n";
   breakdown_table(d, "Breakdown (per step)", out, color);
   details(d, "", out, color);
+}
+
+void write_job_diff_text(const JobDiff& d, std::ostream& out, const TextOptions& options) {
+  const bool color = options.color;
+  const char* bold = color ? "\x1b[1m" : "";
+  const char* reset = color ? "\x1b[0m" : "";
+  const Diff& job = d.slowest;
+  auto ranks = [](const JobDiffSide& s) { return " (" + std::to_string(s.ranks) + (s.ranks == 1 ? " rank)" : " ranks)"); };
+  out << bold << "profile-train diff (jobs)" << reset << "  A: " << terminal_safe(d.a.label) << ranks(d.a)
+      << "  B: " << terminal_safe(d.b.label) << ranks(d.b) << "\n";
+  step_line(job, "Job step    ", out, color);
+  auto slowest = [&](const JobDiffSide& s) {
+    return s.slowest_rank ? rank_name(d, *s.slowest_rank) + " (" + terminal_safe(s.slowest_label) + ")" : std::string("none");
+  };
+  out << "            the slowest rank's mean step: A " << slowest(d.a) << ", B " << slowest(d.b) << "\n";
+  changed_line(job, out, color);
+  out << bold << "Job verdict " << reset << name_of(d.a.summary.verdict) << " -> " << name_of(d.b.summary.verdict)
+      << (d.verdict_changed() ? "  (changed)" : "  (unchanged)") << "\n";
+  out << bold << "Straggler   " << reset << straggler_text(d.a) << " -> " << straggler_text(d.b)
+      << (d.straggler_changed() ? "  (changed)" : "  (unchanged)") << "\n";
+  out << bold << "Ranks       " << reset << d.ranks.size() << " paired " << pairing_text(d.pairing)
+      << "; only in A: " << only_text(d, d.only_in_a) << "; only in B: " << only_text(d, d.only_in_b) << "\n";
+  out << bold << "Comparable  " << reset << "slowest ranks: " << comparability_text(job) << "\n";
+  if (!d.ranks.empty()) {
+    out << "\n" << bold << pad("Per rank", 10) << pad("step A", 12, true) << pad("step B", 12, true) << "   " << pad("change", 11)
+        << pad("B/A", 6, true) << "  " << pad("step time", 11) << "verdict A -> B" << reset << "\n";
+    for (const RankDiff& r : d.ranks) {
+      const DiffStepTime& st = r.diff.step_time;
+      out << pad(rank_name(d, r.rank), 10) << pad(fmt_ms(st.a_ms), 12, true) << pad(fmt_ms(st.b_ms), 12, true) << "   "
+          << pad(delta_text(st.delta_ms, color && !r.diff.headline.neutral()), 11)
+          << pad(st.ratio ? format_fixed(*st.ratio, 3) : std::string("n/a"), 6, true) << "  "
+          << pad(std::string(name_of(r.diff.headline.step_time)), 11) << name_of(r.diff.a.bottleneck) << " -> "
+          << name_of(r.diff.b.bottleneck) << (r.diff.verdict_changed() ? "  (changed)" : "") << "\n";
+    }
+    for (const RankDiff& r : d.ranks) {
+      out << "\n" << bold << rank_name(d, r.rank) << reset << "  A: " << terminal_safe(r.diff.a.label)
+          << "  B: " << terminal_safe(r.diff.b.label) << "\n";
+      if (r.diff.headline.neutral()) {
+        const std::string changed = changed_text(r.diff);
+        if (!changed.empty()) out << "  no change in step time beyond its spread; changed: " << changed << " per step\n";
+      }
+      breakdown_table(r.diff, "Breakdown (per step)", out, color);
+    }
+  }
+  details(job, ", slowest ranks", out, color);
 }
 
 // ---- HTML ---------------------------------------------------------------------------------------------
@@ -367,10 +435,62 @@ std::string render_diff_html(const Diff& d) {
   return std::move(h.str());
 }
 
+std::string render_job_diff_html(const JobDiff& d) {
+  Html h;
+  const Diff& job = d.slowest;
+  html_head(h);
+  banner_open(h, job, "profile-train diff of two jobs");
+  headline_line(h, job);
+  auto slowest = [&](const JobDiffSide& s) {
+    return s.slowest_rank ? "slowest: " + rank_name(d, *s.slowest_rank) : std::string("no step time");
+  };
+  h.raw("<div class=\"kpis\">");
+  kpi(h, "Job step A", fmt_ms(d.a.step_ms), slowest(d.a) + " of " + std::to_string(d.a.ranks) + ", " + d.a.label);
+  kpi(h, "Job step B", fmt_ms(d.b.step_ms), slowest(d.b) + " of " + std::to_string(d.b.ranks) + ", " + d.b.label);
+  kpi(h, "Straggler", arrow(straggler_text(d.a), straggler_text(d.b)), d.straggler_changed() ? "changed" : "unchanged");
+  h.raw("</div>\n<div class=\"verdict-change\" id=\"diff-verdict\">Job: <b>").text(std::string(name_of(d.a.summary.verdict)))
+      .raw("</b> \xE2\x86\x92 <b>").text(std::string(name_of(d.b.summary.verdict))).raw("</b>")
+      .raw(d.verdict_changed() ? " (changed)" : " (unchanged)").raw("</div>\n</header>\n<main>\n");
+
+  h.raw("<section id=\"diff-ranks\"><h2>Ranks</h2><p>").text(std::to_string(d.ranks.size()) + " paired " + pairing_text(d.pairing))
+      .raw(".</p><table class=\"data\"><thead><tr><th>Rank</th><th class=\"num\">Step A</th><th class=\"num\">Step B</th>"
+           "<th class=\"num\">Change</th><th class=\"num\">B/A</th><th>Step time</th><th>Verdict A \xE2\x86\x92 B</th>"
+           "</tr></thead><tbody>\n");
+  for (const RankDiff& r : d.ranks) {
+    const DiffStepTime& st = r.diff.step_time;
+    h.raw("<tr><td title=\"").text(r.diff.a.label + " / " + r.diff.b.label).raw("\">").text(rank_name(d, r.rank))
+        .raw("</td><td class=\"num\">").text(fmt_ms(st.a_ms)).raw("</td><td class=\"num\">").text(fmt_ms(st.b_ms)).raw("</td>");
+    delta_cell(h, st.delta_ms);
+    h.raw("<td class=\"num\">").text(st.ratio ? format_fixed(*st.ratio, 3) : std::string(detail::kDash)).raw("</td><td>")
+        .text(std::string(name_of(r.diff.headline.step_time))).raw("</td><td>")
+        .text(arrow(std::string(name_of(r.diff.a.bottleneck)), std::string(name_of(r.diff.b.bottleneck))))
+        .raw(r.diff.verdict_changed() ? " (changed)" : "").raw("</td></tr>\n");
+  }
+  h.raw("</tbody></table><table class=\"data compact\"><tbody><tr><th>Only in A</th><td>").text(only_text(d, d.only_in_a))
+      .raw("</td></tr><tr><th>Only in B</th><td>").text(only_text(d, d.only_in_b)).raw("</td></tr></tbody></table></section>\n");
+  for (const RankDiff& r : d.ranks)
+    breakdown_section(h, r.diff, "diff-breakdown-" + std::to_string(r.rank),
+                      rank_name(d, r.rank) + ": step-time breakdown (" + r.diff.a.label + " \xE2\x86\x92 " + r.diff.b.label + ")");
+  comparability_section(h, job, "Comparability (slowest ranks)");
+  detail_sections(h, job, ", slowest ranks");
+  html_foot(h);
+  return std::move(h.str());
+}
+
 Status write_diff_html(const Diff& diff, const std::filesystem::path& path) {
   std::string html;
   try {
     html = render_diff_html(diff);
+  } catch (const std::exception& e) {
+    return Internal(path.string() + ": cannot render the diff: " + e.what());
+  }
+  return write_file_atomic(path, html);
+}
+
+Status write_job_diff_html(const JobDiff& diff, const std::filesystem::path& path) {
+  std::string html;
+  try {
+    html = render_job_diff_html(diff);
   } catch (const std::exception& e) {
     return Internal(path.string() + ": cannot render the diff: " + e.what());
   }
