@@ -1,6 +1,9 @@
 // diff_reports: two typed reports into the diff document (analysis/diff.h).
 #include "profile_train/analysis/diff.h"
 
+#include "profile_train/analysis/job.h"
+#include "report_context.h"  // r6
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -48,6 +51,69 @@ std::map<std::string, KernelRow> kernel_rows(const Report& r) {
 
 const model::CopyDirection* copy_direction(const Report& r, model::CopyDirection model::Memcpy::*dir) {
   return r.gpu.memcpy ? &((*r.gpu.memcpy).*dir) : nullptr;
+}
+
+// One side's window and its kernel time shared with the other side's top-kernel list.
+model::DiffWindow window_of(const Report& r, const Report& other) {
+  model::DiffWindow w;
+  w.steps = r.steps.count;
+  w.steady_steps = r.steps.steady_state.count > 0 ? r.steps.steady_state.count : r.steps.count;
+  w.mean_ms = r.steps.mean_ms;
+  w.stddev_ms = r.steps.stddev_ms;
+  if (w.mean_ms && *w.mean_ms > 0) {
+    w.window_ms = r6(static_cast<double>(w.steady_steps) * *w.mean_ms);
+    if (w.stddev_ms) w.relative_stddev = r6(*w.stddev_ms / *w.mean_ms);
+  }
+  std::set<std::string> other_names;
+  for (const auto& k : other.gpu.top_kernels) other_names.insert(k.name);
+  // top_kernels' share is of all kernel time in the window: total / share gives it, also past the top list.
+  double listed = 0, shared = 0, share = 0;
+  for (const auto& k : r.gpu.top_kernels) {
+    listed += k.total_ms;
+    if (other_names.count(k.name)) shared += k.total_ms;
+    if (k.share && *k.share > 0) share += *k.share;
+  }
+  if (listed > 0) {
+    const double all = share > 0 ? listed / std::min(1.0, share) : listed;
+    w.kernel_ms = r6(all);
+    w.shared_kernel_fraction = r6(shared / all);
+  }
+  return w;
+}
+
+// The neutral rule (model/diff.h) over the two mean steps and their spreads, and the categories that moved.
+model::DiffHeadline headline_of(const Report& ra, const Report& rb, const Diff& d) {
+  model::DiffHeadline h;
+  const auto& a = ra.steps;
+  const auto& b = rb.steps;
+  if (a.mean_ms && b.mean_ms && *a.mean_ms > 0 && *b.mean_ms > 0) {
+    auto relative_spread = [](const model::Steps& s) { return s.stddev_ms ? *s.stddev_ms / *s.mean_ms : 0.0; };
+    const double spread = std::max(relative_spread(a), relative_spread(b));
+    const double change = *b.mean_ms / *a.mean_ms - 1;
+    const double threshold = std::max(model::kNeutralFloor, model::kNeutralSpreads * spread);
+    h.relative_change = r6(change);
+    h.threshold = r6(threshold);
+    h.step_time = std::fabs(change) <= threshold ? model::StepChange::kNeutral
+                  : change < 0                   ? model::StepChange::kFaster
+                                                 : model::StepChange::kSlower;
+    std::vector<std::pair<double, Role>> moved;
+    for (const DiffCategory& c : d.breakdown)
+      if (c.delta_ms && std::fabs(*c.delta_ms) >= model::kMaterialShare * *a.mean_ms)
+        moved.emplace_back(std::fabs(*c.delta_ms), c.role);
+    std::stable_sort(moved.begin(), moved.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+    for (const auto& [_, role] : moved) h.changed_categories.push_back(role);
+  }
+  return h;
+}
+
+// The index of the rank with the longest mean step (the job's step time), if any has one.
+std::optional<size_t> slowest_of(const std::vector<model::RankReport>& ranks) {
+  std::optional<size_t> slow;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const auto& m = ranks[i].report.steps.mean_ms;
+    if (m && *m > 0 && (!slow || *m > *ranks[*slow].report.steps.mean_ms)) slow = i;
+  }
+  return slow;
 }
 
 }  // namespace
@@ -155,6 +221,87 @@ Diff diff_reports(const Report& a, const Report& b, const std::string& label_a, 
     if (std::find(recs.b.begin(), recs.b.end(), id) == recs.b.end()) recs.resolved.push_back(id);
   for (const auto& id : recs.b)
     if (std::find(recs.a.begin(), recs.a.end(), id) == recs.a.end()) recs.added.push_back(id);
+  d.comparability.a = window_of(a, b);
+  d.comparability.b = window_of(b, a);
+  d.headline = headline_of(a, b, d);
+  return d;
+}
+
+RankPairs pair_ranks(const std::vector<RankReport>& a, const std::vector<RankReport>& b) {
+  auto recorded = [](const std::vector<RankReport>& side, std::map<int64_t, size_t>& out) {
+    for (size_t i = 0; i < side.size(); ++i) {
+      const auto& d = side[i].report.source.distributed;
+      if (!d || !d->rank || !out.emplace(*d->rank, i).second) return false;
+    }
+    return true;
+  };
+  RankPairs out;
+  std::map<int64_t, size_t> ra, rb;
+  if (recorded(a, ra) && recorded(b, rb)) {
+    out.pairing = model::RankPairing::kByRank;
+    std::set<int64_t> keys;
+    for (const auto& [k, _] : ra) keys.insert(k);
+    for (const auto& [k, _] : rb) keys.insert(k);
+    for (int64_t k : keys) {
+      RankPair p;
+      p.rank = k;
+      if (auto it = ra.find(k); it != ra.end()) p.a = it->second;
+      if (auto it = rb.find(k); it != rb.end()) p.b = it->second;
+      out.pairs.push_back(p);
+    }
+    return out;
+  }
+  out.pairing = model::RankPairing::kByOrder;
+  for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+    RankPair p;
+    p.rank = static_cast<int64_t>(i);
+    if (i < a.size()) p.a = i;
+    if (i < b.size()) p.b = i;
+    out.pairs.push_back(p);
+  }
+  return out;
+}
+
+model::JobDiff diff_jobs(const model::JobFolder& a, const model::JobFolder& b, const std::string& label_a,
+                         const std::string& label_b, const DiffOptions& options) {
+  model::JobDiff d;
+  const RankPairs pairs = pair_ranks(a.ranks, b.ranks);
+  d.pairing = pairs.pairing;
+  auto key_of = [&](bool side_a, size_t index) {
+    for (const RankPair& p : pairs.pairs)
+      if ((side_a ? p.a : p.b) == index) return p.rank;
+    return static_cast<int64_t>(index);
+  };
+  auto side = [&](const model::JobFolder& job, const std::string& label, bool side_a) {
+    model::JobDiffSide s;
+    s.label = label;
+    s.ranks = static_cast<int64_t>(job.ranks.size());
+    s.from_job_json = job.summary.has_value();
+    s.summary = job.summary ? *job.summary : summarize_job(job.ranks);
+    if (auto slow = slowest_of(job.ranks)) {
+      s.slowest_rank = key_of(side_a, *slow);
+      s.slowest_label = job.ranks[*slow].file;
+      s.step_ms = job.ranks[*slow].report.steps.mean_ms;
+    }
+    return s;
+  };
+  d.a = side(a, label_a, true);
+  d.b = side(b, label_b, false);
+  // The job's figures are its slowest rank's; a side without step times stands on its first rank.
+  const size_t sa = slowest_of(a.ranks).value_or(0), sb = slowest_of(b.ranks).value_or(0);
+  static const Report kEmpty;
+  d.slowest = diff_reports(a.ranks.empty() ? kEmpty : a.ranks[sa].report, b.ranks.empty() ? kEmpty : b.ranks[sb].report,
+                           label_a, label_b, options);
+  for (const RankPair& p : pairs.pairs) {
+    if (p.a && p.b) {
+      d.ranks.push_back({p.rank, diff_reports(a.ranks[*p.a].report, b.ranks[*p.b].report, a.ranks[*p.a].file,
+                                              b.ranks[*p.b].file, options)});
+    } else if (p.a) {
+      d.only_in_a.push_back({p.rank, a.ranks[*p.a].file});
+    } else if (p.b) {
+      d.only_in_b.push_back({p.rank, b.ranks[*p.b].file});
+    }
+  }
   return d;
 }
 

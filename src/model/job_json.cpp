@@ -1,7 +1,8 @@
-// job.json: the typed job summary as JSON. Every key is always written (null when unknown) except
+// job.json both ways: the typed job summary as JSON. Every key is always written (null when unknown) except
 // communication_measured, which is absent when fewer than two ranks have a step time.
 #include "profile_train/model/job_json.h"
 
+#include <algorithm>
 #include <string>
 
 #include "profile_train/common/atomic_file.h"
@@ -55,6 +56,112 @@ Status write_job_json(const std::filesystem::path& path, const JobSummary& job) 
   json doc = to_json(job);
   repair_utf8(doc);  // file names need not be UTF-8
   return write_file_atomic(path, doc.dump(2) + "\n");
+}
+
+namespace {
+
+// Reads the keys of one job.json object; the first key of the wrong type is kept as the error.
+struct JobReader {
+  const json& o;
+  std::string where;  // "" at the top, "ranks[1]." / "straggler." inside
+  std::string* error;
+
+  const json* get(const char* key) const {
+    auto it = o.find(key);
+    return it == o.end() || it->is_null() ? nullptr : &*it;
+  }
+  void fail(const char* key, const char* what) const {
+    if (error->empty()) *error = where + key + " is not " + what;
+  }
+  void number(const char* key, std::optional<double>& out) const {
+    if (const json* v = get(key)) v->is_number() ? void(out = v->get<double>()) : fail(key, "a number");
+  }
+  void number(const char* key, double& out) const {
+    std::optional<double> v;
+    number(key, v);
+    if (v) out = *v;
+  }
+  void integer(const char* key, std::optional<int64_t>& out) const {
+    if (const json* v = get(key)) v->is_number_integer() ? void(out = v->get<int64_t>()) : fail(key, "an integer");
+  }
+  void integer(const char* key, int64_t& out) const {
+    std::optional<int64_t> v;
+    integer(key, v);
+    if (v) out = *v;
+  }
+  void text(const char* key, std::string& out) const {
+    if (const json* v = get(key)) v->is_string() ? void(out = v->get<std::string>()) : fail(key, "a string");
+  }
+  void boolean(const char* key, std::optional<bool>& out) const {
+    if (const json* v = get(key)) v->is_boolean() ? void(out = v->get<bool>()) : fail(key, "true or false");
+  }
+  template <class E, size_t N>
+  void name(const char* key, const std::array<std::string_view, N>& names, E& out) const {
+    const json* v = get(key);
+    if (v == nullptr) return;
+    const auto it = v->is_string() ? std::find(names.begin(), names.end(), v->get<std::string>()) : names.end();
+    if (it == names.end()) return fail(key, "a known name");
+    out = static_cast<E>(it - names.begin());
+  }
+};
+
+}  // namespace
+
+StatusOr<JobSummary> job_summary_from_json(const json& j) {
+  if (!j.is_object()) return BadInput("job.json: not a job summary (top level is not an object)");
+  std::string error;
+  JobSummary out;
+  const JobReader top{j, "", &error};
+  if (const json* ranks = top.get("ranks")) {
+    if (!ranks->is_array()) {
+      top.fail("ranks", "an array");
+    } else {
+      for (size_t i = 0; i < ranks->size() && error.empty(); ++i) {
+        const json& r = (*ranks)[i];
+        const std::string where = "ranks[" + std::to_string(i) + "]";
+        if (!r.is_object()) {
+          error = where + " is not an object";
+          break;
+        }
+        const JobReader k{r, where + ".", &error};
+        JobRank row;
+        k.integer("rank", row.rank);
+        k.text("file", row.file);
+        k.name("verdict", kBottleneckNames, row.verdict);
+        k.number("mean_step_ms", row.mean_step_ms);
+        k.number("input_ms", row.input_ms);
+        k.number("compute_ms", row.compute_ms);
+        k.number("communication_wait_ms", row.communication_wait_ms);
+        k.number("work_ms", row.work_ms);
+        out.ranks.push_back(std::move(row));
+      }
+    }
+  }
+  top.integer("slowest_rank", out.slowest_rank);
+  top.number("slowdown", out.slowdown);
+  top.number("step_skew", out.step_skew);
+  top.number("communication_skew_ms", out.communication_skew_ms);
+  if (const json* s = top.get("straggler")) {
+    if (!s->is_object()) {
+      top.fail("straggler", "an object");
+    } else {
+      const JobReader k{*s, "straggler.", &error};
+      Straggler st;
+      k.integer("rank", st.rank);
+      k.text("file", st.file);
+      k.name("phase", kStragglerPhaseNames, st.phase);
+      k.number("excess_ms", st.excess_ms);
+      k.number("phase_excess_ms", st.phase_excess_ms);
+      k.number("others_wait_ms", st.others_wait_ms);
+      out.straggler = std::move(st);
+    }
+  }
+  top.name("verdict", kJobVerdictNames, out.verdict);
+  top.number("straggler_threshold", out.straggler_threshold);
+  top.boolean("communication_measured", out.communication_measured);
+  top.text("summary", out.summary);
+  if (!error.empty()) return BadInput("job.json: not a job summary (" + error + ")");
+  return out;
 }
 
 }  // namespace profile_train::model

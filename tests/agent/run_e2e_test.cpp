@@ -482,6 +482,16 @@ TEST(RunE2E, TorchrunTwoRanksGiveOneTraceAndReportPerRank) {
   EXPECT_EQ(job["verdict"], "straggler") << job.dump();
   EXPECT_EQ(job["straggler"]["rank"], 1) << job.dump();
   EXPECT_EQ(job["straggler"]["phase"], "input") << job.dump();
+  // `diff` reads run's job folder (rankN/report.json, job.json, capture/): against itself, ranks paired by
+  // number and nothing moved.
+  const std::string diff_cmd = "'" + kBinary.string() + "' diff '" + out.string() + "' '" + out.string() + "' >'" +
+                               (out / "diff.txt").string() + "' 2>&1";
+  EXPECT_EQ(std::system(diff_cmd.c_str()), 0) << slurp(out / "diff.txt");
+  const std::string diff = slurp(out / "diff.txt");
+  EXPECT_EQ(diff.rfind("profile-train diff (jobs)  A: " + out.string() + " (2 ranks)", 0), 0u) << diff;
+  EXPECT_NE(diff.find("no change in step time beyond its spread"), std::string::npos) << diff;
+  EXPECT_NE(diff.find("2 paired by rank number (source.distributed.rank)"), std::string::npos) << diff;
+  EXPECT_NE(diff.find("Straggler   rank 1 (input, "), std::string::npos) << diff;
 }
 
 // Issue 17 item 9 / issue 14: a launcher that is not torchrun (Lightning's devices=2 style: rank 0 starts the

@@ -3,6 +3,8 @@
 
 #include <fstream>
 
+#include <filesystem>
+
 #include "mini_schema.h"
 #include "profile_train/analysis/analyze.h"
 #include "report_view.h"
@@ -75,6 +77,31 @@ TEST(Schema, AgentInternalErrorsOnlyForNativeCaptures) {
   auto bad = r;
   bad["data_quality"]["agent_internal_errors"] = -1;
   EXPECT_EQ(s.validate(bad).size(), 1u);
+}
+
+// reports/diff.schema.json: the golden diffs (two reports, two jobs) conform; a broken one does not.
+TEST(DiffSchema, GoldenDiffsConform) {
+  std::ifstream in(std::string(PT_SOURCE_DIR) + "/reports/diff.schema.json");
+  const MiniSchema s(nlohmann::json::parse(in));
+  const std::filesystem::path dir = std::filesystem::path(PT_SOURCE_DIR) / "tests" / "golden" / "diffs";
+  int checked = 0, jobs = 0;
+  nlohmann::json any;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (!name.ends_with(".json")) continue;
+    std::ifstream f(e.path());
+    const nlohmann::json d = nlohmann::json::parse(f);
+    const auto errors = s.validate(d);
+    EXPECT_TRUE(errors.empty()) << name << ": " << errors.front();
+    ++checked;
+    jobs += d["kind"] == "job";
+    any = d;
+  }
+  EXPECT_GE(checked, 5);
+  EXPECT_GE(jobs, 1);
+  any["headline"]["step_time"] = "same";
+  any["comparability"]["a"]["shared_kernel_fraction"] = 1.5;
+  EXPECT_EQ(s.validate(any).size(), 2u);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // as the profile-train binary gives for the same arguments, and their errors as one line on their own stream.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "commands.h"
 
@@ -217,6 +219,175 @@ TEST(InProcess, AnalyzeRunAndTuneErrorsAreTheBinarysOneLine) {
     EXPECT_EQ(mine.err.rfind(c.err_start, 0), 0u) << what << ": " << mine.err;
     EXPECT_EQ(std::count(mine.err.begin(), mine.err.end(), '\n'), 1) << what << ": " << mine.err;
   }
+}
+
+// ---- diff of two jobs ---------------------------------------------------------------------------------------
+
+std::string slurp(const fs::path& p) {
+  gzFile f = gzopen(p.c_str(), "rb");  // plain files pass through
+  std::string out;
+  if (f == nullptr) return out;
+  char buf[1 << 16];
+  int n = 0;
+  while ((n = gzread(f, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  gzclose(f);
+  return out;
+}
+
+// A variant of a real rank trace, written as plain JSON under `dir`: its rank renumbered and/or its timeline
+// stretched by `stretch` from its first event (every step and phase that much longer). Built at test time: the
+// shared traces stay where they are.
+fs::path rank_variant(const fs::path& trace, const fs::path& out, std::optional<int> rank, double stretch) {
+  nlohmann::json t = nlohmann::json::parse(slurp(trace));
+  if (rank) t["distributedInfo"]["rank"] = *rank;
+  if (stretch != 1.0) {
+    std::optional<double> t0;
+    for (const auto& e : t["traceEvents"])
+      if (e.contains("ts") && e["ts"].is_number()) t0 = std::min(t0.value_or(e["ts"].get<double>()), e["ts"].get<double>());
+    for (auto& e : t["traceEvents"]) {
+      if (e.contains("ts") && e["ts"].is_number()) e["ts"] = *t0 + (e["ts"].get<double>() - *t0) * stretch;
+      if (e.contains("dur") && e["dur"].is_number()) e["dur"] = e["dur"].get<double>() * stretch;
+    }
+  }
+  fs::create_directories(out.parent_path());
+  std::ofstream(out) << t.dump();
+  return out;
+}
+
+const fs::path kRank0 = kTraces / "hta" / "timeline_analysis" / "sampled_rank-0.json.gz";
+const fs::path kRank1 = kTraces / "hta" / "trace_filter" / "sampled_rank-1.json.gz";
+
+// `analyze` of the rank files into `out` (a job folder: a report per rank and job.json), in this process.
+void analyze_job(const std::vector<fs::path>& traces, const fs::path& out) {
+  std::vector<std::string> args = {"analyze"};
+  for (const auto& t : traces) args.push_back(t.string());
+  args.insert(args.end(), {"--out", out.string(), "--quiet"});
+  const Outcome o = in_process(&add_analyze, args);
+  ASSERT_EQ(o.rc, 0) << o.err;
+  ASSERT_TRUE(fs::exists(out / "job.json")) << out;
+}
+
+// Two HTA ranks of one job (world 128) against the same job whose rank 1 got 30% slower (its timeline stretched),
+// analyzed with the files in the other order: the ranks pair by rank number, rank 1 is the job's step time and
+// becomes its straggler, rank 0 did not change beyond its spread.
+TEST(InProcess, DiffOfTwoJobFoldersPairsRanksByNumber) {
+  if (!fs::exists(kRank0) || !fs::exists(kRank1)) GTEST_SKIP() << "no shared traces";
+  Scratch scratch;
+  const fs::path a = scratch.dir / "a", b = scratch.dir / "b", out = scratch.dir / "d";
+  analyze_job({kRank0, kRank1}, a);
+  analyze_job({rank_variant(kRank1, scratch.dir / "variants" / "slow_rank-1.json", std::nullopt, 1.3), kRank0}, b);
+  const std::vector<std::string> args = {"diff", a.string(), b.string(), "--out", out.string()};
+  const Outcome mine = in_process(&add_diff, args);
+  const nlohmann::json d = nlohmann::json::parse(slurp(out / "diff.json"));
+  const Outcome theirs = binary(args);
+  ASSERT_EQ(mine.rc, 0) << mine.err;
+  EXPECT_EQ(mine.rc, theirs.rc);
+  EXPECT_EQ(mine.out, theirs.out);
+  EXPECT_EQ(mine.err, "");
+  const std::string& s = mine.out;
+  EXPECT_EQ(s.rfind("profile-train diff (jobs)  A: " + a.string() + " (2 ranks)  B: " + b.string() + " (2 ranks)\n", 0), 0u) << s;
+  EXPECT_NE(s.find("Job step    619 ms -> 805 ms  (+186 ms, B/A = 1.300, 1.30x slower)\n"), std::string::npos) << s;
+  EXPECT_NE(s.find("the slowest rank's mean step: A rank 1 (" + (a / "sampled_rank-1").string() + "), B rank 1 (" +
+                   (b / "slow_rank-1").string() + ")\n"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("Job verdict balanced -> straggler  (changed)\n"), std::string::npos) << s;
+  EXPECT_NE(s.find("Straggler   none -> rank 1 (compute, "), std::string::npos) << s;
+  EXPECT_NE(s.find("Ranks       2 paired by rank number (source.distributed.rank); only in A: none; only in B: none\n"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("Comparable  slowest ranks: window 2 steps x 619 ms = 1239 ms -> 2 steps x 805 ms = 1610 ms; "),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("\nrank 0          615 ms      615 ms   +0.00 ms    1.000  neutral    cpu_overhead -> cpu_overhead\n"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("written to " + out.string() + "/ diff.json diff.html\n"), std::string::npos) << s;
+  EXPECT_EQ(d["diff_version"], "1.1");
+  EXPECT_EQ(d["kind"], "job");
+  EXPECT_EQ(d["job"]["pairing"], "rank");
+  ASSERT_EQ(d["job"]["ranks"].size(), 2u);
+  EXPECT_EQ(d["job"]["ranks"][0]["rank"], 0);
+  EXPECT_EQ(d["job"]["ranks"][0]["b"], (b / "sampled_rank-0").string());
+  EXPECT_EQ(d["job"]["ranks"][0]["headline"]["step_time"], "neutral");
+  EXPECT_EQ(d["job"]["ranks"][1]["headline"]["step_time"], "slower");
+  EXPECT_EQ(d["job"]["verdict"], nlohmann::json({{"a", "balanced"}, {"b", "straggler"}, {"changed", true}}));
+  EXPECT_EQ(d["job"]["straggler"]["changed"], true);
+  EXPECT_EQ(d["job"]["a"]["from_job_json"], true);
+  EXPECT_EQ(d["headline"]["step_time"], "slower");
+  EXPECT_NEAR(d["step_time"]["ratio"].get<double>(), 1.3, 1e-3);
+  EXPECT_NEAR(d["comparability"]["a"]["shared_kernel_fraction"].get<double>(), 1.0, 0.2);
+  const std::string html = slurp(out / "diff.html");
+  EXPECT_NE(html.find("<h1>1.30\xC3\x97 slower</h1>"), std::string::npos);
+  EXPECT_NE(html.find("<section id=\"diff-ranks\">"), std::string::npos);
+}
+
+// The same job against itself is neutral; against a job whose second rank is rank 2, ranks 1 and 2 are each on one
+// side only.
+TEST(InProcess, DiffOfTwoJobFoldersNamesRanksOnOneSideOnly) {
+  if (!fs::exists(kRank0) || !fs::exists(kRank1)) GTEST_SKIP() << "no shared traces";
+  Scratch scratch;
+  const fs::path a = scratch.dir / "a", c = scratch.dir / "c";
+  analyze_job({kRank0, kRank1}, a);
+  analyze_job({kRank0, rank_variant(kRank1, scratch.dir / "variants" / "other_rank-2.json", 2, 1.0)}, c);
+  const Outcome same = in_process(&add_diff, {"diff", a.string(), a.string()});
+  ASSERT_EQ(same.rc, 0) << same.err;
+  EXPECT_NE(same.out.find("Job step    619 ms -> 619 ms  (+0.00 ms, B/A = 1.000): no change in step time beyond its spread"),
+            std::string::npos)
+      << same.out;
+  const Outcome d = in_process(&add_diff, {"diff", a.string(), c.string()});
+  ASSERT_EQ(d.rc, 0) << d.err;
+  EXPECT_NE(d.out.find("Ranks       1 paired by rank number (source.distributed.rank); only in A: rank 1 (" +
+                       (a / "sampled_rank-1").string() + "); only in B: rank 2 (" + (c / "other_rank-2").string() + ")\n"),
+            std::string::npos)
+      << d.out;
+}
+
+// A report against a job folder, an empty folder, a job.json whose rank has no report: one line, exit 2, as the
+// binary says it. A job folder of one rank compares as that rank's report.
+TEST(InProcess, DiffOfAJobFolderErrors) {
+  if (!fs::exists(kRank0) || !fs::exists(kRank1)) GTEST_SKIP() << "no shared traces";
+  Scratch scratch;
+  const fs::path job = scratch.dir / "job", empty = scratch.dir / "empty", broken = scratch.dir / "broken",
+                 one = scratch.dir / "one";
+  analyze_job({kRank0, kRank1}, job);
+  const fs::path report = job / "sampled_rank-0" / "report.json";
+  fs::create_directories(empty);
+  fs::create_directories(broken / "sampled_rank-0");
+  fs::copy_file(job / "job.json", broken / "job.json");
+  fs::copy_file(report, broken / "sampled_rank-0" / "report.json");
+  fs::create_directories(one / "rank0");
+  fs::copy_file(report, one / "rank0" / "report.json");
+  struct Case {
+    std::vector<std::string> args;
+    std::string err;
+  };
+  const std::vector<Case> cases = {
+      {{"diff", report.string(), job.string()},
+       "profile-train diff: A (" + report.string() + ") is a report and B (" + job.string() +
+           ") is a job folder of 2 ranks: compare two reports or two job folders\n"},
+      {{"diff", job.string(), report.string()},
+       "profile-train diff: A (" + job.string() + ") is a job folder of 2 ranks and B (" + report.string() +
+           ") is a report: compare two reports or two job folders\n"},
+      {{"diff", empty.string(), job.string()},
+       "profile-train diff: " + empty.string() + ": no report.json, job.json or sub-folder with a report.json in this folder\n"},
+      {{"diff", job.string(), broken.string()},
+       "profile-train diff: " + broken.string() + ": job.json lists rank 1 (" + kRank1.string() +
+           ") but no sub-folder holds its report.json\n"},
+  };
+  for (const Case& c : cases) {
+    const Outcome mine = in_process(&add_diff, c.args);
+    const Outcome theirs = binary(c.args);
+    EXPECT_EQ(mine.rc, 2) << c.args[1] << " " << c.args[2];
+    EXPECT_EQ(theirs.rc, 2) << c.args[1] << " " << c.args[2];
+    EXPECT_EQ(mine.out, "");
+    EXPECT_EQ(mine.err, c.err);
+    EXPECT_EQ(theirs.err, c.err);
+  }
+  const Outcome single = in_process(&add_diff, {"diff", one.string(), report.string()});
+  EXPECT_EQ(single.rc, 0) << single.err;
+  EXPECT_EQ(single.out.rfind("profile-train diff  A: " + (one / "rank0").string() + "  B: " + report.string() + "\n", 0), 0u)
+      << single.out;
 }
 
 }  // namespace

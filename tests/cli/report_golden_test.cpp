@@ -248,4 +248,55 @@ TEST_P(DiffGolden, DiffJsonHtmlAndTextUnchanged) {
 INSTANTIATE_TEST_SUITE_P(GoldenReports, DiffGolden, ::testing::ValuesIn(kDiffPairs),
                          [](const ::testing::TestParamInfo<DiffPair>& info) { return std::string(info.param.name); });
 
+// Golden job diff: two job folders made of golden reports (one sub-folder per rank, no job.json: the job
+// summaries are computed), HTA's two sampled ranks of one job (world 128) against the two ranks of HTA's
+// nccl_parser_config / df_index_resolver traces (world 2), paired by rank number; compared with
+// tests/golden/diffs/job_*.
+TEST(JobDiffGolden, DiffJsonHtmlAndTextUnchanged) {
+  const std::string name = "job_hta_sampled_ranks_vs_world2_ranks";
+  const fs::path reports = fs::path(PT_SOURCE_DIR) / "tests" / "golden" / "reports";
+  const fs::path dir = fs::temp_directory_path() / ("pt_golden_jobdiff_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const std::pair<const char*, const char*> folders[] = {
+      {"a/sampled_rank-0", "hta_timeline_analysis_sampled_rank-0.json"},
+      {"a/sampled_rank-1", "hta_trace_filter_sampled_rank-1.json"},
+      {"b/nccl_data", "hta_nccl_parser_config_nccl_data.json"},  // rank 0
+      {"b/df_index_resolver", "hta_df_index_resolver_df_index_resolver.json"},  // rank 1
+  };
+  for (const auto& [folder, report] : folders) {
+    fs::create_directories(dir / folder);
+    fs::copy_file(reports / report, dir / folder / "report.json");
+  }
+  const fs::path text_file = dir / "stdout.txt";
+  const std::string cmd = "cd '" + dir.string() + "' && NO_COLOR=1 COLUMNS=100 '" + PT_BINARY_DIR +
+                          "/profile-train' diff a b --format text,json,html --out out >'" + text_file.string() + "' 2>'" +
+                          (dir / "stderr.txt").string() + "'";
+  const int status = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(status)) << cmd;
+  ASSERT_EQ(WEXITSTATUS(status), 0) << slurp(text_file) << slurp(dir / "stderr.txt");
+  const nlohmann::json diff = nlohmann::json::parse(slurp(dir / "out" / "diff.json"));
+  const std::string html = html_digest(slurp(dir / "out" / "diff.html"));
+  const std::string text = slurp(text_file);
+  fs::remove_all(dir);
+
+  const fs::path golden_dir = fs::path(PT_SOURCE_DIR) / "tests" / "golden" / "diffs";
+  const fs::path golden_json = golden_dir / (name + ".json");
+  const fs::path golden_text = golden_dir / (name + ".txt");
+  const fs::path golden_html = golden_dir / (name + ".html.txt");
+  const char* update = std::getenv("PT_UPDATE_GOLDEN");
+  if (update && std::string(update) == "1") {
+    spit(golden_json, diff.dump(1) + "\n");
+    spit(golden_text, text);
+    spit(golden_html, html);
+    GTEST_SKIP() << "updated the golden job diff " << name;
+  }
+  ASSERT_TRUE(fs::exists(golden_json)) << "no golden job diff " << name
+                                       << ": run with PT_UPDATE_GOLDEN=1 to create it, then review and commit it";
+  const nlohmann::json expected = nlohmann::json::parse(slurp(golden_json));
+  EXPECT_EQ(diff, expected) << name << ": diff.json differs from " << golden_json << ":\n"
+                            << nlohmann::json::diff(expected, diff).dump(1).substr(0, 4000);
+  EXPECT_EQ(text, slurp(golden_text)) << name << ": the diff text differs from " << golden_text;
+  EXPECT_EQ(html, slurp(golden_html)) << name << ": diff.html differs from " << golden_html;
+}
+
 }  // namespace

@@ -1,4 +1,5 @@
-// diff of two reports: figures, verdict change, kernels/copies that changed most, text and loading.
+// diff of two reports: figures, verdict change, kernels/copies that changed most, the headline (the neutral rule)
+// and the comparability figures, text and loading.
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -151,6 +152,143 @@ TEST(Diff, HtmlEscapesLabelsAndKernelNames) {
   EXPECT_EQ(html.find("<script>alert(1)"), std::string::npos);
   EXPECT_NE(html.find("&lt;i&gt;A&lt;/i&gt;"), std::string::npos);
   EXPECT_EQ(count_of(html, "<script"), 2u);  // head hook + render marker
+}
+
+// The fixture (mean step 100 ms) with its step time and spread set.
+json with_steps(double mean_ms, double stddev_ms) {
+  json r = fixture("report_input_pipeline.json");
+  r["steps"]["mean_ms"] = mean_ms;
+  r["steps"]["stddev_ms"] = stddev_ms;
+  return r;
+}
+
+std::string text_of(const Diff& d) {
+  std::ostringstream out;
+  write_diff_text(d, out, {});
+  return out.str();
+}
+
+// ---- the neutral rule --------------------------------------------------------------------------------------
+
+TEST(DiffHeadline, AStepTimeWithinTheFloorIsNeutralEvenWhenKernelTimeChanged) {
+  const json a = with_steps(100.0, 0.5);  // spread 0.5%: the 3% floor decides
+  json b = with_steps(102.0, 0.5);
+  b["gpu"]["top_kernels"][0]["total_ms"] = 60.0;  // the conv kernel 24.6 -> 15 ms per step
+  b["breakdown_ms"]["kernel"] = 32.5;             // kernel time -10 ms per step
+  b["breakdown_ms"]["cpu"] = 15.25;               // CPU +12 ms per step
+  const Diff d = analysis::diff_reports(typed_report(a), typed_report(b), "A", "B");
+  EXPECT_EQ(d.headline.step_time, StepChange::kNeutral);
+  ASSERT_TRUE(d.headline.threshold && d.headline.relative_change);
+  EXPECT_DOUBLE_EQ(*d.headline.threshold, kNeutralFloor);
+  EXPECT_NEAR(*d.headline.relative_change, 0.02, 1e-12);
+  // What did change: the categories that moved by >= 3% of A's step, largest first.
+  EXPECT_EQ(d.headline.changed_categories, (std::vector<Role>{Role::kCpu, Role::kKernel}));
+  const std::string s = text_of(d);
+  EXPECT_NE(s.find("Step time   100 ms -> 102 ms  (+2.00 ms, B/A = 1.020): no change in step time beyond its spread "
+                   "(\xC2\xB1" "3.0%)\n"),
+            std::string::npos)
+      << s;
+  EXPECT_EQ(s.find("faster"), std::string::npos) << s;
+  EXPECT_EQ(s.find("slower"), std::string::npos) << s;
+  EXPECT_NE(s.find("Changed     CPU compute +12.0 ms, GPU kernels \xE2\x88\x92" "10.0 ms per step\n"), std::string::npos) << s;
+  const std::string html = render_diff_html(d);
+  EXPECT_NE(html.find("<h1>No change in step time beyond its spread</h1>"), std::string::npos);
+  EXPECT_NE(html.find("Changed: CPU compute +12.0 ms, GPU kernels"), std::string::npos);
+  const json j = to_json(d);
+  EXPECT_EQ(j["headline"]["step_time"], "neutral");
+  EXPECT_EQ(j["headline"]["changed_categories"], json::array({"cpu", "kernel"}));
+  EXPECT_EQ(j["kind"], "reports");
+  EXPECT_TRUE(j["job"].is_null());
+}
+
+TEST(DiffHeadline, AStepTimeBeyondTheThresholdIsAChangeAndKeepsTheSpeedupLine) {
+  const Diff slower =
+      analysis::diff_reports(typed_report(with_steps(100.0, 0.5)), typed_report(with_steps(104.0, 0.5)), "A", "B");
+  EXPECT_EQ(slower.headline.step_time, StepChange::kSlower);
+  const std::string s = text_of(slower);
+  EXPECT_NE(s.find("Step time   100 ms -> 104 ms  (+4.00 ms, B/A = 1.040, 1.04x slower)\n"), std::string::npos) << s;
+  EXPECT_EQ(s.find("Changed "), std::string::npos) << s;
+  EXPECT_NE(render_diff_html(slower).find("<h1>1.04\xC3\x97 slower</h1>"), std::string::npos);
+  const Diff faster =
+      analysis::diff_reports(typed_report(with_steps(100.0, 0.5)), typed_report(with_steps(95.0, 0.5)), "A", "B");
+  EXPECT_EQ(faster.headline.step_time, StepChange::kFaster);
+}
+
+TEST(DiffHeadline, TheLargerRelativeSpreadSetsTheThreshold) {
+  // A: 1% spread; B: 11 / 110 = 10%: the threshold is 2 x 10% = 20%, so +10% is within it.
+  const Diff d = analysis::diff_reports(typed_report(with_steps(100.0, 1.0)), typed_report(with_steps(110.0, 11.0)), "A", "B");
+  ASSERT_TRUE(d.headline.threshold);
+  EXPECT_NEAR(*d.headline.threshold, 0.2, 1e-12);
+  EXPECT_EQ(d.headline.step_time, StepChange::kNeutral);
+  // The same move with both spreads small is a change.
+  const Diff tight =
+      analysis::diff_reports(typed_report(with_steps(100.0, 1.0)), typed_report(with_steps(110.0, 1.1)), "A", "B");
+  EXPECT_NEAR(*tight.headline.threshold, kNeutralFloor, 1e-12);
+  EXPECT_EQ(tight.headline.step_time, StepChange::kSlower);
+  // Just past the threshold: 2 x 10% = 20%, +21% is slower.
+  const Diff past =
+      analysis::diff_reports(typed_report(with_steps(100.0, 1.0)), typed_report(with_steps(121.0, 12.1)), "A", "B");
+  EXPECT_EQ(past.headline.step_time, StepChange::kSlower);
+}
+
+TEST(DiffHeadline, WithoutStepTimesTheHeadlineIsUnknown) {
+  const Diff d = analysis::diff_reports(typed_report(json::object()), typed_report(fixture("report_input_pipeline.json")),
+                                        "empty", "B");
+  EXPECT_EQ(d.headline.step_time, StepChange::kUnknown);
+  EXPECT_FALSE(d.headline.threshold);
+  const json j = to_json(d);
+  EXPECT_TRUE(j["headline"]["threshold"].is_null());
+  EXPECT_EQ(j["headline"]["step_time"], "unknown");
+  EXPECT_NE(text_of(d).find("Comparable  window n/a -> 4 steps x 100 ms = 400 ms"), std::string::npos) << text_of(d);
+}
+
+// ---- comparability -----------------------------------------------------------------------------------------
+
+TEST(DiffComparability, WindowsStepCountsAndSharedKernelTime) {
+  json a = fixture("report_input_pipeline.json");
+  json b = a;
+  b["steps"]["count"] = 5;
+  b["steps"]["steady_state"] = {{"count", 4}};
+  b["gpu"]["top_kernels"].erase(2);  // the clamp kernel is in A's top list only
+  const Diff d = analysis::diff_reports(typed_report(a), typed_report(b), "A", "B");
+  const DiffWindow& wa = d.comparability.a;
+  const DiffWindow& wb = d.comparability.b;
+  EXPECT_EQ(wa.steps, 4);
+  EXPECT_EQ(wa.steady_steps, 4);
+  EXPECT_EQ(wb.steps, 5);
+  EXPECT_EQ(wb.steady_steps, 4);
+  ASSERT_TRUE(wa.window_ms && wb.window_ms);
+  EXPECT_DOUBLE_EQ(*wa.window_ms, 400.0);
+  EXPECT_NEAR(*wa.relative_stddev, 0.091, 1e-12);
+  // Kernel time: the top list's total over its share of all kernel time.
+  const double a_kernels = (98.4 + 3.2 + 12.1) / (0.231 + 0.0075 + 0.028);
+  ASSERT_TRUE(wa.kernel_ms && wa.shared_kernel_fraction);
+  EXPECT_NEAR(*wa.kernel_ms, a_kernels, 1e-6);  // figures are rounded to 6 decimals
+  EXPECT_NEAR(*wa.shared_kernel_fraction, (98.4 + 3.2) / a_kernels, 1e-6);
+  const double b_kernels = (98.4 + 3.2) / (0.231 + 0.0075);
+  EXPECT_NEAR(*wb.shared_kernel_fraction, (98.4 + 3.2) / b_kernels, 1e-6);  // all of B's top list is shared
+  const std::string s = text_of(d);
+  EXPECT_NE(s.find("Comparable  window 4 steps x 100 ms = 400 ms -> 4 steps (of 5) x 100 ms = 400 ms; step spread "
+                   "\xC2\xB1" "9.1% -> \xC2\xB1" "9.1%, threshold \xC2\xB1" "18.2%; kernels in both top lists: 23.8% of "
+                   "A's kernel time, "),  // B's 23.85% rounds either way
+            std::string::npos)
+      << s;
+  const json j = to_json(d);
+  EXPECT_EQ(j["diff_version"], "1.1");
+  EXPECT_EQ(j["comparability"]["b"]["steps"], 5);
+  EXPECT_EQ(j["comparability"]["b"]["steady_steps"], 4);
+  EXPECT_DOUBLE_EQ(j["comparability"]["a"]["window_ms"].get<double>(), 400.0);
+  EXPECT_NE(render_diff_html(d).find("<section id=\"diff-comparability\">"), std::string::npos);
+}
+
+TEST(DiffComparability, ASideWithoutKernelsHasNoSharedKernelTime) {
+  json b = fixture("report_input_pipeline.json");
+  b["gpu"]["top_kernels"] = json::array();
+  const Diff d = analysis::diff_reports(typed_report(fixture("report_input_pipeline.json")), typed_report(b), "A", "B");
+  EXPECT_FALSE(d.comparability.b.kernel_ms);
+  EXPECT_FALSE(d.comparability.b.shared_kernel_fraction);
+  EXPECT_DOUBLE_EQ(*d.comparability.a.shared_kernel_fraction, 0.0);
+  EXPECT_NE(text_of(d).find("; no GPU kernels in B\n"), std::string::npos) << text_of(d);
 }
 
 }  // namespace
