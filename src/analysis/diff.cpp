@@ -87,10 +87,15 @@ model::DiffHeadline headline_of(const Report& ra, const Report& rb, const Diff& 
   const auto& a = ra.steps;
   const auto& b = rb.steps;
   if (a.mean_ms && b.mean_ms && *a.mean_ms > 0 && *b.mean_ms > 0) {
-    auto relative_spread = [](const model::Steps& s) { return s.stddev_ms ? *s.stddev_ms / *s.mean_ms : 0.0; };
-    const double spread = std::max(relative_spread(a), relative_spread(b));
+    // The uncertainty of each side's mean step: its steps' stddev over the root of their count (the steady ones).
+    auto variance_of_mean = [](const model::Steps& s) {
+      const double n = static_cast<double>(std::max<int64_t>(1, s.steady_state.count > 0 ? s.steady_state.count : s.count));
+      const double sd = s.stddev_ms.value_or(0.0);
+      return sd * sd / n;
+    };
+    const double se = std::sqrt(variance_of_mean(a) + variance_of_mean(b)) / *a.mean_ms;
     const double change = *b.mean_ms / *a.mean_ms - 1;
-    const double threshold = std::max(model::kNeutralFloor, model::kNeutralSpreads * spread);
+    const double threshold = std::max(model::kNeutralFloor, model::kNeutralSpreads * se);
     h.relative_change = r6(change);
     h.threshold = r6(threshold);
     h.step_time = std::fabs(change) <= threshold ? model::StepChange::kNeutral

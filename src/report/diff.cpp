@@ -308,7 +308,7 @@ void headline_line(Html& h, const Diff& d) {
   if (!d.headline.relative_change) return;
   h.raw("<div class=\"verdict-change\" id=\"diff-headline\">B/A = ").text(format_fixed(*d.step_time.ratio, 3))
       .raw(d.headline.neutral() ? ", within " : ", beyond ").text(plus_minus(d.headline.threshold))
-      .raw(" (the larger step-time spread \xC3\x97 2, at least ").text(format_fixed(100.0 * kNeutralFloor, 0)).raw("%)");
+      .raw(" (2 \xC3\x97 the standard error of the difference of the mean steps, at least ").text(format_fixed(100.0 * kNeutralFloor, 0)).raw("%)");
   if (d.headline.neutral()) {
     const std::string changed = changed_text(d);
     h.raw(". Changed: ")
@@ -357,7 +357,7 @@ void comparability_section(Html& h, const Diff& d, const std::string& title) {
   row("Step-time spread (stddev / mean)", plus_minus(a.relative_stddev), plus_minus(b.relative_stddev));
   row("Kernel time in kernels of both top lists", fmt_pct(a.shared_kernel_fraction), fmt_pct(b.shared_kernel_fraction));
   h.raw("</tbody></table><p class=\"na\">A step-time change within ").text(plus_minus(d.headline.threshold))
-      .raw(" (the larger spread \xC3\x97 2, at least ").text(format_fixed(100.0 * kNeutralFloor, 0))
+      .raw(" (2 \xC3\x97 the standard error of the difference of the mean steps, at least ").text(format_fixed(100.0 * kNeutralFloor, 0))
       .raw("%) is no change.</p></section>\n");
 }
 

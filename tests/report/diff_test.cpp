@@ -2,6 +2,8 @@
 // and the comparability figures, text and loading.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <sstream>
 
 #include "profile_train/analysis/diff.h"
@@ -214,20 +216,26 @@ TEST(DiffHeadline, AStepTimeBeyondTheThresholdIsAChangeAndKeepsTheSpeedupLine) {
   EXPECT_EQ(faster.headline.step_time, StepChange::kFaster);
 }
 
-TEST(DiffHeadline, TheLargerRelativeSpreadSetsTheThreshold) {
-  // A: 1% spread; B: 11 / 110 = 10%: the threshold is 2 x 10% = 20%, so +10% is within it.
-  const Diff d = analysis::diff_reports(typed_report(with_steps(100.0, 1.0)), typed_report(with_steps(110.0, 11.0)), "A", "B");
+TEST(DiffHeadline, TheStandardErrorOfTheDifferenceSetsTheThreshold) {
+  // 4 steps a side (the fixture's count; no steady-state summary): A's stddev 1 ms, B's 22 ms:
+  // 2 x sqrt(1/4 + 484/4) / 100 = 22.0%, so +10% is within it.
+  const Diff d = analysis::diff_reports(typed_report(with_steps(100.0, 1.0)), typed_report(with_steps(110.0, 22.0)), "A", "B");
   ASSERT_TRUE(d.headline.threshold);
-  EXPECT_NEAR(*d.headline.threshold, 0.2, 1e-12);
+  EXPECT_NEAR(*d.headline.threshold, 2 * std::sqrt(1.0 / 4 + 484.0 / 4) / 100, 1e-6);
   EXPECT_EQ(d.headline.step_time, StepChange::kNeutral);
   // The same move with both spreads small is a change.
   const Diff tight =
       analysis::diff_reports(typed_report(with_steps(100.0, 1.0)), typed_report(with_steps(110.0, 1.1)), "A", "B");
   EXPECT_NEAR(*tight.headline.threshold, kNeutralFloor, 1e-12);
   EXPECT_EQ(tight.headline.step_time, StepChange::kSlower);
-  // Just past the threshold: 2 x 10% = 20%, +21% is slower.
+  // More steps shrink the standard error: the 22 ms spread over 100 steps a side no longer hides +10%.
+  json many_a = with_steps(100.0, 1.0), many_b = with_steps(110.0, 22.0);
+  many_a["steps"]["count"] = many_b["steps"]["count"] = 100;
+  const Diff many = analysis::diff_reports(typed_report(many_a), typed_report(many_b), "A", "B");
+  EXPECT_EQ(many.headline.step_time, StepChange::kSlower);
+  // Just past the threshold: +23% against 22.0% is slower.
   const Diff past =
-      analysis::diff_reports(typed_report(with_steps(100.0, 1.0)), typed_report(with_steps(121.0, 12.1)), "A", "B");
+      analysis::diff_reports(typed_report(with_steps(100.0, 1.0)), typed_report(with_steps(123.0, 22.0)), "A", "B");
   EXPECT_EQ(past.headline.step_time, StepChange::kSlower);
 }
 
@@ -269,7 +277,7 @@ TEST(DiffComparability, WindowsStepCountsAndSharedKernelTime) {
   EXPECT_NEAR(*wb.shared_kernel_fraction, (98.4 + 3.2) / b_kernels, 1e-6);  // all of B's top list is shared
   const std::string s = text_of(d);
   EXPECT_NE(s.find("Comparable  window 4 steps x 100 ms = 400 ms -> 4 steps (of 5) x 100 ms = 400 ms; step spread "
-                   "\xC2\xB1" "9.1% -> \xC2\xB1" "9.1%, threshold \xC2\xB1" "18.2%; kernels in both top lists: 23.8% of "
+                   "\xC2\xB1" "9.1% -> \xC2\xB1" "9.1%, threshold \xC2\xB1" "12.9%; kernels in both top lists: 23.8% of "
                    "A's kernel time, "),  // B's 23.85% rounds either way
             std::string::npos)
       << s;

@@ -24,7 +24,8 @@ namespace profile_train::model {
 inline constexpr const char* kDiffVersion = "1.1";
 
 // The neutral rule: the mean step moved beyond noise when |B/A - 1| > max(kNeutralFloor, kNeutralSpreads x the
-// larger of the two sides' relative step-time spreads, steps.stddev_ms / steps.mean_ms of the steady state).
+// standard error of the difference of the two mean steps relative to A's: sqrt(sA^2/nA + sB^2/nB) / meanA, s the
+// steady-state steps' stddev (steps.stddev_ms), n their count).
 inline constexpr double kNeutralFloor = 0.03;
 inline constexpr double kNeutralSpreads = 2.0;
 // A breakdown category changed (the neutral headline names it) when it moved by at least this share of A's step.
@@ -91,7 +92,7 @@ struct DiffComparability {
 struct DiffHeadline {
   StepChange step_time = StepChange::kUnknown;
   std::optional<double> relative_change;  // B/A - 1 of the mean step; null when either is missing or 0
-  std::optional<double> threshold;        // max(kNeutralFloor, kNeutralSpreads x the larger relative stddev)
+  std::optional<double> threshold;        // max(kNeutralFloor, kNeutralSpreads x the standard error of the difference)
   std::vector<Role> changed_categories;   // moved by >= kMaterialShare of A's step, largest change first
   bool neutral() const { return step_time == StepChange::kNeutral; }
 };
