@@ -86,18 +86,19 @@ void place(Fired& f, const nlohmann::json& given, const std::string& bottleneck)
   if (f.level == "note") {
     f.group = Group::kNote;
     f.reason = "a note, not a measured recommendation: " + f.level_note;
+  } else if (f.outcome.gain_known && f.outcome.share < kMinorShare) {
+    // Under 3% of the step is within a training run's step-to-step noise: minor whatever it addresses, never
+    // ahead of a material fix (and never a plan step).
+    f.group = Group::kMinor;
+    f.reason = "minor: its bound (" + bound + ") removes under 3% of the step" +
+               (f.addresses ? " (it addresses the bottleneck, " + bottleneck + ", but within step-to-step noise)"
+                            : std::string());
   } else if (f.addresses) {
-    // What limits the step leads, measured or check, whatever its bound: a fix that does not address the
-    // bottleneck never stands ahead of one that does (rank_rules moves a minor one down to the minor group
-    // when a material fix for the bottleneck exists).
+    // What limits the step leads, measured or check: a fix that does not address the bottleneck never stands
+    // ahead of a material one that does.
     f.group = Group::kPrimary;
     f.reason = "addresses the bottleneck (" + bottleneck + "); ordered cheapest first (" + cost_text(r.cost) +
                "), then by bound (" + bound + ")";
-    if (f.outcome.gain_known && f.outcome.share < kMinorShare)
-      f.reason += "; its bound removes under 3% of the step, but no material fix addresses the bottleneck";
-  } else if (f.outcome.gain_known && f.outcome.share < kMinorShare) {
-    f.group = Group::kMinor;
-    f.reason = "minor: its bound (" + bound + ") removes under 3% of the step";
   } else {
     f.group = Group::kSecondary;
     f.reason = "does not address the bottleneck (" + bottleneck + ") but its bound (" + bound +
@@ -237,19 +238,6 @@ std::vector<Fired> rank_rules(const RuleSet& rules, const nlohmann::json& report
       // A rule that cannot be evaluated on this report is skipped; the others still run.
     }
   }
-  // A fix for the bottleneck whose bound is under 3% of the step stays primary (and leads) only when no material
-  // fix addresses the bottleneck; otherwise it is listed with the minor ones.
-  const bool material_primary = std::any_of(fired.begin(), fired.end(), [](const Fired& f) {
-    return f.group == Group::kPrimary && material(f);
-  });
-  for (auto& f : fired) {
-    if (f.group != Group::kPrimary || material(f) || !material_primary) continue;
-    f.group = Group::kMinor;
-    f.reason = "minor: its bound (" +
-               detail::format_value(expr::Value::Number(f.outcome.speedup), "x").value_or("?") +
-               ") removes under 3% of the step (it addresses the bottleneck, behind the material fixes that do)" +
-               (f.level == "check" ? "; a check: " + f.level_note : std::string());
-  }
   // A fix whose condition inflates the measured shares of roles (rule "skews") goes ahead of the fixes of its
   // group whose gain comes from those roles: their bounds were measured under that condition, and whether they
   // still hold shows only after it is fixed.
@@ -311,7 +299,7 @@ model::Plan plan_of(const std::vector<model::Recommendation>& recommendations, c
     for (const auto& rec : recommendations) {
       if (rec.group != "primary") continue;
       any_primary = true;
-      if (rec.removable_share && rec.evidence_level != "note") {
+      if (rec.removable_share && *rec.removable_share >= kMinorShare && rec.evidence_level != "note") {
         chosen.push_back(&rec);
         break;
       }
@@ -382,6 +370,16 @@ model::Plan plan_of(const std::vector<model::Recommendation>& recommendations, c
       plan.no_fix_reason = "The fixes that address " + b +
                            " fire, but their gain cannot be bounded from this report (a metric they need is "
                            "missing); they are listed as checks.";
+    } else if (chosen.empty() && std::any_of(recommendations.begin(), recommendations.end(),
+                                             [](const Recommendation& rec) { return rec.group == "minor"; })) {
+      std::string minors;
+      for (const auto& rec : recommendations)
+        if (rec.group == "minor")
+          minors += (minors.empty() ? "" : ", ") + rec.id + " " +
+                    detail::format_value(expr::Value::Number(rec.estimated_speedup_max), "x").value_or("?");
+      plan.no_fix_reason = "Every fix that fires removes under 3% of the step (" + minors +
+                           "): within a training run's step-to-step noise, so none is planned" +
+                           (any_primary ? "" : "; no catalogued fix addresses " + b + " on this report") + ".";
     } else if (!any_primary) {
       plan.no_fix_reason = "No catalogued fix addresses " + b +
                            " on this report: the rules for it do not fire (their conditions are false or their "

@@ -211,6 +211,22 @@ TEST(Plan, TakesPrimaryChecksButSkipsOtherChecksNotesAndMinorAndCapsAtThreeSteps
   EXPECT_EQ(plan["steps"][2]["id"], "b");
 }
 
+// Issue 38 item 4: a step bounded under 1.03x never stands ahead of a material one, nor leads a plan; when every
+// fix that fires is that small, the plan says so instead of planning noise.
+TEST(Plan, FixesUnderThreePercentOfTheStepAreNeverPlanned) {
+  // A hand-made array where a tiny fix is still marked primary (as reports before 1.3 could have it).
+  json recs = json::array({rec("zero-grad", "primary", 0.01, {"memset"}), rec("big", "secondary", 0.2, {"kernel"})});
+  json plan = build_plan(recs, plan_report());
+  ASSERT_EQ(plan["steps"].size(), 1u) << plan.dump(1);
+  EXPECT_EQ(plan["steps"][0]["id"], "big");
+  recs = json::array({rec("zero-grad", "minor", 0.01, {"memset"}), rec("alloc", "minor", 0.02, {"runtime"})});
+  plan = build_plan(recs, plan_report());
+  EXPECT_TRUE(plan["steps"].empty()) << plan.dump(1);
+  const std::string why = plan["no_fix_reason"].get<std::string>();
+  EXPECT_NE(why.find("under 3% of the step (zero-grad 1.01x, alloc 1.02x)"), std::string::npos) << why;
+  EXPECT_NE(why.find("none is planned"), std::string::npos) << why;
+}
+
 // Item 5: when the only fixes that address the bottleneck are checks, one of them leads the plan anyway.
 TEST(Plan, ACheckThatAddressesTheBottleneckLeadsOverMeasuredSecondaryFixes) {
   json recs = json::array({rec("chk", "primary", 0.5, {"runtime", "cpu"}), rec("b", "secondary", 0.08, {"kernel"})});
