@@ -14,6 +14,7 @@
 #include "profile_train/analysis/efficiency.h"
 #include "profile_train/analysis/memory.h"
 #include "profile_train/analysis/memory_budget.h"
+#include "profile_train/analysis/window.h"
 #include "profile_train/common/version.h"
 #include "report_context.h"
 #include "steps_section.h"
@@ -305,6 +306,10 @@ Report build_typed_report(const trace::Trace& t, const AnalysisOptions& options)
   }
   r.source = source_section(t, idx, si, missing);
   r.source.notes.insert(r.source.notes.end(), device_notes.begin(), device_notes.end());
+  // What the window is, before the verdict reads it: what the capture traced, training or inference, warm or cold.
+  r.source.capture = capture_section(t, idx, r);
+  r.source.workload = detect_workload(t, idx);
+  r.steps.cold_window = cold_window(t, idx, si, c.busy);
   // recommendations and plan are written with the rules (rules::apply_rules).
   r.verdict = decide_verdict(r);
   return r;

@@ -146,6 +146,29 @@ Verdict decide_verdict(const Report& r) {
     return v;
   };
 
+  // A warm-up window (steps.cold_window): what it shows is first-call cost, not what limits a training step.
+  if (const auto& cold = r.steps.cold_window) {
+    for (const auto& sign : cold->signs) ev.push_back(sign);
+    ev.push_back("re-capture past the warm-up: " + cold->recapture);
+    v.summary = "Warm-up window: " + pct(cold->first_call_share) +
+                " of it is first-call work (module loading, set-up, compilation); it says nothing yet about the "
+                "steady step. Profile steps after the first ones.";
+    ev.push_back(step_ev);
+    return v;
+  }
+
+  // A GPU machine whose capture holds no GPU activity, with nothing showing CPU training (source.capture.lacks).
+  if (!has_gpu && r.source.capture.lacks) {
+    ev.push_back(*r.source.capture.lacks);
+    if (dl > 0 || cpu > 0)
+      ev.push_back("host side only: data loading " + pct(dl) + ", CPU operators " + pct(cpu) +
+                   " of the step (what the GPU did meanwhile is not in the capture)");
+    if (r.source.capture.recapture) ev.push_back("re-capture with: " + *r.source.capture.recapture);
+    v.summary = "Cannot tell: " + *r.source.capture.lacks + ".";
+    ev.push_back(step_ev);
+    return v;
+  }
+
   if (!has_gpu) {
     const std::string cap = r.source.gpu_capture_status.value_or("");
     // facts stay JSON (report.h): facts.gpu.used is read by path.
@@ -208,6 +231,10 @@ Verdict decide_verdict(const Report& r) {
   const double comm = r.communication.exposed_fraction.value_or(0.0);
   const double util = r.gpu.utilization.value_or(0.0);
   const double busy = share(Role::kKernel) + memcpy + share(Role::kMemset) + share(Role::kCommunication);
+  // The GPU idle while the host runs code the trace does not record (no operator, runtime call, annotation or
+  // DataLoader range covers it): the host has not launched the work yet, so it is host time, never communication.
+  // Only for a step that did run GPU work (as below): one with none (a JIT compile, a trimmed capture) says nothing.
+  const double untraced = r.host.idle_activity && busy > 0.005 ? r.host.idle_activity->other : 0.0;
 
   std::vector<Candidate> c = {{B::kInputPipeline, dl, 0.15},
                               {B::kHostToDevice, h2d, 0.15},
@@ -243,9 +270,26 @@ Verdict decide_verdict(const Report& r) {
     if (cls == B::kInputPipeline) return "Input pipeline: " + pct(score) + " of each step waits on the DataLoader.";
     if (cls == B::kHostToDevice) return "Host-to-device copies: " + pct(score) + " of each step is spent copying inputs.";
     if (cls == B::kSynchronization) return "Synchronization: the host blocks on the GPU for " + pct(score) + " of each step.";
-    if (cls == B::kCommunication) return "Communication: " + pct(score) + " of each step is exposed collective time.";
+    if (cls == B::kCommunication)
+      return "Communication: " + pct(score) + " of each step is exposed collective time" +
+             (r.source.workload.kind == "inference" ? std::string(" (the serving forward pass's tensor-parallel collectives).")
+                                                    : std::string("."));
     return "CPU overhead: the GPU idles while the host runs Python/operators/launches (" + pct(score) + " of the step).";
   };
+  // Exposed communication on a GPU that idles longer while the host runs untraced code: the collectives wait for
+  // work the host has not launched yet; the step is host-bound, and the evidence says so.
+  auto host_outweighs_comm = [&](const Candidate& k) {
+    return k.cls == B::kCommunication && untraced > 0 && rt + cpu + untraced > k.score;
+  };
+  if (const Candidate* winner = best != nullptr ? best : nullptr; winner != nullptr && host_outweighs_comm(*winner)) {
+    ev.push_back("GPU idle " + pct(idle_f) + " of the step while the host runs code the trace does not record (" +
+                 pct(untraced) + " of the step): the host had not launched the work");
+    ev.push_back("communication not overlapped by compute: " + pct(comm) + " of the step, less than the host time");
+    runner_up = *winner;
+    best_score = rt + cpu + untraced;
+    return finish(B::kCpuOverhead, 0.5 + 0.4 * std::min(1.0, best_score - comm),
+                  summary_for(B::kCpuOverhead, best_score));
+  }
   if (best != nullptr) {
     double conf = 0.55 + 0.4 * std::min(1.0, (best->score - best->threshold) / best->threshold);
     if (runner != nullptr && runner->score > 0.8 * best->score) conf -= 0.15;
@@ -276,6 +320,14 @@ Verdict decide_verdict(const Report& r) {
                   "GPU compute: kernels keep the GPU busy " + pct(busy) + " of the step; no stall dominates.");
   }
   const auto top = std::max_element(c.begin(), c.end(), [](auto& a, auto& b) { return a.score < b.score; });
+  if (top->score >= kMaterialShare && host_outweighs_comm(*top)) {
+    ev.push_back("GPU idle " + pct(idle_f) + " of the step while the host runs code the trace does not record (" +
+                 pct(untraced) + " of the step): the host had not launched the work");
+    ev.push_back("communication not overlapped by compute: " + pct(comm) + " of the step, less than the host time");
+    runner_up = *top;
+    best_score = rt + cpu + untraced;
+    return finish(B::kCpuOverhead, 0.45, summary_for(B::kCpuOverhead, best_score));
+  }
   if (top->score >= kMaterialShare) {
     stall_evidence(*top);
     return finish(top->cls, 0.4 + top->score, summary_for(top->cls, top->score));

@@ -259,9 +259,12 @@ void collect_capture_files(const fs::path& capture_dir, CaptureResult& result) {
 }
 
 void apply_capture_status(const CaptureResult& result, trace::Trace& t) {
-  if (result.no_cupti)
+  if (result.no_cupti) {
     t.meta.gpu_capture_status = "GPU activity was not recorded: --no-cupti was given (CUPTI left to other tools); "
                                 "NVTX and Python ranges only";
+    t.meta.gpu_traced = trace::TraceMeta::Traced::kNo;
+    t.meta.traced = "profile-train agent with --no-cupti: NVTX and Python ranges only";
+  }
   else if (!t.meta.gpu_capture_attempted && !result.gpu_capture_note.empty())
     t.meta.gpu_capture_status =
         "GPU activity was not recorded: " + result.gpu_capture_note + "; NVTX and Python ranges only";

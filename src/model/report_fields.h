@@ -49,6 +49,19 @@ PT_REPORT_FIELDS(RunInfo) {
   v.absent_if_unset("host_load", s.host_load);
 }
 
+PT_REPORT_FIELDS(Capture) {
+  v("gpu_activity", s.gpu_activity);
+  v("traced", s.traced);
+  v("lacks", s.lacks);
+  v("recapture", s.recapture);
+  v("cpu_training", s.cpu_training);
+}
+
+PT_REPORT_FIELDS(Workload) {
+  v("kind", s.kind);
+  v("evidence", s.evidence);
+}
+
 PT_REPORT_FIELDS(Source) {
   v("files", s.files);
   v("format", s.format);
@@ -64,6 +77,8 @@ PT_REPORT_FIELDS(Source) {
   v("missing", s.missing);
   v("notes", s.notes);
   v("distributed", s.distributed);
+  v("capture", s.capture);
+  v("workload", s.workload);
   v.inline_group(s.run);
 }
 
@@ -111,6 +126,12 @@ PT_REPORT_FIELDS(SteadyStateSummary) {
   v("mad_all_ms", s.mad_all_ms);
 }
 
+PT_REPORT_FIELDS(ColdWindow) {
+  v("signs", s.signs);
+  v("first_call_share", s.first_call_share);
+  v("recapture", s.recapture);
+}
+
 PT_REPORT_FIELDS(Steps) {
   v("count", s.count);
   v("mean_ms", s.mean_ms);
@@ -123,6 +144,7 @@ PT_REPORT_FIELDS(Steps) {
   v("histogram", s.histogram);
   v("data_wait_floor", s.data_wait_floor);
   v("steady_state", s.steady_state);
+  v("cold_window", s.cold_window);
 }
 
 PT_REPORT_FIELDS(Phases) {

@@ -15,6 +15,27 @@ void write_steps(Html& h, const model::Report& r) {
   if (static_cast<double>(steady.count) < count) h.text(fmt_count(static_cast<double>(steady.count))).raw(" steady-state steps");
   else h.raw("steps (none left out as warm-up or outlier)");
   h.raw(".</p>\n");
+  const auto& w = r.source.workload;
+  h.raw("<p id=\"steps-workload\" data-kind=\"").text(w.kind).raw("\">Workload: <strong>").text(w.kind).raw("</strong>");
+  if (!w.evidence.empty()) {
+    h.raw(" (");
+    for (size_t i = 0; i < w.evidence.size(); ++i) h.text(i ? "; " : "").text(w.evidence[i]);
+    h.raw(")");
+  }
+  h.raw(".</p>\n");
+  if (const auto& cold = r.steps.cold_window) {
+    h.raw("<div class=\"callout warn\" id=\"steps-cold-window\"><strong>Warm-up window.</strong> ")
+        .text(fmt_pct(cold->first_call_share)).raw(" of it is first-call work; bounds computed on it are marked as "
+                                                    "checks.<ul>");
+    for (const auto& sign : cold->signs) h.raw("<li>").text(sign).raw("</li>");
+    h.raw("</ul>Re-capture past the warm-up: <code>").text(cold->recapture).raw("</code></div>\n");
+  }
+  if (const auto& lacks = r.source.capture.lacks) {
+    h.raw("<div class=\"callout warn\" id=\"steps-capture-lacks\"><strong>The capture lacks GPU activity.</strong> ")
+        .text(*lacks).raw(".");
+    if (const auto& re = r.source.capture.recapture) h.raw(" Re-capture with: <code>").text(*re).raw("</code>");
+    h.raw("</div>\n");
+  }
   if (!steady.excluded.empty()) {
     h.raw("<p id=\"steps-excluded-summary\">Left out: ").text(fmt_count(static_cast<double>(steady.excluded_count)))
         .raw(" step(s), ").text(fmt_ms(steady.excluded_ms))

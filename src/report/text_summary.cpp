@@ -138,6 +138,16 @@ void write_steps(const Report& r, std::ostream& out, const Style& st) {
   } else {
     out << st.bold("Step") << "      no step window\n";
   }
+  // What the window is: training or inference (source.workload), warm-up (steps.cold_window), what the capture
+  // lacks (source.capture).
+  const auto& w = r.source.workload;
+  out << st.bold("Workload") << "  " << text(w.kind);
+  if (!w.evidence.empty()) out << " (" << text(w.evidence.front()) << ")";
+  out << "\n";
+  if (s.cold_window)
+    out << st.bold("Warm-up") << "   " << fmt("%.0f%%", 100.0 * s.cold_window->first_call_share)
+        << " of the window is first-call work: bounds below are measured on it\n";
+  if (r.source.capture.lacks) out << st.bold("Capture") << "   " << text(*r.source.capture.lacks) << "\n";
   write_phases(r, out, st);
 }
 

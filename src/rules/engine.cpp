@@ -76,6 +76,34 @@ void place(Fired& f, const nlohmann::json& given, const std::string& bottleneck)
       f.level_note = f.assumed_note + " " + f.level_note;
     }
   }
+  // A bound measured on a window that cannot show the steady step is a check: a warm-up window
+  // (steps.cold_window: first-call work inflates the shares) or a GPU machine's capture without GPU activity
+  // (source.capture.lacks: the host work it measures may have overlapped GPU work the capture did not record).
+  auto object_at = [&](const char* a, const char* b) -> const nlohmann::json* {
+    if (!given.contains(a) || !given[a].is_object() || !given[a].contains(b) || !given[a][b].is_object()) return nullptr;
+    return &given[a][b];
+  };
+  auto string_in = [](const nlohmann::json& o, const char* key, std::string fallback) {
+    return o.contains(key) && o[key].is_string() ? o[key].get<std::string>() : fallback;
+  };
+  std::string window_note;
+  if (const auto* cold = object_at("steps", "cold_window")) {
+    window_note = "Computed on a warm-up window (steps.cold_window): its bound reflects first-call work. "
+                  "Confirm first: re-capture past the warm-up (" + string_in(*cold, "recapture", "profile later steps") + ")";
+  } else if (const auto* cap = object_at("source", "capture"); cap != nullptr && cap->contains("lacks") &&
+                                                                (*cap)["lacks"].is_string()) {
+    window_note = "Computed on a capture without GPU activity (source.capture.lacks): the host work it measures may "
+                  "have overlapped GPU work the capture did not record. Confirm first: re-capture with the GPU traced (" +
+                  string_in(*cap, "recapture", "trace the GPU") + ")";
+  }
+  if (!window_note.empty()) {
+    if (f.level == "measured") {
+      f.level = "check";
+      f.level_note = window_note;
+    } else if (f.level == "check") {
+      f.level_note = window_note + ". " + f.level_note;
+    }
+  }
   if (f.level == "measured" && !f.outcome.gain_known) {
     f.level = "check";
     f.level_note = "The gain cannot be bounded from this report (a metric it needs is missing).";
@@ -281,6 +309,13 @@ std::optional<std::map<std::string, double>> breakdown_shares(const nlohmann::js
 
 }  // namespace
 
+namespace {
+// o[key] when it is a string, else the fallback (a null or absent key never throws).
+std::string string_or(const nlohmann::json& o, const char* key, const char* fallback) {
+  return o.is_object() && o.contains(key) && o[key].is_string() ? o[key].get<std::string>() : std::string(fallback);
+}
+}  // namespace
+
 model::Plan plan_of(const std::vector<model::Recommendation>& recommendations, const nlohmann::json& report) {
   using model::Recommendation;
   const std::string b = verdict_of(report);
@@ -361,7 +396,20 @@ model::Plan plan_of(const std::vector<model::Recommendation>& recommendations, c
     const auto efficiency = report.find("efficiency");
     const bool at_roof = efficiency != report.end() && efficiency->is_object() &&
                          efficiency->value("at_roof", nlohmann::json()).is_string();
-    if (b == "unknown") {
+    const auto* steps = report.contains("steps") ? &report["steps"] : nullptr;
+    const bool cold = steps != nullptr && steps->is_object() && steps->contains("cold_window") &&
+                      (*steps)["cold_window"].is_object();
+    if (b == "unknown" && cold) {
+      plan.no_fix_reason = "This window is warm-up (steps.cold_window): it shows first-call cost, not what limits a "
+                           "steady step; re-capture past the warm-up (" +
+                           string_or((*steps)["cold_window"], "recapture", "profile later steps") + ").";
+    } else if (const auto* src = report.contains("source") ? &report["source"] : nullptr;
+               b == "unknown" && src != nullptr && src->is_object() && src->contains("capture") &&
+               (*src)["capture"].is_object() && (*src)["capture"].value("lacks", nlohmann::json()).is_string()) {
+      plan.no_fix_reason = "The capture lacks the GPU's activity (source.capture.lacks), so what limits the step "
+                           "cannot be told; re-capture with the GPU traced (" +
+                           string_or((*src)["capture"], "recapture", "trace the GPU") + ").";
+    } else if (b == "unknown") {
       plan.no_fix_reason = "The verdict is unknown, so no fix can be targeted at what limits the step.";
     } else if (!any_primary && b == "gpu_compute" && at_roof) {
       // The leading operators run near their roof (efficiency.at_roof): say so, not "no fix".

@@ -110,6 +110,57 @@ TEST_F(NsysCli, RealTwoGpuExportGivesPerProcessReportsAndJobSummary) {
   EXPECT_EQ(d.rc, 0) << d.err;
 }
 
+// Issue 38 item 3 on stripped copies of the real export, as the exports of GPU machines that recorded no CUDA
+// activity look (TARGET_INFO_GPU names the GPU; no kernel table, two runtime rows; or CUDA not traced at all):
+// every process reads unknown, says what the capture lacks and gives the nsys command; use-gpu never fires.
+TEST_F(NsysCli, AGpuMachinesExportWithoutCudaActivityIsUnknownWithTheNsysCommand) {
+  struct Variant {
+    const char* name;
+    const char* sql;
+    const char* lacks;
+  };
+  const char* gpu_row = "CREATE TABLE TARGET_INFO_GPU (id INTEGER, name TEXT, cuDevice INTEGER, smCount INTEGER, "
+                        "totalMemory INTEGER, computeMajor INTEGER, computeMinor INTEGER);"
+                        "INSERT INTO TARGET_INFO_GPU VALUES (0, 'NVIDIA TITAN RTX', 0, 72, 25769803776, 7, 5);";
+  const Variant variants[] = {
+      {"two_runtime_rows",
+       "DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL; DROP TABLE CUPTI_ACTIVITY_KIND_MEMCPY; DROP TABLE CUPTI_ACTIVITY_KIND_MEMSET;"
+       "DELETE FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE rowid NOT IN (SELECT rowid FROM CUPTI_ACTIVITY_KIND_RUNTIME "
+       "ORDER BY start LIMIT 2);",
+       "traced the GPU but holds no GPU activity"},
+      {"cuda_not_traced",
+       "DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL; DROP TABLE CUPTI_ACTIVITY_KIND_MEMCPY; DROP TABLE CUPTI_ACTIVITY_KIND_MEMSET;"
+       "DROP TABLE CUPTI_ACTIVITY_KIND_RUNTIME; DROP TABLE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;"
+       "DROP TABLE CUPTI_ACTIVITY_KIND_CUDA_EVENT; DELETE FROM META_DATA_CAPTURE WHERE value = 'Cuda';",
+       "did not trace GPU activity"},
+  };
+  for (const Variant& v : variants) {
+    SCOPED_TRACE(v.name);
+    const fs::path db = dir_ / (std::string(v.name) + ".sqlite");
+    fs::copy_file(kNsysDir / "h100_2gpu_1s.sqlite", db);
+    make_db(db.filename().string(), std::string(v.sql) + gpu_row);
+    const fs::path out = dir_ / (std::string(v.name) + "_out");
+    const auto r = run("analyze '" + db.string() + "' --out '" + out.string() + "' --format text,json");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_NE(r.out.find("NVIDIA TITAN RTX"), std::string::npos) << r.out;
+    int reports = 0;
+    for (const auto& entry : fs::recursive_directory_iterator(out)) {
+      if (entry.path().filename() != "report.json") continue;
+      ++reports;
+      const auto j = nlohmann::json::parse(slurp(entry.path()));
+      EXPECT_EQ(j["verdict"]["bottleneck"], "unknown") << j["verdict"].dump(1);
+      const auto& cap = j["source"]["capture"];
+      ASSERT_TRUE(cap["lacks"].is_string()) << cap.dump(1);
+      EXPECT_NE(cap["lacks"].get<std::string>().find(v.lacks), std::string::npos) << cap.dump(1);
+      EXPECT_NE(cap["lacks"].get<std::string>().find("NVIDIA TITAN RTX"), std::string::npos) << cap.dump(1);
+      EXPECT_NE(cap["recapture"].get<std::string>().find("nsys profile -t cuda,nvtx,osrt"), std::string::npos);
+      EXPECT_NE(cap["traced"].get<std::string>().find("nsys traced:"), std::string::npos);
+      for (const auto& rec : j["recommendations"]) EXPECT_NE(rec["id"], "use-gpu") << rec.dump(1);
+    }
+    EXPECT_GE(reports, 1);
+  }
+}
+
 TEST_F(NsysCli, BadExportsExitTwoWithOneLine) {
   const auto other = make_db("other.sqlite", "CREATE TABLE invoices (id INTEGER); INSERT INTO invoices VALUES (1);");
   expect_one_line_exit_2(run("analyze '" + other.string() + "' --format text"), other, "not an Nsight Systems export");

@@ -221,6 +221,7 @@ TEST_F(OutputsTest, RulesExplainAndAnalyzeSummaryPrintNoEscapeSequences) {
   report["device"] = {{"name", "GPU\x1b[2J"}};
   report["facts"] = {{"gpu", {{"available", true}, {"used", false}, {"name", "\x1b]0;owned\x07"}}},
                      {"params", {{"device", "cpu\x1b[8m"}}}};
+  report["source"]["capture"]["cpu_training"] = "the model's parameters are on the CPU (facts.params.device cpu\x1b[8m)";
   const fs::path file = write("report.json", report.dump());
   const Result explain = run({"rules", "explain", "use-gpu", file.string()});
   ASSERT_EQ(explain.rc, 0) << explain.err;

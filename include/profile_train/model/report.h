@@ -73,6 +73,25 @@ struct RunInfo {
   std::optional<HostLoad> host_load;   // absent when unset (reports from before schema 1.2)
 };
 
+// What the capture traced (1.3; reports/REPORT_FORMAT.md "Absent is not zero"): a kind of activity the capture did
+// not trace is unknown, never "none happened".
+struct Capture {
+  std::string gpu_activity = "unknown";      // "traced" | "not_traced" | "unknown": whether the source traced it
+  std::optional<std::string> traced;         // what the source says it traced
+  // Set when the machine has a GPU and the steps hold no GPU activity without positive evidence of CPU training:
+  // one line saying what the capture lacks, and the command that captures it.
+  std::optional<std::string> lacks, recapture;
+  // Positive evidence that the model trains on the CPU (the shim's parameter device, CPU kernels in the
+  // operators, CPU matrix operators while a traced GPU ran nothing); null when nothing shows it.
+  std::optional<std::string> cpu_training;
+};
+
+// Training or inference (1.3): from backward and optimizer evidence in the trace.
+struct Workload {
+  std::string kind = "unknown";  // "training" | "inference" | "unknown"
+  std::vector<std::string> evidence;
+};
+
 struct Source {
   std::vector<std::string> files;
   std::optional<std::string> format, format_version, producer;
@@ -82,6 +101,8 @@ struct Source {
   std::optional<std::string> gpu_capture_status;
   std::vector<std::string> missing, notes;
   std::optional<Distributed> distributed;
+  Capture capture;    // 1.3
+  Workload workload;  // 1.3
   std::optional<RunInfo> run;  // absent when unset (its keys sit directly in `source`)
 };
 
@@ -121,6 +142,14 @@ struct SteadyStateSummary {
   std::optional<double> mean_all_ms, median_all_ms, mad_all_ms;
 };
 
+// A window that is warm-up (1.3, steps.cold_window): one step or none and first-call signs (module loading,
+// handle creation, compilation, launch calls far above their steady cost). Bounds computed on it are marked.
+struct ColdWindow {
+  std::vector<std::string> signs;        // each with its figures
+  double first_call_share = 0;           // share of the window in first-call work (excess launch time included)
+  std::string recapture;                 // the profiler schedule that skips the warm-up
+};
+
 struct Steps {
   int64_t count = 0;
   std::optional<double> mean_ms, median_ms, min_ms, max_ms, stddev_ms;  // of the steady-state steps
@@ -129,6 +158,7 @@ struct Steps {
   std::optional<StepHistogram> histogram;
   std::optional<double> data_wait_floor;
   SteadyStateSummary steady_state;
+  std::optional<ColdWindow> cold_window;  // 1.3: null unless the window is warm-up
 };
 
 struct Phases {

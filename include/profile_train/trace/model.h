@@ -183,6 +183,13 @@ struct TraceMeta {
   int32_t parsed_in_parts = 1;   // threads whose parts of the file the model was joined from (importer detail)
   bool gpu_capture_attempted = true;     // false when the source could not record GPU activity at all
   std::string gpu_capture_status;        // why GPU activity is missing, if it is ("no CUDA driver", ...)
+  // What the capture traced, as the source says it (absent is not zero: a kind the capture did not trace is
+  // unknown, not "none happened"). kYes: GPU activity (kernels, copies) was traced, so none in the trace means
+  // none ran; kNo: it was not traced; kUnknown: the source does not say (a Kineto trace without GPU or CUDA runtime
+  // events does not record whether ProfilerActivity.CUDA was requested).
+  enum class Traced : uint8_t { kUnknown, kYes, kNo };
+  Traced gpu_traced = Traced::kUnknown;
+  std::string traced;  // for people: "nsys -t: Cuda, NvtxEvents; tables: CUPTI_ACTIVITY_KIND_RUNTIME, ..."
 };
 
 struct Trace {

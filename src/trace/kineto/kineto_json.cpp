@@ -274,6 +274,22 @@ Trace KinetoParser::finish() {
     t.quality.notes.push_back(saw_device_props_ ? "deviceProperties is empty: GPU metrics that need SM counts are unavailable"
                                                 : "no deviceProperties in the trace: GPU metrics that need SM counts are unavailable");
   }
+  // What the capture traced: GPU activity or CUDA/HIP runtime calls show that ProfilerActivity.CUDA was on.
+  int64_t runtime_events = 0;
+  for (const auto& ev : t.events)
+    runtime_events += ev.cat == Category::kRuntime || ev.cat == Category::kDriver;
+  using Traced = trace::TraceMeta::Traced;
+  if (gpu_events_ > 0 || runtime_events > 0) {
+    t.meta.gpu_traced = Traced::kYes;
+    t.meta.traced = "Kineto CUDA activity: " + std::to_string(gpu_events_) + " GPU events, " +
+                    std::to_string(runtime_events) + " runtime calls";
+  } else if (saw_device_props_ && empty_device_props_) {
+    t.meta.gpu_traced = Traced::kNo;
+    t.meta.traced = "Kineto: no GPU in deviceProperties, no GPU or CUDA runtime events";
+  } else {
+    t.meta.traced = "Kineto: no GPU events and no CUDA runtime calls (the trace does not record whether "
+                    "ProfilerActivity.CUDA was requested)";
+  }
   if (saw_device_props_ && empty_device_props_ && gpu_events_ == 0) {
     t.meta.gpu_capture_attempted = false;
     t.meta.gpu_capture_status = "the profiler saw no GPU (empty deviceProperties)";

@@ -354,6 +354,8 @@ Trace join_captures(const std::vector<ParsedFile>& parsed, bool facts_beside) {
   if (parsed[main].status.find("cupti") == parsed[main].status.end() && reason.empty())
     reason = "the capture recorded no CUPTI status";
   t.meta.gpu_capture_attempted = any_enabled;
+  t.meta.gpu_traced = any_enabled ? TraceMeta::Traced::kYes : TraceMeta::Traced::kNo;
+  t.meta.traced = any_enabled ? "profile-train agent: CUPTI activity on" : "profile-train agent: " + reason;
   t.meta.gpu_capture_status = any_enabled ? "" : ("GPU activity was not recorded: " + reason);
 
   // Facts from the Python shim: facts-<pid>.json next to each capture file on disk; the main process wins.

@@ -174,6 +174,15 @@ Status Reader::read_devices() {
 }
 
 Status Reader::read_meta() {
+  if (db_.has_table("META_DATA_CAPTURE") && db_.has_column("META_DATA_CAPTURE", "name") &&
+      db_.has_column("META_DATA_CAPTURE", "value")) {
+    auto st = db_.prepare("SELECT value FROM META_DATA_CAPTURE WHERE name = 'CAPTURE_EVENT_TYPE'");
+    if (!st.ok()) return st.status();
+    Status s;
+    while (st->step(&s))
+      if (!st->null(0) && capture_types_.size() < 64) capture_types_.emplace_back(st->text(0));
+    PT_RETURN_IF_ERROR(s);
+  }
   if (db_.has_table("META_DATA_EXPORT") && db_.has_column("META_DATA_EXPORT", "name")) {
     auto st = db_.prepare("SELECT name, " + db_.col("META_DATA_EXPORT", "value") + " FROM META_DATA_EXPORT");
     if (!st.ok()) return st.status();
@@ -339,6 +348,25 @@ StatusOr<std::vector<Trace>> Reader::run() {
                         "): work crossing its edges is cut");
     if (devices_.empty())
       q.notes.push_back("no TARGET_INFO_GPU table: GPU name, SM count and memory are unknown");
+    // What nsys traced (absent is not zero): the capture's event types, else the tables the export holds.
+    {
+      using Traced = trace::TraceMeta::Traced;
+      std::string types;
+      bool cuda = false;
+      for (const auto& ty : capture_types_) {
+        types += (types.empty() ? "" : ", ") + ty;
+        cuda = cuda || ty == "Cuda";
+      }
+      std::string tables;
+      for (const char* tb : {kKernel, kMemcpy, kMemset, kRuntime, kNvtx})
+        if (db_.has_table(tb)) tables += (tables.empty() ? "" : ", ") + std::string(tb);
+      const bool gpu_tables = db_.has_table(kKernel) || db_.has_table(kMemcpy) || db_.has_table(kMemset);
+      if (cuda || gpu_tables) t.meta.gpu_traced = Traced::kYes;
+      else if (!capture_types_.empty()) t.meta.gpu_traced = Traced::kNo;
+      t.meta.traced = "nsys traced: " + (types.empty() ? std::string("not recorded (no META_DATA_CAPTURE)") : types) +
+                      "; tables: " + (tables.empty() ? std::string("none") : tables) + "; " +
+                      plural(c.gpu, "GPU record") + ", " + plural(c.runtime, "runtime call");
+    }
     t.finalize();
     traces.push_back(std::move(t));
   }

@@ -169,6 +169,7 @@ class Reader {
   std::map<std::pair<int64_t, int64_t>, std::string> thread_names_;
   std::vector<DeviceInfo> devices_;
   std::map<std::string, std::string> export_meta_;
+  std::vector<std::string> capture_types_;  // META_DATA_CAPTURE CAPTURE_EVENT_TYPE rows: what nsys traced (Cuda, ...)
   bool has_gpu_pids_ = false;
 };
 
