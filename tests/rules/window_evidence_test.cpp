@@ -248,6 +248,42 @@ TEST(ColdWindow, AFirstPassIsWarmUpFirstAndNotPlannedOn) {
   }
 }
 
+// A launch also blocks when the device's launch queue is full: then the GPU is busy all along (a GPU-bound step),
+// which is no first-call work. The same slow launches with the GPU idle are.
+trace::Trace slow_launches(bool gpu_busy) {
+  TraceBuilder b;
+  b.device(0, "NVIDIA A100-SXM4-40GB", 108, int64_t{40} << 30);
+  b.annotation("ProfilerStep#1", 0, 10000);
+  b.cpu_op("autograd::engine::evaluate_function: AddmmBackward0", 8000, 1000);
+  int64_t corr = 1;
+  double h = 10;
+  if (gpu_busy) {  // a long kernel queued first keeps the GPU busy while the later launches wait for queue slots
+    b.runtime("cudaLaunchKernel", h, 5, corr).kernel("ampere_sgemm_128x64_nn", h + 7, 7800, corr);
+    ++corr;
+    h += 20;
+  }
+  for (int k = 0; k < 40; ++k) {
+    const double launch = k % 8 == 0 ? 1100 : 5;
+    const double start = gpu_busy ? 7830 + k * 4.0 : h + launch + 2;
+    b.runtime("cudaLaunchKernel", h, launch, corr).kernel("ampere_sgemm_128x64_nn", start, gpu_busy ? 3 : 100, corr);
+    ++corr;
+    h += launch + (gpu_busy ? 5 : 40);
+  }
+  return b.build();
+}
+
+TEST(ColdWindow, ALaunchBlockedByAFullQueueIsNotFirstCallWork) {
+  const json busy = analyzed(slow_launches(true));
+  EXPECT_TRUE(busy["steps"]["cold_window"].is_null()) << busy["steps"]["cold_window"].dump(1);
+  EXPECT_NE(busy["verdict"]["summary"].get<std::string>().rfind("Warm-up window", 0), 0u) << busy["verdict"].dump(1);
+
+  const json idle = analyzed(slow_launches(false));
+  const json& cw = idle["steps"]["cold_window"];
+  ASSERT_TRUE(cw.is_object()) << idle["steps"].dump(1);
+  EXPECT_NE(cw["signs"].dump().find("5 of 40 launch calls far above their steady cost"), std::string::npos) << cw.dump(1);
+  EXPECT_EQ(idle["verdict"]["bottleneck"], "unknown");
+}
+
 // The last step alone of every shared trace with several ProfilerSteps: a warm step, never a warm-up finding.
 TEST_F(Scratch, TheLastStepAloneOfAWarmTraceIsNotAColdWindow) {
   int checked = 0;
@@ -318,6 +354,40 @@ TEST(Workload, ServingIsToldNothingThatOnlyTrainingHas) {
   EXPECT_EQ(train["source"]["workload"]["kind"], "training") << train["source"]["workload"].dump(1);
   EXPECT_EQ(train["verdict"]["summary"].get<std::string>().find("tensor-parallel"), std::string::npos);
   EXPECT_NE(find_rec(train, "comm-overlap"), nullptr) << train["recommendations"].dump(1);
+}
+
+// Exposed communication on a GPU that idles longer while the host runs code the trace does not record: the
+// collectives wait on work the host has not launched yet, so the step is host-bound, with that evidence. When
+// the collective itself runs all that time (it waits on its peers inside the kernel), it stays communication.
+trace::Trace late_collective(bool launched_late) {
+  TraceBuilder b;
+  b.device(0, "NVIDIA H100 80GB HBM3", 132, int64_t{80} << 30);
+  int64_t corr = 1;
+  for (int i = 0; i < 10; ++i) {
+    const double t0 = i * 100.0;
+    b.annotation("ProfilerStep#" + std::to_string(i + 1), t0, 100);
+    b.cpu_op("autograd::engine::evaluate_function: MmBackward0", t0 + 0.2, 1.2);
+    b.runtime("cudaLaunchKernel", t0 + 0.5, 0.5, corr).kernel("sm90_xmma_gemm_bf16bf16_bf16f32", t0 + 2, 10, corr);
+    ++corr;
+    if (launched_late)  // the host is in untraced code from 1.4 us to 49 us, then launches the all-reduce
+      b.runtime("cudaLaunchKernel", t0 + 49, 0.5, corr).kernel("ncclDevKernel_AllReduce_Sum_bf16_RING_LL", t0 + 50, 30, corr);
+    else  // launched at once; the kernel waits for its peers while running
+      b.runtime("cudaLaunchKernel", t0 + 1.5, 0.5, corr).kernel("ncclDevKernel_AllReduce_Sum_bf16_RING_LL", t0 + 12, 68, corr);
+    ++corr;
+  }
+  return b.build();
+}
+
+TEST(Verdict, GpuIdleWhileTheHostRunsUntracedCodeIsHostBoundNotCommunication) {
+  const json late = analyzed(late_collective(true));
+  EXPECT_EQ(late["verdict"]["bottleneck"], "cpu_overhead") << late["verdict"].dump(1);
+  EXPECT_NE(late["verdict"]["evidence"].dump().find("the host had not launched the work"), std::string::npos)
+      << late["verdict"].dump(1);
+  ASSERT_TRUE(late["verdict"]["runner_up"].is_object());
+  EXPECT_EQ(late["verdict"]["runner_up"]["bottleneck"], "communication");
+
+  const json waiting = analyzed(late_collective(false));
+  EXPECT_EQ(waiting["verdict"]["bottleneck"], "communication") << waiting["verdict"].dump(1);
 }
 
 // Over the corpus: no trace read as inference is offered a training-only technique, and a trace of collectives
