@@ -136,22 +136,39 @@ model::Workload detect_workload(const trace::Trace& t, const TraceIndex& idx) {
   int64_t backward_ops = 0, optimizer = 0, backward_kernels = 0, optimizer_kernels = 0, forward_ops = 0,
           matrix_kernels = 0;
   std::string backward_example, forward_example;
+  // What a name says, decided once per distinct name (a trace repeats a few thousand names millions of times).
+  enum : int8_t { kUnseen = -1, kNone, kOptimizerRange, kBackwardOp, kForwardOp };
+  std::vector<int8_t> op_kind(t.strings.size(), kUnseen);
+  auto kind_of_op = [&](trace::StringId id) {
+    int8_t& k = op_kind[id];
+    if (k != kUnseen) return k;
+    const std::string& n = t.strings.get(id);
+    if (is_optimizer_step_annotation(n) || n.rfind("Optimizer.zero_grad#", 0) == 0) k = kOptimizerRange;
+    else if (n == "## backward ##" || n.rfind("autograd::engine::evaluate_function", 0) == 0 ||
+             n == "torch::autograd::AccumulateGrad" || (n.size() > 9 && n.compare(n.size() - 9, 9, "Backward0") == 0))
+      k = kBackwardOp;
+    else if (is_forward_compute_operator(n)) k = kForwardOp;
+    else k = kNone;
+    return k;
+  };
   for (const Event& e : t.events) {
     if (e.is_gpu || (e.cat != Category::kCpuOp && e.cat != Category::kUserAnnotation)) continue;
-    const std::string& n = t.name(e);
-    if (is_optimizer_step_annotation(n) || n.rfind("Optimizer.zero_grad#", 0) == 0) {
+    const int8_t k = kind_of_op(e.name);
+    if (k == kOptimizerRange) {
       ++optimizer;
-    } else if (n == "## backward ##" || n.rfind("autograd::engine::evaluate_function", 0) == 0 ||
-               n == "torch::autograd::AccumulateGrad" || (n.size() > 9 && n.compare(n.size() - 9, 9, "Backward0") == 0)) {
-      if (backward_ops++ == 0) backward_example = n;
-    } else if (e.cat == Category::kCpuOp && is_forward_compute_operator(n)) {
-      if (forward_ops++ == 0) forward_example = n;
+    } else if (k == kBackwardOp) {
+      if (backward_ops++ == 0) backward_example = t.name(e);
+    } else if (k == kForwardOp && e.cat == Category::kCpuOp) {
+      if (forward_ops++ == 0) forward_example = t.name(e);
     }
   }
+  std::vector<int8_t> backward_name(t.strings.size(), kUnseen);
   for (size_t p = 0; p < idx.kernels.size(); ++p) {
     const KernelKind k = idx.kernel_class(p).kind;
+    const trace::StringId id = t.events[idx.kernels[p]].name;
+    if (backward_name[id] == kUnseen) backward_name[id] = is_backward_kernel(t.strings.get(id)) ? 1 : 0;
     if (k == KernelKind::kOptimizer) ++optimizer_kernels;
-    else if (is_backward_kernel(t.name(t.events[idx.kernels[p]]))) ++backward_kernels;
+    else if (backward_name[id] == 1) ++backward_kernels;
     else if (k == KernelKind::kGemm || k == KernelKind::kConv || k == KernelKind::kAttention) ++matrix_kernels;
   }
   if (backward_ops > 0) w.evidence.push_back(std::to_string(backward_ops) + " backward ranges or autograd operators (" + backward_example + ")");
