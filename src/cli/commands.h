@@ -34,6 +34,7 @@ inline CLI::Validator non_negative() {
 Runner add_analyze(CLI::App& app, Io io);  // cmd_analyze.cpp
 Runner add_rules(CLI::App& app, Io io);  // cmd_rules.cpp
 Runner add_diff(CLI::App& app, Io io);   // cmd_diff.cpp
+Runner add_mcp(CLI::App& app, Io io);    // cmd_mcp.cpp: the MCP server (mcp_server.h)
 // `command`: the arguments after the first `--` of the command line (main() splits them off before parsing:
 // they belong to the wrapped command, never to our options).
 Runner add_run(CLI::App& app, std::vector<std::string> command, Io io);   // cmd_run.cpp

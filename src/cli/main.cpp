@@ -57,6 +57,7 @@ int main(int argc, char** argv) {
   add([&](CLI::App& a) { return cli::add_tune(a, command, io); });
   add([&](CLI::App& a) { return cli::add_diff(a, io); });
   add([&](CLI::App& a) { return cli::add_rules(a, io); });
+  add([&](CLI::App& a) { return cli::add_mcp(a, io); });
   try {
     app.parse(parsed_argc, argv);
   } catch (const CLI::ParseError& e) {
