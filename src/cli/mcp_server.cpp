@@ -306,7 +306,8 @@ std::vector<ToolDef> tool_defs() {
                   {"bytes", {{"type", "integer"}}},
                   {"truncated", {{"type", "boolean"}}},
                   {"value", json::object()},
-                  {"children", {{"type", "array"}, {"items", any_object()}}}}},
+                  {"children", {{"type", "array"}, {"items", any_object()}}},
+                  {"children_left_out", {{"type", "integer"}}}}},
                 {"required", {"report", "pointer", "bytes", "truncated"}}}});
   t.push_back({"run", "Profile a training command",
                "Run a training command under the profiler (CUPTI/NVTX agent and the Python shim), then analyze "
@@ -1553,12 +1554,21 @@ StatusOr<json> query_report(const json& report, const std::string& section, cons
     return out;
   }
   out["truncated"] = true;
+  // The children, as many as fit in max_bytes (the rest counted in children_left_out).
   json children = json::array();
+  size_t used = 0, left_out = 0;
+  auto add = [&](json child) {
+    const size_t size = dump(child).size() + 1;
+    if (used + size > max_bytes) return (void)++left_out;
+    used += size;
+    children.push_back(std::move(child));
+  };
   if (value->is_object()) {
-    for (const auto& [k, v] : value->items()) children.push_back({{"key", k}, {"bytes", dump(v).size()}});
+    for (const auto& [k, v] : value->items()) add({{"key", k}, {"bytes", dump(v).size()}});
   } else if (value->is_array()) {
-    for (size_t i = 0; i < value->size() && i < 1000; ++i) children.push_back({{"index", i}, {"bytes", dump((*value)[i]).size()}});
+    for (size_t i = 0; i < value->size(); ++i) add({{"index", i}, {"bytes", dump((*value)[i]).size()}});
   }
+  if (left_out > 0) out["children_left_out"] = left_out;
   out["children"] = std::move(children);
   return out;
 }
