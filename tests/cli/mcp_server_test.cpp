@@ -188,7 +188,9 @@ TEST(McpProtocol, HandshakeNegotiatesAndOlderRevisionsGetNoOutputSchema) {
     Session s;
     json r = s.request(1, "initialize", {{"protocolVersion", "2025-03-26"}, {"capabilities", json::object()}});
     EXPECT_EQ(r["result"]["protocolVersion"], "2025-03-26");
-    for (const auto& t : s.request(2, "tools/list")["result"]["tools"]) {
+    const json tools = s.request(2, "tools/list")["result"]["tools"];  // kept: the loop must not outlive it
+    ASSERT_FALSE(tools.empty());
+    for (const auto& t : tools) {
       EXPECT_FALSE(t.contains("outputSchema")) << "2025-03-26 has no structured output";
       EXPECT_FALSE(t.contains("title"));
     }
