@@ -11,6 +11,7 @@
 #include <string>
 
 #include "profile_train/analysis/analyzers.h"
+#include "profile_train/analysis/compilation.h"
 #include "profile_train/analysis/efficiency.h"
 #include "profile_train/analysis/memory.h"
 #include "profile_train/analysis/memory_budget.h"
@@ -294,6 +295,8 @@ Report build_typed_report(const trace::Trace& t, const AnalysisOptions& options)
       r.gpu.memory.alloc_retries = (*gf)["alloc_retries"].get<int64_t>();
     if (gf->contains("ooms") && (*gf)["ooms"].is_number_integer()) r.gpu.memory.ooms = (*gf)["ooms"].get<int64_t>();
   }
+  // The compiled program: torch.compile's ranges and kernels, graph replays, the shim's dynamo counters.
+  r.compilation = compilation_section(c, r.facts);
   // Static and activation memory, and the batch that fits (the shim's facts.memory).
   r.memory_budget = memory_budget_section(r.facts, r.device);
   r.data_quality = data_quality_section(t, idx, missing);

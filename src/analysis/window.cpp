@@ -1,6 +1,8 @@
 // What the profiled window is (window.h): what the capture traced, training or inference, warm or cold.
 #include "profile_train/analysis/window.h"
 
+#include "profile_train/analysis/compilation.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -57,10 +59,6 @@ bool is_module_load_call(std::string_view n) {
 bool is_context_call(std::string_view n) {
   n = runtime_base_name(n);
   return n.rfind("cuCtxCreate", 0) == 0 || n == "cuDevicePrimaryCtxRetain" || n == "cuInit" || n == "hipInit";
-}
-
-bool is_compile_range(std::string_view n) {
-  return has_text(n, "(dynamo_timed)") || n.rfind("compile_fx", 0) == 0 || has_text(n, "compile_inner");
 }
 
 std::string recapture_for(const trace::Trace& t, bool gpu) {

@@ -80,6 +80,47 @@ PT_REPORT_FIELDS(Memory) {
   v("phases", s.phases);
 }
 
+PT_REPORT_FIELDS(InductorKernel) {
+  v("name", s.name);
+  v("kind", s.kind);
+  v("fused_ops", s.fused_ops);
+  v("on", s.on);
+  v("calls_per_step", s.calls_per_step);
+  v("ms_per_step", s.ms_per_step);
+  v("share", s.share);
+}
+
+PT_REPORT_FIELDS(CompileEvent) {
+  v("reason", s.reason);
+  v("where", s.where);
+  v("count", s.count);
+}
+
+PT_REPORT_FIELDS(Compilation) {
+  v("compiled", s.compiled);
+  v("evidence", s.evidence);
+  v("frames_per_step", s.frames_per_step);
+  v("forward_graphs_per_step", s.forward_graphs_per_step);
+  v("backward_graphs_per_step", s.backward_graphs_per_step);
+  v("distinct_graphs", s.distinct_graphs);
+  v("graph_breaks_per_step", s.graph_breaks_per_step);
+  v("host_compiled_share", s.host_compiled_share);
+  v("eager_in_frames_share", s.eager_in_frames_share);
+  v("gpu_compiled_share", s.gpu_compiled_share);
+  v("inductor_kernel_share", s.inductor_kernel_share);
+  v("inductor_kernels", s.inductor_kernels);
+  v("cuda_graph_launches_per_step", s.cuda_graph_launches_per_step);
+  v("cuda_graph_share", s.cuda_graph_share);
+  v("compile_in_window_ms", s.compile_in_window_ms);
+  v("unique_graphs", s.unique_graphs);
+  v("graph_breaks", s.graph_breaks);
+  v("recompiles", s.recompiles);
+  v("compile_time_s", s.compile_time_s);
+  v("breaks", s.breaks);
+  v("breaks_summary", s.breaks_summary);
+  v("recompile_reasons", s.recompile_reasons);
+}
+
 PT_REPORT_FIELDS(MemoryBudget) {
   v("device", s.device);
   v("batch_size", s.batch_size);

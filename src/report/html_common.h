@@ -71,6 +71,8 @@ void write_host_idle(Html& h, const model::Report& report);
 void write_recommendations(Html& h, const model::Report& report);
 // html_steps.cpp: how the steps were found, the steady state (steps left out and why) and the phase split.
 void write_steps(Html& h, const model::Report& report);
+// html_compilation.cpp: the compiled program (report.compilation); nothing when absent.
+void write_compilation(Html& h, const model::Report& report);
 // html_operators.cpp: operators and modules (top by GPU time, host self time, during GPU idle).
 void write_operators(Html& h, const model::Report& report);
 // html_efficiency.cpp: MFU, the roofline and the operators on it (efficiency).

@@ -10,6 +10,7 @@
 #include "profile_train/common/terminal.h"
 #include "profile_train/common/utf8.h"
 #include "profile_train/report/writers.h"
+#include "compilation_text.h"
 
 namespace profile_train::report {
 
@@ -148,6 +149,7 @@ void write_steps(const Report& r, std::ostream& out, const Style& st) {
     out << st.bold("Warm-up") << "   " << fmt("%.0f%%", 100.0 * s.cold_window->first_call_share)
         << " of the window is first-call work: bounds below are measured on it\n";
   if (r.source.capture.lacks) out << st.bold("Capture") << "   " << text(*r.source.capture.lacks) << "\n";
+  if (r.compilation) out << st.bold("Compile") << "   " << text(compilation_line(*r.compilation)) << "\n";
   write_phases(r, out, st);
 }
 

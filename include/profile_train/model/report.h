@@ -456,6 +456,53 @@ struct Efficiency {
   std::vector<KernelClassTime> kernel_classes;  // by GPU time
 };
 
+// One Inductor-generated kernel (a Triton kernel on the GPU, a C++ one on the CPU), by name: what it fuses.
+struct InductorKernel {
+  std::string name;
+  std::string kind;                     // pointwise | reduction | persistent_reduction | template | foreach | cpp | other
+  std::optional<std::string> fused_ops; // the ATen ops Inductor named it after ("add_cos_sin"); null without descriptive names
+  std::string on = "gpu";               // "gpu" (kernel time) or "cpu" (host ranges)
+  double calls_per_step = 0;
+  double ms_per_step = 0;
+  double share = 0;                     // of GPU kernel time (on gpu) or of the step (on cpu)
+};
+
+// One graph break or recompile the shim recorded (facts.compile), with where it happened.
+struct CompileEvent {
+  std::string reason;
+  std::optional<std::string> where;  // "file:line" of the user code
+  int64_t count = 1;
+};
+
+// The compiled program (reports/REPORT_FORMAT.md "Compilation"): torch.compile regions and graphs, Inductor
+// kernels and CUDA-graph replays as the trace shows them, and dynamo's own counters when the shim recorded them.
+// Absent when neither the trace nor the facts show compilation.
+struct Compilation {
+  std::vector<std::string> evidence;                // what showed it, with counts
+  std::optional<double> frames_per_step;            // Torch-Compiled Region ranges (dynamo frames entered)
+  std::optional<double> forward_graphs_per_step;    // compiled forward graph calls (CompiledFunction, else CompiledFxGraph)
+  std::optional<double> backward_graphs_per_step;   // CompiledFunctionBackward calls
+  std::optional<int64_t> distinct_graphs;           // distinct CompiledFxGraph keys (else region ids) in the window
+  std::optional<double> graph_breaks_per_step;      // forward graphs run inside one compiled frame, minus one
+  std::optional<double> host_compiled_share;        // of the step: host time inside compiled graph calls
+  std::optional<double> eager_in_frames_share;      // of the step: host time in compiled frames outside their graphs
+  std::optional<double> gpu_compiled_share;         // of GPU kernel time: kernels launched from compiled graph calls
+  std::optional<double> inductor_kernel_share;      // of GPU kernel time: Inductor's Triton kernels
+  std::vector<InductorKernel> inductor_kernels;     // by time, at most 10
+  std::optional<double> cuda_graph_launches_per_step;
+  std::optional<double> cuda_graph_share;           // of GPU kernel time: kernels replayed by graph launches
+  std::optional<double> compile_in_window_ms;       // torch.compile work (dynamo_timed ranges) in the steady steps
+  // The shim's (facts.compile: torch._dynamo's counters and compilation metrics); null when not recorded.
+  std::optional<int64_t> unique_graphs;
+  std::optional<int64_t> graph_breaks;
+  std::optional<int64_t> recompiles;
+  std::optional<double> compile_time_s;
+  std::vector<CompileEvent> breaks;
+  std::optional<std::string> breaks_summary;  // the first three breaks, "where: reason" joined by "; " (rule evidence)
+  std::vector<CompileEvent> recompile_reasons;
+  bool compiled = false;  // graphs run in the window (false: compilation seen, but no compiled code ran in it)
+};
+
 struct RunnerUp {
   Bottleneck bottleneck = Bottleneck::kUnknown;
   double score = 0;
@@ -546,6 +593,7 @@ struct Report {
   Communication communication;
   Operators operators;
   Efficiency efficiency;
+  std::optional<Compilation> compilation;  // 1.4: absent when unset (no compiled code seen)
   std::optional<Memory> memory;  // absent when unset (the trace has no usable memory sample)
   std::optional<MemoryBudget> memory_budget;  // absent when unset (no shim memory facts)
   // Recorded facts (the Python shim's facts-<pid>.json, the workload's) merged over inferred ones. Kept as

@@ -219,6 +219,10 @@ class FactsMixin:
             f["capture"]["nvtx_backend"] = self.nvtx.backend
             if self.memory is not None:
                 f["memory"] = self.memory.facts()
+            watch = getattr(self, "compile_watch", None)
+            compiled = watch.facts() if watch is not None else None
+            if compiled is not None:
+                f["compile"] = compiled
         except Exception as e:  # facts are best effort
             self.note_error("facts", e)
 

@@ -31,6 +31,9 @@ def install(torch, shim):
     _OVERRIDE_AMP = shim._OVERRIDE_AMP
     _CONTROL_FINALIZE = shim._CONTROL_FINALIZE
     S.torch = torch
+    # torch.compile's facts: the wrapper notes each call and, on the first, hooks dynamo's logs and callbacks.
+    S.compile_watch = shim._load_sibling(shim._COMPILE).CompileWatch(S.nvtx, S.steps_seen)
+    S.compile_watch.wrap_compile(torch)
     S.nvtx.bind_lazily(torch)
     import torch.nn as nn
     import torch.utils.data.dataloader as dl

@@ -388,6 +388,7 @@ for _name in _PER_THREAD:
 S = _Shim()
 _PATCHES = "profile_train_patches"  # the patches into torch, in the file next to this one
 _OVERRIDES = "profile_train_overrides"  # the knob overrides the patches apply, next to this one
+_COMPILE = "profile_train_compile"  # torch.compile's facts (facts.compile), next to this one
 
 
 def _install(torch):
@@ -431,7 +432,7 @@ def _without_shim_frames(tb):
     if here.endswith((".pyc", ".pyo")):
         here = here[:-1]
     ours = {here} | {os.path.join(os.path.dirname(here), name + ".py") 
-            for name in (_PATCHES, _OVERRIDES, _FACTS_MODULE, _FACTS._MODULE_RANGES, _FACTS._MEMORY)}
+            for name in (_PATCHES, _OVERRIDES, _COMPILE, _FACTS_MODULE, _FACTS._MODULE_RANGES, _FACTS._MEMORY)}
     kept = []
     while tb is not None:
         if os.path.abspath(tb.tb_frame.f_code.co_filename) not in ours:
