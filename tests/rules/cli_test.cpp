@@ -42,10 +42,10 @@ TEST_F(RulesCli, ListShowsTheCatalog) {
   EXPECT_EQ(r.code, 0) << r.out;
   for (const char* id : {"use-gpu", "dataloader-workers", "amp", "cuda-graphs", "comm-overlap"})
     EXPECT_NE(r.out.find(id), std::string::npos) << id;
-  EXPECT_NE(r.out.find("30 rules"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("31 rules"), std::string::npos) << r.out;
   CliRun j = run("rules list --json");
   ASSERT_EQ(j.code, 0) << j.out;
-  EXPECT_EQ(nlohmann::json::parse(j.out).size(), 30u);
+  EXPECT_EQ(nlohmann::json::parse(j.out).size(), 31u);
 }
 
 TEST_F(RulesCli, ShowPrintsOneRuleOrFailsWithTwo) {
