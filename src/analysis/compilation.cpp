@@ -310,6 +310,7 @@ std::optional<model::Compilation> compilation_section(const Ctx& c, const nlohma
     s.cuda_graph_share = frac_or_null(double(replay_ns), double(kernel_ns));
   }
   s.compile_in_window_ms = r6(ms(c.clipped(compile)));
+  s.compile_in_window_share = frac_or_null(double(c.clipped(compile)), double(c.total_ns));
 
   if (cf != nullptr) {
     s.unique_graphs = int_at(*cf, "unique_graphs");
@@ -325,6 +326,15 @@ std::optional<model::Compilation> compilation_section(const Ctx& c, const nlohma
       s.breaks_summary = text;
     }
     s.recompile_reasons = events_at(*cf, "recompile_reasons");
+    if (!s.recompile_reasons.empty()) {
+      std::string text;
+      for (size_t i = 0; i < s.recompile_reasons.size() && i < 2; ++i) {
+        const auto& e = s.recompile_reasons[i];
+        text += (i ? "; " : "") + (e.where ? *e.where + ": " : std::string()) + e.reason;
+      }
+      if (s.recompile_reasons.size() > 2) text += "; ...";
+      s.recompiles_summary = text;
+    }
     if (!s.compiled && s.unique_graphs.value_or(0) > 0) {
       // Compiled graphs exist; a trace without torch's ranges (a native capture records its own) cannot place
       // them in the window, so their shares stay null.

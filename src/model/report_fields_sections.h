@@ -112,6 +112,7 @@ PT_REPORT_FIELDS(Compilation) {
   v("cuda_graph_launches_per_step", s.cuda_graph_launches_per_step);
   v("cuda_graph_share", s.cuda_graph_share);
   v("compile_in_window_ms", s.compile_in_window_ms);
+  v("compile_in_window_share", s.compile_in_window_share);
   v("unique_graphs", s.unique_graphs);
   v("graph_breaks", s.graph_breaks);
   v("recompiles", s.recompiles);
@@ -119,6 +120,7 @@ PT_REPORT_FIELDS(Compilation) {
   v("breaks", s.breaks);
   v("breaks_summary", s.breaks_summary);
   v("recompile_reasons", s.recompile_reasons);
+  v("recompiles_summary", s.recompiles_summary);
 }
 
 PT_REPORT_FIELDS(MemoryBudget) {

@@ -99,6 +99,13 @@ def main():
           "terminal Compile line names the lines: %s" % line)
     rec = {x["id"]: x for x in r["recommendations"]}
     check("remove-graph-breaks" in rec, "remove-graph-breaks fires under run")
+    # The .item() value fed to the resume function is a Python float dynamo specialized on: one recompile,
+    # during the warm-up steps, so a note and no bound.
+    if f.get("recompiles", 0) > 0:
+        check(rec.get("avoid-recompiles", {}).get("evidence_level") == "note",
+              "avoid-recompiles is a note: %s" % rec.get("avoid-recompiles", {}).get("evidence_level"))
+        check(any("train_compiled.py:24" in (x.get("where") or "") for x in f.get("recompile_reasons", [])),
+              "the recompile names the resume function at line 24: %s" % f.get("recompile_reasons"))
 
     # The same model without the breaks.
     rc, out = run([binary, "run", "--out", "run-nobreaks", "--", py, PROGRAM, "--steps", "8", "--no-breaks"], work)

@@ -140,7 +140,8 @@ INSTANTIATE_TEST_SUITE_P(Catalog, RuleCase,
                                            "cuda-graphs", "ddp", "fsdp", "comm-overlap", "keep-caching-allocator",
                                            "cpu-threads", "cpu-bf16-autocast", "cpu-oversubscription",
                                            "fuse-memory-bound", "tensor-core-shapes", "fused-attention",
-                                           "fp8-matmul", "h2d-overlap-resident"),
+                                           "fp8-matmul", "h2d-overlap-resident", "remove-graph-breaks",
+                                           "avoid-recompiles"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string n = info.param;
                            for (char& c : n)

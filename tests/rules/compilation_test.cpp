@@ -249,6 +249,48 @@ TEST(Compilation, ShimFactsWithoutTorchRangesAreANoteWithoutABound) {
   EXPECT_EQ((*rec)["evidence_level"], "note");
 }
 
+TEST(Compilation, RecompilesInsideTheSteadyStepsAreBoundedByTheirCompileTime) {
+  // A new input shape in step 3: dynamo recompiles there (a dynamo_timed range of 200 us in a 1000 us step).
+  TraceBuilder b;
+  for (int s = 1; s <= 4; ++s) compiled_step(b, 1000.0 * s, true);
+  b.cpu_op("torch.compile 0/1 (dynamo_timed)", 3000.0 + 400, 200);
+  b.fact("compile", "unique_graphs", 4);
+  b.fact("compile", "recompiles", 1);
+  b.fact("compile", "compile_time_s", 3.5);
+  b.fact("compile", "recompile_reasons", json::array({{{"where", "train.py:6 (forward)"}, {"reason", "0/0: tensor 'x' size mismatch at index 0. expected 32, actual 16"}, {"count", 1}}}));
+  const json r = analyzed(b.build());
+  const json& c = r["compilation"];
+  EXPECT_NEAR(c["compile_in_window_ms"].get<double>(), 0.2, 1e-9);
+  EXPECT_NEAR(c["compile_in_window_share"].get<double>(), 0.05, 1e-6);
+  EXPECT_EQ(c["recompiles_summary"], "train.py:6 (forward): 0/0: tensor 'x' size mismatch at index 0. expected 32, actual 16");
+  const json* rec = find_rec(r, "avoid-recompiles");
+  ASSERT_NE(rec, nullptr) << r["recommendations"].dump(1);
+  EXPECT_NE((*rec)["evidence_level"], "note");
+  ASSERT_TRUE((*rec)["removable_share"].is_number());
+  EXPECT_NEAR((*rec)["removable_share"].get<double>(), 0.05, 1e-6);
+  bool named = false;
+  for (const auto& e : (*rec)["evidence"]) named |= e.get<std::string>().find("size mismatch at index 0") != std::string::npos;
+  EXPECT_TRUE(named) << (*rec)["evidence"].dump(1);
+}
+
+TEST(Compilation, RecompilesOutsideTheWindowAreANoteAndNoneAreSilent) {
+  TraceBuilder b;
+  for (int s = 1; s <= 4; ++s) compiled_step(b, 1000.0 * s, true);
+  b.fact("compile", "unique_graphs", 4);
+  b.fact("compile", "recompiles", 2);
+  const json r = analyzed(b.build());
+  const json* rec = find_rec(r, "avoid-recompiles");
+  ASSERT_NE(rec, nullptr);
+  EXPECT_EQ((*rec)["evidence_level"], "note");
+  EXPECT_EQ(r["compilation"]["compile_in_window_share"], 0.0);
+
+  TraceBuilder quiet;
+  for (int s = 1; s <= 4; ++s) compiled_step(quiet, 1000.0 * s, true);
+  quiet.fact("compile", "unique_graphs", 3);
+  quiet.fact("compile", "recompiles", 0);
+  EXPECT_EQ(find_rec(analyzed(quiet.build()), "avoid-recompiles"), nullptr);
+}
+
 // ---- the shared corpus ---------------------------------------------------------------------------------------
 
 TEST(CompilationCorpus, TritonExampleNamesWhatItsKernelFuses) {

@@ -33,7 +33,8 @@ const char* kCatalogIds[] = {"use-gpu", "dataloader-workers", "pin-memory", "pre
                              "channels-last", "batch-size", "gradient-accumulation", "activation-checkpointing",
                              "cuda-graphs", "ddp", "fsdp", "comm-overlap", "keep-caching-allocator",
                              "cpu-threads", "cpu-bf16-autocast", "cpu-oversubscription", "fuse-memory-bound",
-                             "tensor-core-shapes", "fused-attention", "fp8-matmul", "h2d-overlap-resident"};
+                             "tensor-core-shapes", "fused-attention", "fp8-matmul", "h2d-overlap-resident",
+                             "remove-graph-breaks", "avoid-recompiles"};
 
 TEST(Catalog, BuiltInHasEveryCatalogIdWithItsTier) {
   auto set = load_rules();
@@ -50,7 +51,8 @@ TEST(Catalog, BuiltInHasEveryCatalogIdWithItsTier) {
   // The catalog's tiers (rules/README.md).
   std::map<std::string, int> tier;
   for (const auto& r : all) tier[r.id] = r.tier;
-  for (const char* id : {"use-gpu", "dataloader-workers", "pin-memory", "tf32", "gpu-preprocessing"})
+  for (const char* id : {"use-gpu", "dataloader-workers", "pin-memory", "tf32", "gpu-preprocessing",
+                         "remove-graph-breaks", "avoid-recompiles"})
     EXPECT_EQ(tier[id], 1) << id;
   for (const char* id : {"amp", "channels-last", "batch-size"}) EXPECT_EQ(tier[id], 2) << id;
   for (const char* id : {"gradient-accumulation", "activation-checkpointing", "cuda-graphs"}) EXPECT_EQ(tier[id], 3) << id;

@@ -492,6 +492,7 @@ struct Compilation {
   std::optional<double> cuda_graph_launches_per_step;
   std::optional<double> cuda_graph_share;           // of GPU kernel time: kernels replayed by graph launches
   std::optional<double> compile_in_window_ms;       // torch.compile work (dynamo_timed ranges) in the steady steps
+  std::optional<double> compile_in_window_share;    // the same, of the steady steps' time
   // The shim's (facts.compile: torch._dynamo's counters and compilation metrics); null when not recorded.
   std::optional<int64_t> unique_graphs;
   std::optional<int64_t> graph_breaks;
@@ -500,6 +501,7 @@ struct Compilation {
   std::vector<CompileEvent> breaks;
   std::optional<std::string> breaks_summary;  // the first three breaks, "where: reason" joined by "; " (rule evidence)
   std::vector<CompileEvent> recompile_reasons;
+  std::optional<std::string> recompiles_summary;  // the first two guard failures, "where: reason" (rule evidence)
   bool compiled = false;  // graphs run in the window (false: compilation seen, but no compiled code ran in it)
 };
 
