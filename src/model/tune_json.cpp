@@ -79,6 +79,7 @@ json to_json(const TrialRow& t) {
   }
   j["pairs"] = pairs;
   if (t.vs_baseline) j["vs_baseline"] = *t.vs_baseline;
+  if (t.compile_s) j["compile_s"] = *t.compile_s;
   j["loss"] = to_json(t.loss);
   if (t.placements) {
     json placements = json::array();

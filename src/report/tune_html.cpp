@@ -181,7 +181,8 @@ std::string tune_html(const TuneReport& tune) {
     }
     h << "<tr class=\"" << cls << "\"><td>" << t.index << "</td><td><code>" << html_escape(config_text(t.config))
       << "</code></td><td>" << html_escape(t.reason) << "</td><td>" << html_escape(status) << "</td><td>"
-      << num(t.throughput) << "</td><td>" << num(t.stddev) << "</td><td>" << t.measurements << "</td><td>"
+      << num(t.throughput) << (t.compile_s ? " (+" + num(t.compile_s, 1) + " s compiling per run)" : std::string())
+      << "</td><td>" << num(t.stddev) << "</td><td>" << t.measurements << "</td><td>"
       << (t.vs_baseline ? "×" + num(t.vs_baseline, 2) : std::string("–")) << "</td><td>" << html_escape(diag)
       << "</td><td>" << html_escape(t.message) << "</td></tr>\n";
   }

@@ -42,6 +42,7 @@ void write_tune_trial_line(std::ostream& out, const model::TrialProgress& t) {
       if (t.changes_loss) out << " [changes the loss" << (t.loss_non_finite ? ": not finite" : "") << "]";
     }
     if (t.early_stopped) out << " [early stop: clearly slower]";
+    if (t.compile_s) out << " [+" << format_fixed(*t.compile_s, 1) << " s compiling per run, not in the rate]";
   } else {
     out << t.status << (t.message.empty() ? "" : " (" + terminal_safe(t.message) + ")");
   }
@@ -74,6 +75,30 @@ void write_confirmation(std::ostream& out, const model::TuneReport& doc) {
     out << ": ";
   }
   out << terminal_safe(cf.status) << "\n";
+}
+
+// What compiling costs the winner, apart from its steady-state rate: the seconds per run against the baseline's,
+// and the work after which a faster rate has paid them back.
+void write_compile_cost(std::ostream& out, const model::TuneReport& doc) {
+  const model::TrialRow* best = nullptr;
+  const model::TrialRow* base = nullptr;
+  for (const model::TrialRow& t : doc.trials) {
+    if (t.index == doc.best->trial) best = &t;
+    if (t.index == doc.baseline->trial) base = &t;
+  }
+  if (best == nullptr || base == nullptr || !best->compile_s || best == base) return;
+  const double extra = *best->compile_s - base->compile_s.value_or(0);
+  out << "  compile  #" << best->index << " spends " << format_fixed(*best->compile_s, 1) << " s compiling per run";
+  if (base->compile_s) out << " (baseline: " << format_fixed(*base->compile_s, 1) << " s)";
+  out << ", not counted in its rate";
+  const double a = doc.baseline->throughput, b = doc.best->throughput;
+  if (extra > 0 && a > 0 && b > a) {
+    const double units = extra / (1.0 / a - 1.0 / b);  // work after which the faster rate has saved `extra`
+    const std::string what = doc.metric.unit == "samples/s" ? " samples" : " steps";
+    out << "; it pays back after about " << format_significant(units) << what << " (" << format_fixed(units / b / 60.0, 1)
+        << " min at the best rate)";
+  }
+  out << "\n";
 }
 
 // The winner's loss against the baseline's, and every trial that changes the loss.
@@ -161,6 +186,7 @@ void write_tune_summary(std::ostream& out, const model::TuneReport& doc, const T
       << format_significant(best.throughput) << unit << "  (x" << format_fixed(sp.value, 2);
   if (sp.low && sp.high) out << ", 95% interval " << format_fixed(*sp.low, 2) << "-" << format_fixed(*sp.high, 2);
   out << (best.trial == base.trial ? "" : sp.claimed ? ", confirmed" : ", not confirmed") << ")\n";
+  write_compile_cost(out, doc);
   write_loss(out, doc);
   write_change(out, doc, o);
   if (o.ray && doc.execution) {

@@ -293,6 +293,7 @@ TuneReport tune_report(const TuneResult& result, const KnobSpace& space, const T
     }
     if (base != nullptr && t.ok() && base->mean > 0) j.vs_baseline = vs_baseline(t, result);
     j.loss = loss_row(t.loss);
+    j.compile_s = t.mean_compile_s();
     doc.trials.push_back(std::move(j));
   }
 
@@ -401,6 +402,7 @@ TrialProgress trial_progress(const Trial& trial, const Tuner& t, const KnobSpace
   p.measurements = trial.measurements;
   p.duration_s = trial.duration_s;
   p.reason = trial.reason;
+  p.compile_s = trial.mean_compile_s();
   return p;
 }
 

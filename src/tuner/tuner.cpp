@@ -228,6 +228,8 @@ bool Tuner::run_once(Trial& t, const std::string& phase, const std::string& role
     if (batch <= 0) batch = batch_from_facts(m.report);
     t.losses.push_back(loss_from_report(*m.report, batch));
   }
+  if (m.report && m.report->compilation && m.report->compilation->compile_time_s)
+    t.compile_s.push_back(*m.report->compilation->compile_time_s);
   if (m.report) t.report = std::move(m.report);
   if (m.status == RunStatus::kOk && options_.max_memory_bytes && m.peak_memory_bytes &&
       *m.peak_memory_bytes > *options_.max_memory_bytes) {

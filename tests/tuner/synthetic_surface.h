@@ -80,6 +80,8 @@ struct Surface {
   std::function<double(int)> load;   // step-time factor of the n-th run (1-based): a loaded period of the machine
   bool no_gpu = false;               // facts.gpu.available = false
   int bf16_native = -1;              // facts.cpu.bf16_native: -1 absent, 0 false, 1 true
+  double compile_speed = 1.0;        // compute speed-up factor with compile != off
+  double compile_s = 0;              // compilation.compile_time_s of a run with compile != off (0: none)
 
   static long long get(const Config& c, const char* k, long long d) {
     return profile_train::tuner::config_int(c, k, d);
@@ -92,7 +94,8 @@ struct Surface {
     const long long workers = get(c, "num_workers", 0);
     const std::string amp = amp_of(c);
     const double speed = amp == "bf16" ? amp_bf16_speed : amp == "fp16" ? amp_fp16_speed : 1.0;
-    double compute = overhead_ms + batch * compute_us_per_sample / 1000.0 / speed;
+    const bool compiled = c.count("compile") && c.at("compile") != "off";
+    double compute = overhead_ms + batch * compute_us_per_sample / 1000.0 / speed / (compiled ? compile_speed : 1.0);
     if (get(c, "pin_memory", 0) == 1) compute /= pin_gain;
     const double load_one = batch * load_us_per_sample / 1000.0;
     double step_ms, wait_ms;
@@ -135,11 +138,14 @@ struct Surface {
     nlohmann::json facts = {{"dataloader", {{"batch_size", get(c, "batch_size", 32)}, {"num_workers", workers}}}};
     if (no_gpu) facts["gpu"] = {{"available", false}};
     if (bf16_native >= 0) facts["cpu"] = {{"cores", cores}, {"bf16_native", bf16_native == 1}};
-    return {{"schema_version", "1.0"},
-            {"steps", {{"count", 20}, {"mean_ms", step_ms}}},
-            {"verdict", {{"bottleneck", bottleneck}, {"confidence", 0.8}, {"summary", "synthetic"}}},
-            {"recommendations", recs},
-            {"facts", facts}};
+    nlohmann::json doc = {{"schema_version", "1.0"},
+                          {"steps", {{"count", 20}, {"mean_ms", step_ms}}},
+                          {"verdict", {{"bottleneck", bottleneck}, {"confidence", 0.8}, {"summary", "synthetic"}}},
+                          {"recommendations", recs},
+                          {"facts", facts}};
+    if (compile_s > 0 && c.count("compile") && c.at("compile") != "off")
+      doc["compilation"] = {{"compiled", true}, {"compile_time_s", compile_s}};
+    return doc;
   }
   // steps.per_step with the first step `first` ms and the other 19 `step_ms`; mean_ms as a report has it.
   static void add_per_step(nlohmann::json& report, double first, double step_ms) {

@@ -334,3 +334,49 @@ TEST(TuneText, TrialLines) {
   EXPECT_EQ(b.str().find('\x1b'), std::string::npos) << b.str();
   EXPECT_NE(b.str().find(") [1 run, 3.0 s]\n"), std::string::npos) << b.str();
 }
+
+// A compile mode that wins per step but compiles for 30 s each run: tune.json, the trial line and the summary say
+// both, and after how much work the faster rate pays the compile time back.
+TEST(TuneText, CompileTimeIsReportedApartFromTheRate) {
+  Surface s;
+  s.load_us_per_sample = 0;  // 4 ms overhead + 3.2 ms compute per step of 32 samples
+  s.compile_speed = 2.0;     // compiled: 4 + 1.6 ms
+  s.compile_s = 30;
+  s.noise_rel_sd = 0.01;
+  s.seed = 3;
+  const pt::KnobSpace space = {range("compile=off,default")};
+  pt::TuneOptions opt;
+  opt.strategy = "grid";
+  const pt::TuneResult r = run(s, space, opt);
+  pt::TuneReportContext ctx;
+  const Output out = render(r, space, ctx, nullptr);
+  const nlohmann::json doc = nlohmann::json::parse(out.json);
+  bool seen = false;
+  for (const auto& t : doc["trials"]) {
+    if (t["config"]["compile"] == "default") {
+      seen = true;
+      EXPECT_DOUBLE_EQ(t["compile_s"].get<double>(), 30.0);
+    } else {
+      EXPECT_FALSE(t.contains("compile_s")) << t.dump();
+    }
+  }
+  EXPECT_TRUE(seen) << out.json.substr(0, 2000);
+  EXPECT_NE(out.text.find("spends 30.0 s compiling per run, not counted in its rate; it pays back after about"),
+            std::string::npos) << out.text;
+  // 30 s / (1/4444 - 1/5714 s per sample) = 600,000 samples, 1.75 min at 5714 samples/s (noise aside).
+  EXPECT_NE(out.text.find(" samples ("), std::string::npos) << out.text;
+  EXPECT_NE(out.html.find("s compiling per run)"), std::string::npos);
+  model::TrialProgress p;
+  p.index = 2;
+  p.config = "compile=default";
+  p.ok = true;
+  p.mean = 5714;
+  p.values = 1;
+  p.per_sample = true;
+  p.compile_s = 30;
+  p.measurements = 1;
+  p.duration_s = 40;
+  std::ostringstream line;
+  profile_train::report::write_tune_trial_line(line, p);
+  EXPECT_NE(line.str().find("[+30.0 s compiling per run, not in the rate]"), std::string::npos) << line.str();
+}

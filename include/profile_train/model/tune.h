@@ -167,6 +167,7 @@ struct TrialRow {
   std::optional<double> vs_baseline;           // absent when unset
   LossRow loss;
   std::optional<std::vector<RayPlacement>> placements;  // absent when unset (Ray execution only)
+  std::optional<double> compile_s;  // absent when unset: mean torch.compile seconds per run (facts.compile), not in the rate
 };
 
 struct PerKnobRow {
@@ -286,6 +287,7 @@ struct TrialProgress {
   int measurements = 0;
   double duration_s = 0;
   std::string reason;  // why the strategy chose it
+  std::optional<double> compile_s;  // mean torch.compile seconds per run, outside the steady-state rate
 };
 
 // tune.json (tune_json.cpp): the one serialization of the document and of a Ray placement.

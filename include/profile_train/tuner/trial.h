@@ -143,8 +143,16 @@ struct Trial {
   std::optional<model::Diagnosis> diagnosis;  // none until the trial is finished
   std::optional<model::Report> report;  // last report.json read (in memory only; not written into tune.json)
   std::vector<LossCurve> losses; // the loss each successful run recorded (facts.loss; in memory only)
+  std::vector<double> compile_s; // torch.compile's compile time of each run that recorded it (facts.compile)
   LossComparison loss;           // against the baseline (quality.h); "not recorded" for the baseline itself
   bool ok() const { return status == RunStatus::kOk && !values.empty(); }
+  // Mean compile seconds per run: spent outside the steady-state steps the rate is measured on.
+  std::optional<double> mean_compile_s() const {
+    if (compile_s.empty()) return std::nullopt;
+    double sum = 0;
+    for (double v : compile_s) sum += v;
+    return sum / static_cast<double>(compile_s.size());
+  }
 };
 
 }  // namespace profile_train::tuner
