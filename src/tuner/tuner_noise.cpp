@@ -169,7 +169,14 @@ double Tuner::timeout_for(const Config& config) const {
   if (options_.time_budget_s > 0) tighten(std::max(1.0, options_.time_budget_s - elapsed_s()));
   if (options_.slow_kill_factor > 0 && result_.best >= 0) {
     const Trial& b = trial(result_.best);
-    if (b.ok() && b.measurements > 0) {
+    // A compile mode the best did not run pays a compile first (seconds on a small model, minutes on a large
+    // one) that its wall time cannot be judged by: only the per-trial timeout and the time budget apply to it.
+    auto mode = [](const Config& c) {
+      auto it = c.find(KnobName::kCompile);
+      return it == c.end() ? std::string("off") : it->second;
+    };
+    const bool new_compile = mode(config) != "off" && mode(config) != mode(b.config);
+    if (b.ok() && b.measurements > 0 && !new_compile) {
       // A fixed-step run takes time proportional to batch / throughput: scale by the batch ratio so a larger
       // batch is not mistaken for a slow one; a few seconds of slack cover process start-up.
       const double per = b.duration_s / b.measurements;

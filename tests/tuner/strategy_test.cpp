@@ -325,6 +325,29 @@ TEST(EarlyStop, SlowTrialsGetATighterTimeoutScaledByBatch) {
   EXPECT_DOUBLE_EQ(first_of_trial_2->timeout_s, 4 * 10 * 4 + 5);  // 4x best's 10 s, x4 for batch 64 vs 16, + slack
 }
 
+TEST(EarlyStop, ACompileModeTheBestDidNotRunKeepsTheUsersTimeout) {
+  // Its first run compiles (seconds to minutes) before any step: its wall time says nothing about its rate.
+  pt::TuneOptions opt;
+  opt.trial_timeout_s = 1000;
+  opt.slow_kill_factor = 4;
+  FakeRunner runner(input_bound());
+  opt.strategy = "grid";
+  opt.now_s = [&runner] { return runner.now(); };
+  pt::Tuner tuner({range("compile=off,default"), range("batch_size=16,64")}, opt, runner);
+  tuner.run();
+  bool saw_compiled = false, saw_tightened = false;
+  for (const auto& c : runner.contexts()) {
+    if (c.trial_index < 2) continue;
+    const auto& cfg = tuner.result().trials.at(c.trial_index - 1).config;
+    const bool compiled_while_best_is_not = cfg.at("compile") == "default" &&
+        tuner.result().trials.at(0).config.at("compile") == "off" && c.repeat == 0;
+    if (compiled_while_best_is_not && c.timeout_s == 1000) saw_compiled = true;
+    if (cfg.at("compile") == "off" && c.timeout_s < 1000) saw_tightened = true;
+  }
+  EXPECT_TRUE(saw_compiled);
+  EXPECT_TRUE(saw_tightened);  // the other knob's trials are still stopped early
+}
+
 TEST(Interrupt, KeepsPartialResults) {
   std::atomic<bool> stop{false};
   FakeRunner runner(input_bound());
