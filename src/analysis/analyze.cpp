@@ -11,6 +11,7 @@
 #include <string>
 
 #include "profile_train/analysis/analyzers.h"
+#include "profile_train/analysis/collectives.h"
 #include "profile_train/analysis/compilation.h"
 #include "profile_train/analysis/efficiency.h"
 #include "profile_train/analysis/memory.h"
@@ -294,6 +295,22 @@ Report build_typed_report(const trace::Trace& t, const AnalysisOptions& options)
     if (gf->contains("alloc_retries") && (*gf)["alloc_retries"].is_number_integer())
       r.gpu.memory.alloc_retries = (*gf)["alloc_retries"].get<int64_t>();
     if (gf->contains("ooms") && (*gf)["ooms"].is_number_integer()) r.gpu.memory.ooms = (*gf)["ooms"].get<int64_t>();
+  }
+  // Collectives: what each moves, at what bandwidth, how much of it is exposed (the job summary matches them).
+  r.collectives = collectives_section(c, roles, r.facts, spec);
+  if (r.collectives && r.collectives->timing != "gpu_kernels" && r.collectives->exposed_share &&
+      !r.communication.exposed_fraction) {
+    // Without GPU activity the collectives' own timing (gloo's host ranges, the shim's calls) measures what the
+    // ranks wait in them: the communication figures every other section reads.
+    r.communication.measured = true;
+    r.communication.not_measured_reason.reset();
+    r.communication.exposed_fraction = r.collectives->exposed_share;
+  }
+  if (auto it = r.facts.find("collectives"); it != r.facts.end() && it->is_object() && it->contains("instances")) {
+    // The shim's per-call records are in the section; the facts keep their count, not 20,000 objects.
+    const auto& inst = (*it)["instances"];
+    (*it)["instances_recorded"] = inst.is_array() ? inst.size() : 0;
+    it->erase("instances");
   }
   // The compiled program: torch.compile's ranges and kernels, graph replays, the shim's dynamo counters.
   r.compilation = compilation_section(c, r.facts);

@@ -93,6 +93,18 @@ StatusOr<std::vector<GpuSpec>> parse_gpu_specs(std::string_view json_text, std::
       PT_RETURN_IF_ERROR(number(t, "bf16", &s.bf16));
       PT_RETURN_IF_ERROR(number(t, "fp8", &s.fp8));
     }
+    if (g.contains("link")) {
+      // The peer interconnect collectives run over (per direction per GPU, what nccl-tests' busbw compares with).
+      const auto& l = g["link"];
+      if (!l.is_object() || !l.contains("name") || !l["name"].is_string())
+        return BadInput(at + ": \"link\" must be an object with a \"name\" string");
+      s.link_name = l["name"].get<std::string>();
+      PT_RETURN_IF_ERROR(number(l, "gbps_per_direction", &s.link_gbps));
+      if (l.contains("source")) {
+        if (!l["source"].is_string()) return BadInput(at + ": \"link.source\" must be a string");
+        s.link_source = l["source"].get<std::string>();
+      }
+    }
     if (g.contains("match")) {
       if (!g["match"].is_array()) return BadInput(at + ": \"match\" must be an array of strings");
       for (const auto& m : g["match"]) {

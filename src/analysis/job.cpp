@@ -6,6 +6,11 @@
 #include <set>
 #include <vector>
 
+#include <map>
+#include <tuple>
+#include <unordered_map>
+
+#include "profile_train/analysis/collectives.h"
 #include "profile_train/common/format.h"
 #include "report_context.h"  // r6, median
 
@@ -89,6 +94,193 @@ void summarize_unmeasured(const std::vector<const Rank*>& ok, double med_step, J
   }
 }
 
+// Where rank `k` is slower than the other ranks' median (its input or its compute), or nullopt when neither.
+std::optional<StragglerPhase> slower_phase(const std::vector<const Rank*>& ok, const Rank* k) {
+  if (!k->ok || ok.size() < 2) return std::nullopt;
+  const double in_x = k->input - others_median(ok, k, [](const Rank& r) { return r.input; });
+  const double compute_x = k->compute - others_median(ok, k, [](const Rank& r) { return r.compute; });
+  if (in_x <= 0 && compute_x <= 0) return std::nullopt;
+  return in_x >= compute_x ? StragglerPhase::kInput : StragglerPhase::kCompute;
+}
+
+const char* phase_words(StragglerPhase p) { return p == StragglerPhase::kInput ? "data loading" : "compute"; }
+
+// The collectives matched across the ranks: by process group and sequence number where every rank recorded them,
+// else by process group (kind, without one) and order within each step. A matched collective's transfer is its
+// shortest duration (the last rank to arrive waits for nobody), each rank's wait its duration minus that.
+std::optional<JobCollectives> match_collectives(const std::vector<RankReport>& reports, const std::vector<Rank>& ranks,
+                                                const std::vector<const Rank*>& ok) {
+  std::vector<size_t> with;  // reports with collectives to match
+  bool all_seq = true;
+  for (size_t i = 0; i < reports.size(); ++i) {
+    const auto& c = reports[i].report.collectives;
+    if (!c || c->instances.empty()) continue;
+    with.push_back(i);
+    for (const auto& in : c->instances)
+      if (in.seq < 0 || in.process_group.empty()) {
+        all_seq = false;
+        break;
+      }
+  }
+  if (with.size() < 2) return std::nullopt;
+  struct Seen {
+    std::vector<std::pair<size_t, const CollectiveInstance*>> at;  // (report index, instance)
+  };
+  std::unordered_map<std::string, Seen> by_key;
+  std::vector<std::string> order;  // keys in first-seen order (deterministic rows)
+  for (size_t i : with) {
+    for (const auto& in : reports[i].report.collectives->instances) {
+      std::string key = in.kind + '\x1f' + (in.process_group.empty() ? std::string("?") : in.process_group) + '\x1f';
+      key += all_seq ? std::to_string(in.seq) : in.step + '\x1f' + std::to_string(in.ordinal);
+      auto [it, fresh] = by_key.try_emplace(key);
+      if (fresh) order.push_back(key);
+      it->second.at.emplace_back(i, &in);
+    }
+  }
+  JobCollectives out;
+  out.matched_by = all_seq ? "process group and sequence number" : "process group and order in each step";
+  struct Acc {
+    JobCollectiveRow row;
+    double bytes = 0, transfer_ns = 0, wait_ns = 0, dur_ns = 0, sized_transfer_ns = 0;
+    int64_t sized = 0;
+    std::set<int64_t> steps;
+    std::map<size_t, std::pair<double, int64_t>> wait_by_report;  // report -> (wait ns, calls)
+    std::map<size_t, int64_t> last;                                // report -> times it arrived last
+    std::set<size_t> ran;
+    int32_t n = -1;
+  };
+  std::map<std::tuple<std::string, std::string, std::string>, Acc> rows;
+  std::vector<std::string> row_order;
+  std::map<size_t, double> wait_total;  // report -> ns waited over all matched collectives
+  double transfer_total = 0;
+  std::set<std::pair<size_t, int64_t>> steps_seen;  // (report, step) with a matched collective
+  for (const std::string& key : order) {
+    const Seen& s = by_key[key];
+    std::set<size_t> reps;
+    for (const auto& [ri, in] : s.at) reps.insert(ri);
+    if (reps.size() < 2 || reps.size() != s.at.size()) {  // on one rank only, or twice on one rank: not matched
+      out.unmatched += static_cast<int64_t>(s.at.size());
+      continue;
+    }
+    ++out.matched;
+    const CollectiveInstance* first = s.at.front().second;
+    size_t last_ri = s.at.front().first;
+    int64_t transfer = INT64_MAX;
+    for (const auto& [ri, in] : s.at)
+      if (in->dur_ns < transfer) transfer = in->dur_ns, last_ri = ri;
+    const std::string bucket = size_bucket(first->bytes);
+    const auto rkey = std::make_tuple(first->kind, first->process_group, bucket);
+    auto [ait, fresh] = rows.try_emplace(rkey);
+    Acc& a = ait->second;
+    if (fresh) {
+      a.row.kind = first->kind;
+      if (!first->process_group.empty()) a.row.process_group = first->process_group;
+      a.row.size_bucket = bucket;
+    }
+    if (a.n < 0) a.n = first->group_size;
+    ++a.row.matched;
+    a.transfer_ns += static_cast<double>(transfer);
+    if (first->bytes) {
+      a.bytes += static_cast<double>(*first->bytes);
+      a.sized_transfer_ns += static_cast<double>(transfer);
+      ++a.sized;
+    }
+    ++a.last[last_ri];
+    transfer_total += static_cast<double>(transfer);
+    for (const auto& [ri, in] : s.at) {
+      const double w = static_cast<double>(in->dur_ns - transfer);
+      a.wait_ns += w;
+      a.dur_ns += static_cast<double>(in->dur_ns);
+      auto& wr = a.wait_by_report[ri];
+      wr.first += w;
+      ++wr.second;
+      a.ran.insert(ri);
+      a.steps.insert(in->step_index);
+      wait_total[ri] += w;
+      steps_seen.insert({ri, in->step_index});
+    }
+  }
+  if (out.matched == 0) {
+    out.summary = "No collective could be matched across the ranks (" + std::to_string(out.unmatched) +
+                  " seen on one rank only).";
+    return out;
+  }
+  // Steps per rank with a matched collective: the per-step figures' denominator.
+  std::map<size_t, int64_t> nsteps;
+  for (const auto& [ri, st] : steps_seen) ++nsteps[ri];
+  double steps_mean = 0;
+  for (const auto& [ri, n] : nsteps) steps_mean += static_cast<double>(n);
+  steps_mean /= static_cast<double>(std::max<size_t>(1, nsteps.size()));
+  auto rank_of = [&](size_t ri) { return ranks[ri].rank; };
+  std::vector<JobCollectiveRow> table;
+  for (auto& [k, a] : rows) {
+    JobCollectiveRow& r = a.row;
+    r.ranks = static_cast<int64_t>(a.ran.size());
+    const double m = static_cast<double>(r.matched);
+    r.calls_per_step = r6(m / std::max(1.0, static_cast<double>(a.steps.size())));
+    r.transfer_ms = r6(a.transfer_ns / m / 1e6);
+    r.wait_ms = r6(a.wait_ns / (m * static_cast<double>(r.ranks)) / 1e6);
+    r.wait_share = a.dur_ns > 0 ? r6(a.wait_ns / a.dur_ns) : 0;
+    if (a.sized > 0) {
+      r.bytes = static_cast<int64_t>(std::llround(a.bytes / static_cast<double>(a.sized)));
+      if (auto f = bus_factor(r.kind, a.n > 0 ? a.n : r.ranks); f && a.sized_transfer_ns > 0)
+        r.busbw_gbps = r6(a.bytes / (a.sized_transfer_ns * 1e-9) / 1e9 * *f);
+    }
+    auto most = std::max_element(a.last.begin(), a.last.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
+    r.last_rank = rank_of(most->first);
+    r.last_rank_share = r6(static_cast<double>(most->second) / m);
+    r.last_rank_phase = slower_phase(ok, &ranks[most->first]);
+    for (size_t i = 0; i < reports.size(); ++i) {
+      auto it = a.wait_by_report.find(i);
+      r.wait_ms_by_rank.push_back(it == a.wait_by_report.end() ? 0.0 : r6(it->second.first / static_cast<double>(it->second.second) / 1e6));
+    }
+    table.push_back(std::move(r));
+  }
+  std::sort(table.begin(), table.end(), [](const JobCollectiveRow& x, const JobCollectiveRow& y) {
+    const double wx = x.wait_ms * static_cast<double>(x.matched), wy = y.wait_ms * static_cast<double>(y.matched);
+    return wx != wy ? wx > wy : x.kind < y.kind;
+  });
+  if (table.size() > 20) table.resize(20);
+  double wait_sum = 0;
+  for (const auto& [ri, w] : wait_total) wait_sum += w;
+  out.wait_ms_per_step = r6(wait_sum / static_cast<double>(with.size()) / std::max(1.0, steps_mean) / 1e6);
+  out.transfer_ms_per_step = r6(transfer_total / std::max(1.0, steps_mean) / 1e6);
+  // The rank the others wait for: the one that arrives last where the waits add up most.
+  std::map<size_t, double> waited_for;
+  for (const std::string& key : order) {
+    const Seen& s = by_key[key];
+    std::set<size_t> reps;
+    for (const auto& [ri, in] : s.at) reps.insert(ri);
+    if (reps.size() < 2 || reps.size() != s.at.size()) continue;
+    int64_t transfer = INT64_MAX;
+    size_t last_ri = s.at.front().first;
+    double w = 0;
+    for (const auto& [ri, in] : s.at)
+      if (in->dur_ns < transfer) transfer = in->dur_ns, last_ri = ri;
+    for (const auto& [ri, in] : s.at) w += static_cast<double>(in->dur_ns - transfer);
+    waited_for[last_ri] += w;
+  }
+  auto top = std::max_element(waited_for.begin(), waited_for.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
+  if (top != waited_for.end() && top->second > 0) {
+    out.last_rank = rank_of(top->first);
+    out.last_rank_phase = slower_phase(ok, &ranks[top->first]);
+  }
+  out.rows = std::move(table);
+  std::string s = "ranks wait " + fmt("%.3g", out.wait_ms_per_step) + " ms/step in collectives";
+  if (out.last_rank) {
+    s += " for rank " + std::to_string(*out.last_rank);
+    s += out.last_rank_phase ? std::string(" (") + phase_words(*out.last_rank_phase) + ")" : std::string(" (no phase of it slower than the others')");
+  }
+  s += "; transfer " + fmt("%.3g", out.transfer_ms_per_step) + " ms/step";
+  if (!out.rows.empty()) {
+    const auto& r = out.rows.front();
+    s += "; most waited: " + r.kind + (r.bytes ? " " + size_bucket(r.bytes) : std::string()) +
+         fmt(" (%.0f%% of its time is waiting)", 100.0 * r.wait_share);
+  }
+  out.summary = s;
+  return out;
+}
+
 }  // namespace
 
 bool is_one_job(const std::vector<RankReport>& reports) {
@@ -105,11 +297,9 @@ bool is_one_job(const std::vector<RankReport>& reports) {
   return true;
 }
 
-JobSummary summarize_job(const std::vector<RankReport>& reports) {
+namespace {
+JobSummary summarize_ranks(const std::vector<RankReport>& reports, std::vector<Rank>& ranks, std::vector<const Rank*>& ok) {
   JobSummary out;
-  std::vector<Rank> ranks;
-  for (size_t i = 0; i < reports.size(); ++i) ranks.push_back(read_rank(reports[i], static_cast<int64_t>(i)));
-  std::vector<const Rank*> ok;
   for (const auto& k : ranks) {
     out.ranks.push_back(row_of(k));
     if (k.ok) ok.push_back(&k);
@@ -159,6 +349,17 @@ JobSummary summarize_job(const std::vector<RankReport>& reports) {
                 " the other ranks' median work); its " +
                 (phase == StragglerPhase::kInput ? "data loading" : "compute") + " takes " + fmt("%.1f", phase_x) +
                 " ms more than the other ranks', and they wait for it in their collectives.";
+  return out;
+}
+
+}  // namespace
+
+JobSummary summarize_job(const std::vector<RankReport>& reports) {
+  std::vector<Rank> ranks;
+  for (size_t i = 0; i < reports.size(); ++i) ranks.push_back(read_rank(reports[i], static_cast<int64_t>(i)));
+  std::vector<const Rank*> ok;
+  JobSummary out = summarize_ranks(reports, ranks, ok);
+  out.collectives = match_collectives(reports, ranks, ok);
   return out;
 }
 

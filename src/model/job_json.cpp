@@ -35,6 +35,36 @@ json straggler_json(const Straggler& s) {
           {"others_wait_ms", or_null(s.others_wait_ms)}};
 }
 
+json collectives_json(const JobCollectives& c) {
+  json rows = json::array();
+  for (const auto& r : c.rows) {
+    rows.push_back({{"kind", r.kind},
+                    {"process_group", or_null(r.process_group)},
+                    {"bytes", or_null(r.bytes)},
+                    {"size_bucket", r.size_bucket},
+                    {"matched", r.matched},
+                    {"ranks", r.ranks},
+                    {"calls_per_step", r.calls_per_step},
+                    {"transfer_ms", r.transfer_ms},
+                    {"wait_ms", r.wait_ms},
+                    {"wait_share", r.wait_share},
+                    {"busbw_gbps", or_null(r.busbw_gbps)},
+                    {"last_rank", r.last_rank},
+                    {"last_rank_share", r.last_rank_share},
+                    {"last_rank_phase", r.last_rank_phase ? json(std::string(name_of(*r.last_rank_phase))) : json(nullptr)},
+                    {"wait_ms_by_rank", r.wait_ms_by_rank}});
+  }
+  return {{"matched_by", c.matched_by},
+          {"matched", c.matched},
+          {"unmatched", c.unmatched},
+          {"wait_ms_per_step", c.wait_ms_per_step},
+          {"transfer_ms_per_step", c.transfer_ms_per_step},
+          {"last_rank", or_null(c.last_rank)},
+          {"last_rank_phase", c.last_rank_phase ? json(std::string(name_of(*c.last_rank_phase))) : json(nullptr)},
+          {"rows", std::move(rows)},
+          {"summary", c.summary}};
+}
+
 }  // namespace
 
 json to_json(const JobSummary& job) {
@@ -49,6 +79,7 @@ json to_json(const JobSummary& job) {
               {"summary", job.summary}};
   for (const auto& r : job.ranks) out["ranks"].push_back(rank_json(r));
   if (job.communication_measured) out["communication_measured"] = *job.communication_measured;
+  if (job.collectives) out["collectives"] = collectives_json(*job.collectives);
   return out;
 }
 
@@ -160,6 +191,62 @@ StatusOr<JobSummary> job_summary_from_json(const json& j) {
   top.number("straggler_threshold", out.straggler_threshold);
   top.boolean("communication_measured", out.communication_measured);
   top.text("summary", out.summary);
+  if (const json* c = top.get("collectives")) {
+    if (!c->is_object()) {
+      top.fail("collectives", "an object");
+    } else {
+      const JobReader k{*c, "collectives.", &error};
+      JobCollectives jc;
+      k.text("matched_by", jc.matched_by);
+      k.integer("matched", jc.matched);
+      k.integer("unmatched", jc.unmatched);
+      k.number("wait_ms_per_step", jc.wait_ms_per_step);
+      k.number("transfer_ms_per_step", jc.transfer_ms_per_step);
+      k.integer("last_rank", jc.last_rank);
+      if (k.get("last_rank_phase")) {
+        StragglerPhase p{};
+        k.name("last_rank_phase", kStragglerPhaseNames, p);
+        jc.last_rank_phase = p;
+      }
+      k.text("summary", jc.summary);
+      if (const json* rows = k.get("rows"); rows != nullptr && rows->is_array()) {
+        for (size_t i = 0; i < rows->size() && error.empty(); ++i) {
+          if (!(*rows)[i].is_object()) {
+            error = "collectives.rows[" + std::to_string(i) + "] is not an object";
+            break;
+          }
+          const JobReader rr{(*rows)[i], "collectives.rows[" + std::to_string(i) + "].", &error};
+          JobCollectiveRow row;
+          rr.text("kind", row.kind);
+          if (rr.get("process_group")) {
+            std::string pg;
+            rr.text("process_group", pg);
+            row.process_group = pg;
+          }
+          rr.integer("bytes", row.bytes);
+          rr.text("size_bucket", row.size_bucket);
+          rr.integer("matched", row.matched);
+          rr.integer("ranks", row.ranks);
+          rr.number("calls_per_step", row.calls_per_step);
+          rr.number("transfer_ms", row.transfer_ms);
+          rr.number("wait_ms", row.wait_ms);
+          rr.number("wait_share", row.wait_share);
+          rr.number("busbw_gbps", row.busbw_gbps);
+          rr.integer("last_rank", row.last_rank);
+          rr.number("last_rank_share", row.last_rank_share);
+          if (rr.get("last_rank_phase")) {
+            StragglerPhase p{};
+            rr.name("last_rank_phase", kStragglerPhaseNames, p);
+            row.last_rank_phase = p;
+          }
+          if (const json* w = rr.get("wait_ms_by_rank"); w != nullptr && w->is_array())
+            for (const auto& x : *w) row.wait_ms_by_rank.push_back(x.is_number() ? x.get<double>() : 0.0);
+          jc.rows.push_back(std::move(row));
+        }
+      }
+      out.collectives = std::move(jc);
+    }
+  }
   if (!error.empty()) return BadInput("job.json: not a job summary (" + error + ")");
   return out;
 }

@@ -279,6 +279,7 @@ PT_REPORT_FIELDS(Report) {
   v("operators", s.operators);
   v("efficiency", s.efficiency);
   v.absent_if_unset("compilation", s.compilation);
+  v.absent_if_unset("collectives", s.collectives);
   v.absent_if_unset("memory", s.memory);
   v.absent_if_unset("memory_budget", s.memory_budget);
   v("facts", s.facts);

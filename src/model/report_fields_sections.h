@@ -123,6 +123,57 @@ PT_REPORT_FIELDS(Compilation) {
   v("recompiles_summary", s.recompiles_summary);
 }
 
+PT_REPORT_FIELDS(CollectiveRow) {
+  v("kind", s.kind);
+  v("process_group", s.process_group);
+  v("group_size", s.group_size);
+  v("dtype", s.dtype);
+  v("bytes", s.bytes);
+  v("size_bucket", s.size_bucket);
+  v("calls_per_step", s.calls_per_step);
+  v("ms_per_step", s.ms_per_step);
+  v("mean_ms", s.mean_ms);
+  v("algbw_gbps", s.algbw_gbps);
+  v("bus_factor", s.bus_factor);
+  v("busbw_gbps", s.busbw_gbps);
+  v("peak_share", s.peak_share);
+  v("exposed_ms_per_step", s.exposed_ms_per_step);
+  v("exposed_share", s.exposed_share);
+  v("evidence", s.evidence);
+}
+
+PT_REPORT_FIELDS(LinkPeak) {
+  v("name", s.name);
+  v("gbps", s.gbps);
+  v("source", s.source);
+}
+
+PT_REPORT_FIELDS(SmallCollectives) {
+  v("calls_per_step", s.calls_per_step);
+  v("exposed_ms_per_step", s.exposed_ms_per_step);
+  v("merged_ms_per_step", s.merged_ms_per_step);
+  v("removable_share", s.removable_share);
+}
+
+PT_REPORT_FIELDS(Collectives) {
+  v("timing", s.timing);
+  v("calls_per_step", s.calls_per_step);
+  v("ms_per_step", s.ms_per_step);
+  v("exposed_ms_per_step", s.exposed_ms_per_step);
+  v("exposed_share", s.exposed_share);
+  v("link", s.link);
+  v("rows", s.rows);
+  v("rows_total", s.rows_total);
+  v("unknown_size_calls_per_step", s.unknown_size_calls_per_step);
+  v("summary", s.summary);
+  v("exposed_summary", s.exposed_summary);
+  v("fp32_allreduce_exposed_share", s.fp32_allreduce_exposed_share);
+  v("allgather_exposed_share", s.allgather_exposed_share);
+  v("small", s.small);
+  v("best_peak_share", s.best_peak_share);
+  v("notes", s.notes);
+}
+
 PT_REPORT_FIELDS(MemoryBudget) {
   v("device", s.device);
   v("batch_size", s.batch_size);

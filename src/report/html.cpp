@@ -423,6 +423,7 @@ std::string render_html(const Report& report, const trace::Trace* trace) {
   h.raw("<nav class=\"toc\"><a href=\"#plan\">Plan</a><a href=\"#breakdown\">Breakdown</a><a href=\"#steps\">Steps</a><a href=\"#timeline-section\">Timeline</a>");
   if (gpu_panels) h.raw("<a href=\"#kernels\">Kernels</a>");
   if (report.compilation) h.raw("<a href=\"#compilation\">Compilation</a>");
+  if (report.collectives) h.raw("<a href=\"#collectives\">Collectives</a>");
   h.raw("<a href=\"#operators\">Operators</a>");
   if (gpu_panels) h.raw("<a href=\"#efficiency\">Efficiency</a><a href=\"#copies\">Copies</a><a href=\"#memory\">Memory</a>");
   if (report.memory_budget) h.raw("<a href=\"#memory-budget\">Memory budget</a>");
@@ -431,6 +432,7 @@ std::string render_html(const Report& report, const trace::Trace* trace) {
   write_breakdown(h, report);
   detail::write_steps(h, report);
   detail::write_compilation(h, report);
+  detail::write_collectives(h, report);
   detail::write_host_idle(h, report);
   detail::write_recommendations(h, report);
   json timeline;

@@ -73,6 +73,8 @@ void write_recommendations(Html& h, const model::Report& report);
 void write_steps(Html& h, const model::Report& report);
 // html_compilation.cpp: the compiled program (report.compilation); nothing when absent.
 void write_compilation(Html& h, const model::Report& report);
+// html_collectives.cpp: the collectives table (report.collectives); nothing when absent.
+void write_collectives(Html& h, const model::Report& report);
 // html_operators.cpp: operators and modules (top by GPU time, host self time, during GPU idle).
 void write_operators(Html& h, const model::Report& report);
 // html_efficiency.cpp: MFU, the roofline and the operators on it (efficiency).

@@ -72,7 +72,44 @@ std::string render_job_html(const model::JobSummary& job) {
       h.raw("<td class=\"num\"").raw(v ? " data-v=\"" + format_fixed(*v, 6) + "\"" : "").raw(">").text(fmt_ms(v)).raw("</td>");
     h.raw("<td>").text(detail::bottleneck_label(r.verdict)).raw("</td><td><code>").text(r.file).raw("</code></td></tr>\n");
   }
-  h.raw("</tbody></table>\n</section>\n</main>\n<script>").raw(detail::asset_report_js()).raw("</script>\n</body>\n</html>\n");
+  h.raw("</tbody></table>\n</section>\n");
+  if (job.collectives) {
+    // Per collective: how long each rank waits for the last one to arrive, against the transfer itself.
+    const auto& c = *job.collectives;
+    h.raw("<section id=\"job-collectives\"><h2>Collectives across ranks</h2>\n<p>").text(c.summary)
+        .raw("</p>\n<p class=\"hint\">Matched by ").text(c.matched_by).raw(": ").text(std::to_string(c.matched))
+        .raw(" collectives on two ranks or more, ").text(std::to_string(c.unmatched))
+        .raw(" seen on one rank only. Transfer: the shortest duration among the ranks (the last rank to arrive waits "
+             "for nobody); wait: each rank's duration minus it.</p>\n");
+    for (const auto& r : c.rows) {
+      double top = r.transfer_ms;
+      for (double w : r.wait_ms_by_rank) top = std::max(top, w + r.transfer_ms);
+      h.raw("<h3>").text(r.kind + " " + r.size_bucket + (r.process_group ? " (group " + *r.process_group + ")" : ""))
+          .raw("</h3>\n<p class=\"hint\">").text(format_fixed(r.calls_per_step, 2) + " calls/step, transfer " +
+                                                  format_fixed(r.transfer_ms, 3) + " ms, waiting " +
+                                                  format_fixed(100.0 * r.wait_share, 0) + "% of the time; rank " +
+                                                  std::to_string(r.last_rank) + " arrives last in " +
+                                                  format_fixed(100.0 * r.last_rank_share, 0) + "% of them" +
+                                                  (r.busbw_gbps ? ", busbw " + format_fixed(*r.busbw_gbps, 2) + " GB/s" : ""))
+          .raw("</p>\n<div class=\"opbars\">\n");
+      for (size_t i = 0; i < r.wait_ms_by_rank.size() && i < job.ranks.size(); ++i) {
+        const std::string rank = std::to_string(job.ranks[i].rank);
+        const double w = r.wait_ms_by_rank[i];
+        h.raw("<div class=\"opbar").raw(job.ranks[i].rank == r.last_rank ? " straggler" : "").raw("\"><code>rank ").text(rank)
+            .raw("</code><div class=\"stack\">");
+        if (top > 0) {
+          h.raw("<span title=\"wait ").text(format_fixed(w, 3)).raw(" ms\" style=\"width:").raw(format_fixed(100.0 * w / top, 2))
+              .raw("%;background:#e45756\"></span><span title=\"transfer ").text(format_fixed(r.transfer_ms, 3))
+              .raw(" ms\" style=\"width:").raw(format_fixed(100.0 * r.transfer_ms / top, 2)).raw("%;background:#72b7b2\"></span>");
+        }
+        h.raw("</div><span>").text(format_fixed(w, 3) + " ms wait").raw("</span></div>\n");
+      }
+      h.raw("</div>\n");
+    }
+    h.raw("<p class=\"hint\"><span class=\"swatch\" style=\"background:#e45756\"></span>wait for the last rank &nbsp; "
+          "<span class=\"swatch\" style=\"background:#72b7b2\"></span>transfer</p>\n</section>\n");
+  }
+  h.raw("</main>\n<script>").raw(detail::asset_report_js()).raw("</script>\n</body>\n</html>\n");
   return std::move(h.str());
 }
 

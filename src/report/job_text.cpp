@@ -28,6 +28,20 @@ void write_job_text(const model::JobSummary& job, size_t rank_count, std::ostrea
                   std::string(name_of(r.verdict)).c_str());
     out << line << (job.straggler && job.straggler->rank == r.rank ? "  <- straggler" : "") << "\n";
   }
+  if (job.collectives) {
+    const auto& c = *job.collectives;
+    out << "  comm   " << terminal_safe(c.summary) << "\n";
+    for (size_t i = 0; i < c.rows.size() && i < 5; ++i) {
+      const auto& r = c.rows[i];
+      char line[300];
+      std::snprintf(line, sizeof line, "         %-14s %-11s x%-6s transfer %8s ms  wait %8s ms (%3.0f%%)  last: rank %lld%s",
+                    r.kind.c_str(), r.size_bucket.c_str(), format_fixed(r.calls_per_step, 2).c_str(),
+                    format_fixed(r.transfer_ms, 3).c_str(), format_fixed(r.wait_ms, 3).c_str(), 100.0 * r.wait_share,
+                    static_cast<long long>(r.last_rank),
+                    r.last_rank_phase ? (std::string(" (") + (*r.last_rank_phase == model::StragglerPhase::kInput ? "data loading" : "compute") + ")").c_str() : "");
+      out << line << "\n";
+    }
+  }
 }
 
 void write_trace_table(const std::vector<TraceRow>& rows, const std::filesystem::path& out_dir, std::ostream& out) {

@@ -150,6 +150,13 @@ void write_steps(const Report& r, std::ostream& out, const Style& st) {
         << " of the window is first-call work: bounds below are measured on it\n";
   if (r.source.capture.lacks) out << st.bold("Capture") << "   " << text(*r.source.capture.lacks) << "\n";
   if (r.compilation) out << st.bold("Compile") << "   " << text(compilation_line(*r.compilation)) << "\n";
+  if (r.collectives && r.collectives->summary) {
+    const auto& c = *r.collectives;
+    out << st.bold("Collect") << "   " << text(*c.summary);
+    if (c.rows_total > 1) out << "; " << fmt("%.3g", c.calls_per_step) << " calls/step in " << c.rows_total << " groups";
+    if (c.exposed_share) out << "; " << fmt("%.1f%%", 100.0 * *c.exposed_share) << " of the step exposed";
+    out << "\n";
+  }
   write_phases(r, out, st);
 }
 

@@ -142,6 +142,7 @@ std::optional<std::pair<double, std::string>> mechanism_cap(const detail::Rule& 
                        " of the step");
   } else if (r.mechanism == detail::Mechanism::kCommunication) {
     auto exposed = number_at(report, {"communication", "exposed_fraction"});
+    if (!exposed) exposed = number_at(report, {"collectives", "exposed_share"});
     if (!exposed) exposed = number_at(report, {"breakdown", "communication"});
     if (exposed)
       lower(*exposed, "a communication fix can free only the exposed communication, " + pct_text(*exposed) +

@@ -13,7 +13,7 @@
 
 namespace profile_train::analysis {
 
-inline constexpr const char* kReportSchemaVersion = "1.4";
+inline constexpr const char* kReportSchemaVersion = "1.5";
 
 // steps.per_step keeps the first, the last and the slowest kPerStepKept steps each (at most 3x that many
 // entries) unless all_steps: the report stays bounded for any number of steps (a million steps would give

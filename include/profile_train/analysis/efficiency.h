@@ -50,6 +50,9 @@ struct GpuSpec {
   std::vector<std::string> match;  // lowercase, matched on word boundaries of the device name
   double memory_gb = 0, memory_tbps = 0;
   double fp64 = 0, fp32 = 0, tf32 = 0, fp16 = 0, bf16 = 0, fp8 = 0;  // dense TFLOP/s; 0: no such path
+  // The peer interconnect ("link": NVLink 4, xGMI, PCIe Gen5 x16): GB/s per direction per GPU; 0: not in the table.
+  std::string link_name, link_source;
+  double link_gbps = 0;
   // Peak TFLOP/s for operator kind and dtype: matrix kinds use the tensor/matrix rate of the dtype (fp32 uses
   // the FP32 rate, `tf32` asks for TF32), the others the FP32 (fp64: FP64) vector rate. 0 when unknown.
   double peak(std::string_view dtype, bool matrix, bool tf32 = false) const;

@@ -53,6 +53,39 @@ struct Straggler {
   std::optional<double> others_wait_ms;  // null when communication was not measured
 };
 
+// One row of job.json "collectives": the collectives of one kind, process group and size bucket, matched across
+// the ranks. A matched collective's transfer time is the shortest duration among its ranks (the last rank to
+// arrive waits for nobody: TraceLens's comm_latency); each rank's wait is its duration minus that. No clock is
+// compared across ranks, so hosts whose clocks differ still match.
+struct JobCollectiveRow {
+  std::string kind;
+  std::optional<std::string> process_group;
+  std::optional<int64_t> bytes;         // nccl-tests' S per call (the mean)
+  std::string size_bucket;
+  int64_t matched = 0;                  // collectives matched on at least two ranks
+  int64_t ranks = 0;                    // ranks that ran them
+  double calls_per_step = 0;
+  double transfer_ms = 0;               // mean per call
+  double wait_ms = 0;                   // mean per call and rank
+  double wait_share = 0;                // wait / (wait + transfer) over the ranks and calls
+  std::optional<double> busbw_gbps;     // from the transfer time, nccl-tests' factor
+  int64_t last_rank = -1;               // the rank that arrives last most often
+  double last_rank_share = 0;           // of the matched calls
+  std::optional<StragglerPhase> last_rank_phase;  // where that rank is slower than the others' median
+  std::vector<double> wait_ms_by_rank;  // mean wait per call, in the order of job.ranks (0 where it did not run them)
+};
+
+struct JobCollectives {
+  std::string matched_by;               // "process group and sequence number" | "process group and order in each step"
+  int64_t matched = 0, unmatched = 0;   // collectives matched across ranks / seen on one rank only
+  double wait_ms_per_step = 0;          // mean over the ranks: waiting in collectives for the last rank, per step
+  double transfer_ms_per_step = 0;
+  std::optional<int64_t> last_rank;     // the rank the others wait for most (waits summed)
+  std::optional<StragglerPhase> last_rank_phase;
+  std::vector<JobCollectiveRow> rows;   // by wait time, descending (at most 20)
+  std::string summary;
+};
+
 struct JobSummary {
   std::vector<JobRank> ranks;
   std::optional<int64_t> slowest_rank;
@@ -62,6 +95,7 @@ struct JobSummary {
   double straggler_threshold = kStragglerShare;
   std::optional<bool> communication_measured;  // absent when unset (fewer than two ranks with a step time)
   std::string summary;
+  std::optional<JobCollectives> collectives;   // absent when fewer than two ranks have collectives to match
 };
 
 }  // namespace profile_train::model

@@ -505,6 +505,83 @@ struct Compilation {
   bool compiled = false;  // graphs run in the window (false: compilation seen, but no compiled code ran in it)
 };
 
+// One collective a rank ran in the steady steps (reports/REPORT_FORMAT.md "Collectives"). Kept in memory for the
+// job summary, which matches them across ranks; not written to report.json.
+struct CollectiveInstance {
+  std::string kind;                 // all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce, send_recv, ...
+  std::string process_group;        // the process group's name ("0"); "" when not recorded
+  int64_t seq = -1;                 // the collective's sequence number in its group (args, the shim); -1 unknown
+  int64_t ordinal = 0;              // its position among the window's collectives of the group (and kind when the
+                                    // group is unknown), counted within its step
+  std::string step;                 // the step's name ("ProfilerStep#12"), for matching across ranks
+  int64_t step_index = 0;           // its steady step (0-based)
+  int64_t start_ns = 0, dur_ns = 0; // trace clock
+  int64_t exposed_ns = 0;           // not overlapped by compute
+  std::optional<int64_t> bytes;     // nccl-tests' S
+  int32_t group_size = -1;
+};
+
+// One row of the collectives table: the calls of one kind, process group, dtype and message-size bucket.
+struct CollectiveRow {
+  std::string kind;
+  std::optional<std::string> process_group;  // "0 (default_pg)"; null when not recorded
+  std::optional<int64_t> group_size;         // ranks in the group; null when not recorded
+  std::optional<std::string> dtype;          // torch dtype name (float32, bfloat16, ...)
+  std::optional<int64_t> bytes;              // nccl-tests' S per call (the mean when the row's calls differ)
+  std::string size_bucket;                   // "1-10 MB", ..., "unknown"
+  double calls_per_step = 0;
+  double ms_per_step = 0;                    // the calls' summed duration on this rank (waiting for peers included)
+  double mean_ms = 0;
+  std::optional<double> algbw_gbps;          // bytes / duration, GB/s (1e9 B/s)
+  std::optional<double> bus_factor;          // nccl-tests' factor for the kind and group size
+  std::optional<double> busbw_gbps;          // algbw x bus_factor
+  std::optional<double> peak_share;          // busbw / the link's peak
+  std::optional<double> exposed_ms_per_step; // not overlapped by compute
+  std::optional<double> exposed_share;       // of the row's time
+  std::string evidence;                      // collective_args | operator | annotation | kernel_name | shim
+};
+
+// The interconnect a device's collectives run over, from the GPU table (data/gpu_specs.json "link").
+struct LinkPeak {
+  std::string name;       // "NVLink 4"
+  double gbps = 0;        // per direction per GPU, GB/s (what nccl-tests' busbw compares with)
+  std::string source;
+};
+
+// Small collectives that one larger call would replace (DDP buckets, FSDP wrapping): the rule's inputs.
+struct SmallCollectives {
+  double calls_per_step = 0;
+  double exposed_ms_per_step = 0;
+  double merged_ms_per_step = 0;   // the least one call moving their bytes could take (latency or best bandwidth)
+  double removable_share = 0;      // of the step: (exposed - merged) / step, >= 0
+};
+
+// The collectives a rank ran (reports/REPORT_FORMAT.md "Collectives"): a table per kind, process group, dtype and
+// size, bandwidth with nccl-tests' factors against the link's peak, the exposed part. Absent when the window has
+// no collective.
+struct Collectives {
+  std::string timing;                        // "gpu_kernels" | "host_ranges" | "shim"
+  double calls_per_step = 0;
+  double ms_per_step = 0;
+  std::optional<double> exposed_ms_per_step; // not overlapped by compute
+  std::optional<double> exposed_share;       // of the step
+  std::optional<LinkPeak> link;
+  std::vector<CollectiveRow> rows;           // by ms_per_step, descending; at most kMaxCollectiveRows
+  int64_t rows_total = 0;
+  double unknown_size_calls_per_step = 0;
+  std::optional<std::string> summary;        // the top row in one line (terminal, rule evidence)
+  std::optional<std::string> exposed_summary;// the most exposed rows, "all_reduce float32 25 MB: 3.1 ms/step exposed; ..."
+  std::optional<double> fp32_allreduce_exposed_share;  // of the step: exposed float32 all_reduce time
+  std::optional<double> allgather_exposed_share;       // of the step: exposed all_gather + reduce_scatter time
+  std::optional<SmallCollectives> small;     // calls under kSmallCollectiveBytes, when their sizes are known
+  std::optional<double> best_peak_share;     // the highest busbw / peak of a row with >= 1 MB messages
+  std::vector<std::string> notes;
+  std::vector<CollectiveInstance> instances; // in memory only (the job summary); capped at kMaxCollectiveInstances
+};
+inline constexpr size_t kMaxCollectiveRows = 20;
+inline constexpr size_t kMaxCollectiveInstances = 50000;
+inline constexpr int64_t kSmallCollectiveBytes = 1000000;  // 1 MB
+
 struct RunnerUp {
   Bottleneck bottleneck = Bottleneck::kUnknown;
   double score = 0;
@@ -596,6 +673,7 @@ struct Report {
   Operators operators;
   Efficiency efficiency;
   std::optional<Compilation> compilation;  // 1.4: absent when unset (no compiled code seen)
+  std::optional<Collectives> collectives;  // 1.5: absent when unset (no collective in the window)
   std::optional<Memory> memory;  // absent when unset (the trace has no usable memory sample)
   std::optional<MemoryBudget> memory_budget;  // absent when unset (no shim memory facts)
   // Recorded facts (the Python shim's facts-<pid>.json, the workload's) merged over inferred ones. Kept as

@@ -110,6 +110,7 @@ struct Event {
   float blocks_per_sm = -1.f;      // as reported by the source, if any
   float occupancy_pct = -1.f;      // estimated achieved occupancy %, if reported
   uint32_t inputs = 0;             // CPU operators: index into Trace::op_inputs; 0 when none are recorded
+  uint32_t coll = 0;               // collective args (kernels, CPU ops): index into Trace::collectives; 0 when none
 
   TimeNs end_ns() const { return start_ns + dur_ns; }
 };
@@ -128,6 +129,24 @@ struct OpInputs {
   bool operator==(const OpInputs&) const = default;
 };
 inline constexpr size_t kMaxInputsText = 512;
+
+// A collective's arguments as the source recorded them (Kineto's record_param_comms / NCCL kernel args, PyTorch
+// >= 2.1: "Collective name", "In msg nelems", "Out msg nelems", "dtype", "Group size", "Process Group Name"
+// (older: the integer "Process Group ID", rendered as text), "Process Group Description", "Process Group Ranks",
+// "In split size", "Out split size", "Seq"). Strings are interned (0: not recorded); numbers -1 when not recorded.
+// Shared by the events that carry the same arguments (Event::coll); [0] = none.
+struct CollectiveArgs {
+  StringId name = 0;        // "allreduce", "_allgather_base", "wait", ... as written
+  StringId dtype = 0;       // c10 ScalarType name: "Float", "BFloat16", "Long", "Byte", ...
+  StringId pg_name = 0;     // "0", "default_pg"'s name; the integer "Process Group ID" as text
+  StringId pg_desc = 0;     // "default_pg", "undefined", ...
+  StringId pg_ranks = 0;    // "[0, 1]" as written
+  StringId in_split = 0, out_split = 0;  // "[]", "[4, 4]" as written
+  int64_t in_nelems = -1, out_nelems = -1;
+  int64_t seq = -1;         // "Seq" (newer PyTorch): the collective's sequence number in its process group
+  int32_t group_size = -1;
+  bool operator==(const CollectiveArgs&) const = default;
+};
 
 // Allocator sample (PyTorch [memory] instants, CUPTI memory records).
 struct MemorySample {
@@ -197,6 +216,8 @@ struct Trace {
   std::vector<Event> events;          // sorted by (start_ns, longer first) after finalize()
   // Distinct operator input signatures, shared by the events that name them (Event::inputs); [0] = none.
   std::vector<OpInputs> op_inputs = {OpInputs{}};
+  // Distinct collective argument sets, shared by the events that carry them (Event::coll); [0] = none.
+  std::vector<CollectiveArgs> collectives = {CollectiveArgs{}};
   std::vector<MemorySample> memory;   // sorted by ts after finalize()
   std::vector<DeviceInfo> devices;
   TraceMeta meta;

@@ -175,7 +175,8 @@ class FactsMixin:
                 return
             self.write_facts()
 
-    def collect_runtime_facts(self):
+    def collect_runtime_facts(self, final=False):
+        """`final`: at exit or after the capture window, when facts.collectives gets all its instances."""
         torch = self.torch
         f = self.facts
         try:
@@ -223,6 +224,10 @@ class FactsMixin:
             compiled = watch.facts() if watch is not None else None
             if compiled is not None:
                 f["compile"] = compiled
+            comm = getattr(self, "comm_watch", None)
+            collectives = comm.facts(final) if comm is not None else None
+            if collectives is not None:
+                f["collectives"] = collectives
         except Exception as e:  # facts are best effort
             self.note_error("facts", e)
 
@@ -235,7 +240,7 @@ class FactsMixin:
             return  # this process did not train (e.g. a launcher): no facts file
         with self.write_lock:
             try:
-                self.collect_runtime_facts()
+                self.collect_runtime_facts(final=force or not self.active)
                 key, text = self.facts_json()
                 if text is None or text == self.facts_text or (key == self.facts_key and not force):
                     return
@@ -269,6 +274,8 @@ class FactsMixin:
                                                               if k not in _MEMORY_VOLATILE})
                 if "loss" in self.facts:  # nor are the losses read back so far (the file written at exit has all)
                     steady_facts = dict(steady_facts, loss=None)
+                if "collectives" in self.facts:  # nor the collectives so far (all of them at exit, too)
+                    steady_facts = dict(steady_facts, collectives=None)
                 if steady_facts is not self.facts:
                     key = json.dumps(steady_facts, default=str)
                 key = key.replace('"steps_seen": %s' % json.dumps(seen), "", 1) if seen is not None else key

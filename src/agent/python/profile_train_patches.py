@@ -8,6 +8,8 @@ it loads this file next to it and calls install() once torch is imported).
   - Tensor.backward / autograd.backward: the backward range
   - optimizer step hooks and Optimizer.zero_grad: their ranges, optimizer facts, steps bounded by optimizer steps
   - GradScaler.__init__: AMP facts; at exit: the open step dropped, the facts file, the agent's final flush
+  - torch.distributed's collective functions and DistributedDataParallel's comm hook: facts.collectives
+    (profile_train_comm.py; PROFILE_TRAIN_COLLECTIVES=0 turns it off)
   - the knob overrides beyond the DataLoader's and autocast (apply_* in profile_train_overrides.py): threads and backend flags at import,
     channels_last and torch.compile on the top-level model at its first call, foreach / fused at an optimizer's
     construction; each one applied is noted in facts.overrides_applied, each one that cannot act on this program
@@ -34,6 +36,15 @@ def install(torch, shim):
     # torch.compile's facts: the wrapper notes each call and, on the first, hooks dynamo's logs and callbacks.
     S.compile_watch = shim._load_sibling(shim._COMPILE).CompileWatch(S.nvtx, S.steps_seen)
     S.compile_watch.wrap_compile(torch)
+    # torch.distributed's collectives (facts.collectives): its functions and DDP's gradient buckets, unless
+    # PROFILE_TRAIN_COLLECTIVES=0 (then nothing of it is patched).
+    if os.environ.get("PROFILE_TRAIN_COLLECTIVES", "1") != "0":
+        try:
+            watch = shim._load_sibling(shim._COMM).CommWatch(S, torch)
+            if watch.install():
+                S.comm_watch = watch
+        except Exception as e:
+            S.note_error("collectives", e)
     S.nvtx.bind_lazily(torch)
     import torch.nn as nn
     import torch.utils.data.dataloader as dl

@@ -31,7 +31,8 @@ torch.threads N, backends.tf32 / backends.cudnn_benchmark / model.channels_last 
 off|default|reduce-overhead|max-autotune-no-cudagraphs, optimizer.impl default|foreach|fused; PROFILE_TRAIN_APPLY
 names a file holding the same object, for `profile-train run --apply`),
 PROFILE_TRAIN_MODULE_RANGES (DEPTH[,backward]: per-module forward [and backward] ranges, opt-in; how and what they
-cost: profile_train_module_ranges.py).
+cost: profile_train_module_ranges.py), PROFILE_TRAIN_COLLECTIVES (0: no facts.collectives, torch.distributed and
+DDP left unpatched; profile_train_comm.py).
 """
 
 import ctypes
@@ -389,6 +390,7 @@ S = _Shim()
 _PATCHES = "profile_train_patches"  # the patches into torch, in the file next to this one
 _OVERRIDES = "profile_train_overrides"  # the knob overrides the patches apply, next to this one
 _COMPILE = "profile_train_compile"  # torch.compile's facts (facts.compile), next to this one
+_COMM = "profile_train_comm"  # torch.distributed's collectives (facts.collectives), next to this one
 
 
 def _install(torch):
@@ -432,7 +434,8 @@ def _without_shim_frames(tb):
     if here.endswith((".pyc", ".pyo")):
         here = here[:-1]
     ours = {here} | {os.path.join(os.path.dirname(here), name + ".py") 
-            for name in (_PATCHES, _OVERRIDES, _COMPILE, _FACTS_MODULE, _FACTS._MODULE_RANGES, _FACTS._MEMORY)}
+            for name in (_PATCHES, _OVERRIDES, _COMPILE, _COMM, _FACTS_MODULE, _FACTS._MODULE_RANGES,
+                         _FACTS._MEMORY)}
     kept = []
     while tb is not None:
         if os.path.abspath(tb.tb_frame.f_code.co_filename) not in ours:

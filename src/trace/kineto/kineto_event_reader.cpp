@@ -92,6 +92,37 @@ void KinetoParser::arg_string(std::string_view* out, bool* has, int hd) {
   }
 }
 
+void KinetoParser::arg_coll_text(StringId* out, int hd) {
+  const char c = r_.peek();
+  if (c == '"') {
+    *out = trace_.strings.intern(utf8_safe(r_.read_string(), &utf8_scratch_));
+    raw_.has_coll = true;
+  } else if (c == '-' || JsonReader::is_digit(c)) {
+    int64_t v = 0;
+    if (detail::number_to_i64(r_.read_number(), &v)) {
+      *out = trace_.strings.intern(std::to_string(v));
+      raw_.has_coll = true;
+    } else {
+      ++raw_.arg_issues;
+    }
+  } else {
+    r_.skip_value(hd);
+    if (c != 'n') ++raw_.arg_issues;
+  }
+}
+
+void KinetoParser::arg_coll_int(int64_t* out, int hd) {
+  bool has = false;
+  arg_int(out, hd, &has);
+  if (has) raw_.has_coll = true;
+}
+
+uint32_t KinetoParser::intern_collective(const trace::CollectiveArgs& a) {
+  auto [it, added] = coll_index_.try_emplace(a, static_cast<uint32_t>(trace_.collectives.size()));
+  if (added) trace_.collectives.push_back(a);
+  return it->second;
+}
+
 void KinetoParser::arg_dim3(int64_t* dims, int* n, int hd) {
   if (r_.peek() != '[') {
     const char c = r_.peek();
@@ -227,6 +258,10 @@ void KinetoParser::parse_args(int hd) {
     const std::string_view k = r_.read_string();
     r_.expect(':');
     switch (k.size()) {
+      case 3:
+        if (key_is(k, "Seq")) arg_coll_int(&raw_.coll.seq, vd);
+        else r_.skip_value(vd);
+        break;
       case 4:
         if (key_is(k, "grid")) arg_dim3(raw_.grid, &raw_.grid_n, vd);
         else if (key_is(k, "name")) arg_string(&raw_.meta_name, &raw_.has_meta_name, vd);
@@ -237,6 +272,7 @@ void KinetoParser::parse_args(int hd) {
         if (key_is(k, "bytes")) arg_int(&raw_.bytes, vd);
         else if (key_is(k, "Bytes")) arg_int(&raw_.mem_bytes, vd, &raw_.has_mem_bytes);
         else if (key_is(k, "block")) arg_dim3(raw_.block, &raw_.block_n, vd);
+        else if (key_is(k, "dtype")) arg_coll_text(&raw_.coll.dtype, vd);
         else r_.skip_value(vd);
         break;
       case 6:
@@ -251,7 +287,11 @@ void KinetoParser::parse_args(int hd) {
       case 10:
         if (key_is(k, "Input Dims")) arg_inputs(&raw_.input_dims, &raw_.has_input_dims, true, vd);
         else if (key_is(k, "Input type")) arg_inputs(&raw_.input_types, &raw_.has_input_types, false, vd);
-        else r_.skip_value(vd);
+        else if (key_is(k, "Group size")) {
+          int64_t g = -1;
+          arg_coll_int(&g, vd);
+          if (g >= 0 && g <= INT32_MAX) raw_.coll.group_size = static_cast<int32_t>(g);
+        } else r_.skip_value(vd);
         break;
       case 11:
         if (key_is(k, "External id") || key_is(k, "external id")) arg_int(&raw_.external_id, vd);
@@ -262,19 +302,35 @@ void KinetoParser::parse_args(int hd) {
       case 13:
         if (key_is(k, "shared memory")) arg_int(&raw_.shmem, vd);
         else if (key_is(k, "blocks per SM")) arg_double(&raw_.blocks_per_sm, vd);
+        else if (key_is(k, "In msg nelems")) arg_coll_int(&raw_.coll.in_nelems, vd);
+        else if (key_is(k, "In split size")) arg_coll_text(&raw_.coll.in_split, vd);
         else r_.skip_value(vd);
         break;
       case 14:
         if (key_is(k, "cuda_sync_kind")) arg_string(&raw_.sync_kind, &raw_.has_sync_kind, vd);
         else if (key_is(k, "Total Reserved")) arg_int(&raw_.total_reserved, vd);
+        else if (key_is(k, "Out msg nelems")) arg_coll_int(&raw_.coll.out_nelems, vd);
+        else if (key_is(k, "Out split size")) arg_coll_text(&raw_.coll.out_split, vd);
         else r_.skip_value(vd);
         break;
       case 15:
         if (key_is(k, "Total Allocated")) arg_int(&raw_.total_allocated, vd);
         else if (key_is(k, "Collective name")) {
           raw_.collective = true;
-          r_.skip_value(vd);
+          arg_coll_text(&raw_.coll.name, vd);
         } else if (key_is(k, "Concrete Inputs")) arg_inputs(&raw_.concrete_inputs, &raw_.has_concrete_inputs, false, vd, 2);
+        else r_.skip_value(vd);
+        break;
+      case 16:
+        if (key_is(k, "Process Group ID")) arg_coll_text(&raw_.coll.pg_name, vd);
+        else r_.skip_value(vd);
+        break;
+      case 18:
+        if (key_is(k, "Process Group Name")) arg_coll_text(&raw_.coll.pg_name, vd);
+        else r_.skip_value(vd);
+        break;
+      case 19:
+        if (key_is(k, "Process Group Ranks")) arg_coll_text(&raw_.coll.pg_ranks, vd);
         else r_.skip_value(vd);
         break;
       case 20:
@@ -283,6 +339,7 @@ void KinetoParser::parse_args(int hd) {
         break;
       case 25:
         if (key_is(k, "est. achieved occupancy %")) arg_double(&raw_.occupancy, vd);
+        else if (key_is(k, "Process Group Description")) arg_coll_text(&raw_.coll.pg_desc, vd);
         else r_.skip_value(vd);
         break;
       default:

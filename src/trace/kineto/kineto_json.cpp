@@ -93,6 +93,7 @@ void KinetoParser::import_complete(const RawEvent& e, Cls cls) {
   ev.external_id = e.external_id;
   const bool gpu = cls == Cls::kKernel || cls == Cls::kMemcpy || cls == Cls::kMemset || cls == Cls::kSync ||
                    cls == Cls::kGpuAnnotation;
+  if (e.has_coll) ev.coll = intern_collective(e.coll);
   if (gpu) {
     // pid = device index, tid = stream; args win over the (sometimes string) pid/tid.
     const int64_t dev = e.has_device ? note_numeric_id(e.device) : resolve_id(e.pid);

@@ -95,6 +95,9 @@ struct RawEvent {
   std::string_view meta_name;
   bool has_meta_name = false;
   bool collective = false;  // "Collective name" present (PyTorch >= 2.1 puts it on NCCL/RCCL kernels too)
+  // The collective's args (trace::CollectiveArgs, strings interned as read); has_coll: any of them present.
+  trace::CollectiveArgs coll;
+  bool has_coll = false;
   // "Input Dims" / "Input type", rendered and interned.
   bool has_input_dims = false, has_input_types = false, has_concrete_inputs = false;
   StringId input_dims = 0, input_types = 0, concrete_inputs = 0;
@@ -171,11 +174,15 @@ class KinetoParser {
   void arg_int(int64_t* out, int hd, bool* has = nullptr);
   void arg_double(double* out, int hd);
   void arg_string(std::string_view* out, bool* has, int hd);
+  // A string or number value interned as text (collective args); marks raw_.has_coll.
+  void arg_coll_text(StringId* out, int hd);
+  void arg_coll_int(int64_t* out, int hd);
   void arg_dim3(int64_t* dims, int* n, int hd);
   void arg_inputs(StringId* out, bool* has, bool dims, int hd, int cache = -1);
   void render_inputs_list(std::string* out, bool dims, int hd);
   void append_inputs(std::string* out, std::string_view piece);
   uint32_t intern_inputs(const RawEvent& e);
+  uint32_t intern_collective(const trace::CollectiveArgs& a);
 
   int64_t resolve_id(const IdField& f);
   int64_t note_numeric_id(int64_t v) {
@@ -240,6 +247,19 @@ class KinetoParser {
     }
   };
   std::unordered_map<InputsKey, uint32_t, InputsKeyHash> inputs_index_;
+  // The index of each distinct collective argument set in trace_.collectives.
+  struct CollHash {
+    size_t operator()(const trace::CollectiveArgs& a) const {
+      uint64_t h = 0x9E3779B97F4A7C15ull;
+      for (uint64_t v : {uint64_t{a.name}, uint64_t{a.dtype}, uint64_t{a.pg_name}, uint64_t{a.pg_desc},
+                         uint64_t{a.pg_ranks}, uint64_t{a.in_split}, uint64_t{a.out_split},
+                         static_cast<uint64_t>(a.in_nelems), static_cast<uint64_t>(a.out_nelems),
+                         static_cast<uint64_t>(a.seq), static_cast<uint64_t>(a.group_size)})
+        h = (h ^ v) * 0x100000001B3ull;
+      return static_cast<size_t>(h);
+    }
+  };
+  std::unordered_map<trace::CollectiveArgs, uint32_t, CollHash> coll_index_;
 };
 
 template <typename F>

@@ -305,10 +305,17 @@ void KinetoParser::absorb(KinetoParser& b) {
     if (added) t.op_inputs.push_back(in);
     inputs[j] = it->second;
   }
+  std::vector<uint32_t> colls(bt.collectives.size(), 0);
+  for (size_t j = 1; j < colls.size(); ++j) {
+    trace::CollectiveArgs a = bt.collectives[j];
+    for (StringId* id : {&a.name, &a.dtype, &a.pg_name, &a.pg_desc, &a.pg_ranks, &a.in_split, &a.out_split}) *id = str[*id];
+    colls[j] = intern_collective(a);
+  }
   // Both parts are sorted (sort_part): merged, ties to this part's first, that is finalize's stable order.
   for (Event& ev : bt.events) {
     ev.name = str[ev.name];
     ev.inputs = inputs[ev.inputs];
+    ev.coll = colls[ev.coll];
     ev.pid = id_of(ev.pid);
     ev.tid = id_of(ev.tid);
   }
