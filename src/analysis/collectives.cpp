@@ -21,7 +21,7 @@ using trace::Event;
 
 namespace {
 
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+bool begins(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 bool has(std::string_view s, std::string_view p) { return s.find(p) != std::string_view::npos; }
 
 }  // namespace
@@ -32,18 +32,18 @@ std::string collective_kind(std::string_view name) {
   std::string t;  // without underscores: allreduce, allgatherbase, reducescattertensorcoalesced, ...
   for (char ch : s)
     if (ch != '_') t += ch;
-  if (t.empty() || starts_with(t, "wait") || t == "coalesced" || t == "startcoalescing" || t == "endcoalescing")
+  if (t.empty() || begins(t, "wait") || t == "coalesced" || t == "startcoalescing" || t == "endcoalescing")
     return "";
   if (has(t, "allreduce")) return "all_reduce";
   if (has(t, "reducescatter")) return "reduce_scatter";
   if (has(t, "allgather")) return "all_gather";
   if (has(t, "alltoall")) return "all_to_all";
   if (has(t, "broadcast")) return "broadcast";
-  if (has(t, "sendrecv") || starts_with(t, "send") || starts_with(t, "recv") || starts_with(t, "isend") ||
-      starts_with(t, "irecv") || has(t, "batchisendirecv") || has(t, "p2p"))
+  if (has(t, "sendrecv") || begins(t, "send") || begins(t, "recv") || begins(t, "isend") ||
+      begins(t, "irecv") || has(t, "batchisendirecv") || has(t, "p2p"))
     return "send_recv";
   if (has(t, "barrier")) return "barrier";
-  if (starts_with(t, "reduce")) return "reduce";
+  if (begins(t, "reduce")) return "reduce";
   if (has(t, "gather")) return "gather";
   if (has(t, "scatter")) return "scatter";
   return "other";
@@ -51,7 +51,7 @@ std::string collective_kind(std::string_view name) {
 
 std::string collective_kind_of_kernel(std::string_view kernel_name) {
   const std::string l = ascii_lower(kernel_name);
-  if (!starts_with(l, "nccl") && !starts_with(l, "rccl")) return "";
+  if (!begins(l, "nccl") && !begins(l, "rccl")) return "";
   const size_t a = l.find('_');
   if (a == std::string::npos) return "";
   size_t b = l.find_first_of("_(<", a + 1);
@@ -62,8 +62,8 @@ std::string collective_kind_of_kernel(std::string_view kernel_name) {
 
 std::optional<DtypeInfo> collective_dtype(std::string_view text) {
   std::string s = ascii_lower(trim_space(text));
-  if (starts_with(s, "c10::")) s = s.substr(5);
-  if (starts_with(s, "torch.")) s = s.substr(6);
+  if (begins(s, "c10::")) s = s.substr(5);
+  if (begins(s, "torch.")) s = s.substr(6);
   struct Entry {
     std::string_view text, name;
     int bytes;
@@ -225,7 +225,7 @@ std::optional<Info> info_from_host(const trace::Trace& t, const Event& o) {
   i.kind = collective_kind(name);
   if (i.kind.empty()) return std::nullopt;
   i.evidence = "operator";
-  if ((starts_with(name, "nccl:") || starts_with(name, "gloo:")) && o.inputs > 0 && o.inputs < t.op_inputs.size()) {
+  if ((begins(name, "nccl:") || begins(name, "gloo:")) && o.inputs > 0 && o.inputs < t.op_inputs.size()) {
     const trace::OpInputs& in = t.op_inputs[o.inputs];
     if (auto n = tensor_elements(t.strings.get(in.dims))) {
       i.in = *n;
@@ -394,6 +394,7 @@ std::optional<model::Collectives> collectives_section(const Ctx& c, const RoleRa
   std::vector<Call> calls;
   std::vector<std::string> notes;
   std::string timing;
+  bool host_compute_known = true;  // host ranges: the training thread's operators are in the trace
 
   // 1. GPU: one communication kernel, one call.
   const HostComm host(t);
@@ -450,9 +451,9 @@ std::optional<model::Collectives> collectives_section(const Ctx& c, const RoleRa
       cl.exposed = e > s ? (e - s) - covered(compute, s, e) : 0;
     }
     if (filled_from_shim > 0)
-      notes.push_back(format_printf("%lld communication kernels have their kind and size from the shim's record of the "
-                                    "call that launched them",
-                                    static_cast<long long>(filled_from_shim)));
+      notes.push_back(std::to_string(filled_from_shim) +
+                      " communication kernels have their kind and size from the shim's record of the call that "
+                      "launched them");
   }
 
   // 2. No GPU activity: the collectives' execution on the host (gloo's worker threads; nccl:* ranges of a
@@ -462,7 +463,9 @@ std::optional<model::Collectives> collectives_section(const Ctx& c, const RoleRa
     for (const Event& e : t.events) {
       if (e.is_gpu || (e.cat != Category::kCpuOp && e.cat != Category::kUserAnnotation) || e.dur_ns <= 0) continue;
       const std::string& n = t.name(e);
-      if (!starts_with(n, "gloo:") && !starts_with(n, "nccl:")) continue;
+      // gloo's ranges are the collective's execution on its worker thread; an nccl:* range is only the host's
+      // enqueue of GPU work the trace lacks, which times nothing.
+      if (!begins(n, "gloo:")) continue;
       TimeNs& until = open_until[{e.pid, e.tid}];
       if (e.start_ns < until) continue;  // nested in a kept range
       until = e.end_ns();
@@ -475,13 +478,17 @@ std::optional<model::Collectives> collectives_section(const Ctx& c, const RoleRa
     if (!calls.empty()) {
       timing = "host_ranges";
       const Intervals compute = host_compute(t, c.si.main_pid, c.si.main_tid);
+      host_compute_known = !intersect_intervals(compute, c.windows).empty();
       for (Call& cl : calls) {
         const Step& st = steps[static_cast<size_t>(cl.step)];
         const TimeNs s = std::max(cl.start, st.start), e = std::min(cl.start + cl.dur, st.end);
         cl.exposed = e > s ? (e - s) - covered(compute, s, e) : 0;
       }
-      notes.push_back("timed by the collectives' host ranges (gloo:* on the process group's worker threads); exposed: "
-                      "not overlapped by an operator of the training thread");
+      notes.push_back(host_compute_known
+                          ? "timed by the collectives' host ranges (gloo:* on the process group's worker threads); "
+                            "exposed: not overlapped by an operator of the training thread"
+                          : "timed by the collectives' host ranges (gloo:* on the process group's worker threads); the "
+                            "trace records no operator of the training thread, so how much compute hides them is unknown");
     }
   }
 
@@ -607,13 +614,16 @@ std::optional<model::Collectives> collectives_section(const Ctx& c, const RoleRa
         if (out.link && out.link->gbps > 0) r.peak_share = r6(*r.busbw_gbps / out.link->gbps);
       }
     }
-    r.exposed_ms_per_step = r6(ms(a.exposed) / nsteps);
-    r.exposed_share = a.ns > 0 ? std::optional<double>(r6(static_cast<double>(a.exposed) / static_cast<double>(a.ns))) : std::nullopt;
+    if (host_compute_known) {
+      r.exposed_ms_per_step = r6(ms(a.exposed) / nsteps);
+      r.exposed_share = a.ns > 0 ? std::optional<double>(r6(static_cast<double>(a.exposed) / static_cast<double>(a.ns))) : std::nullopt;
+    }
     r.evidence = std::max_element(a.evidence.begin(), a.evidence.end(), [](const auto& x, const auto& y) {
                    return x.second < y.second;
                  })->first;
-    if (r.kind == "all_reduce" && r.dtype == std::optional<std::string>("float32")) fp32_ar_exposed += ms(a.exposed);
-    if (r.kind == "all_gather" || r.kind == "reduce_scatter") ag_exposed += ms(a.exposed);
+    if (host_compute_known && r.kind == "all_reduce" && r.dtype == std::optional<std::string>("float32"))
+      fp32_ar_exposed += ms(a.exposed);
+    if (host_compute_known && (r.kind == "all_gather" || r.kind == "reduce_scatter")) ag_exposed += ms(a.exposed);
     table.push_back(std::move(r));
   }
   std::sort(table.begin(), table.end(), [](const model::CollectiveRow& a, const model::CollectiveRow& b) {
@@ -629,7 +639,7 @@ std::optional<model::Collectives> collectives_section(const Ctx& c, const RoleRa
   Intervals exposed_iv;
   if (timing == "gpu_kernels") {
     out.exposed_ms_per_step = r6(ms(c.clipped(subtract_intervals(roles[Role::kCommunication], roles[Role::kKernel]))) / nsteps);
-  } else {
+  } else if (host_compute_known) {
     Intervals all;
     for (const Call& cl : calls) all.push_back({cl.start, cl.start + cl.dur});
     all = intersect_intervals(merge_intervals(std::move(all)), c.windows);
@@ -642,7 +652,7 @@ std::optional<model::Collectives> collectives_section(const Ctx& c, const RoleRa
     }
     out.exposed_ms_per_step = r6(ms(total_exposed) / nsteps);
   }
-  out.exposed_share = frac_or_null(*out.exposed_ms_per_step, step_ms);
+  if (out.exposed_ms_per_step) out.exposed_share = frac_or_null(*out.exposed_ms_per_step, step_ms);
   if (fp32_ar_exposed > 0) out.fp32_allreduce_exposed_share = r6(std::min(1.0, fp32_ar_exposed / nsteps / step_ms));
   if (ag_exposed > 0) out.allgather_exposed_share = r6(std::min(1.0, ag_exposed / nsteps / step_ms));
 
@@ -664,7 +674,7 @@ std::optional<model::Collectives> collectives_section(const Ctx& c, const RoleRa
       exposed += cl.exposed;
       min_dur = std::min(min_dur, cl.dur);
     }
-    if (n / nsteps >= 2 && best_algbw > 0) {
+    if (n / nsteps >= 2 && best_algbw > 0 && host_compute_known) {
       model::SmallCollectives sm;
       sm.calls_per_step = r6(n / nsteps);
       sm.exposed_ms_per_step = r6(ms(exposed) / nsteps);
@@ -686,7 +696,7 @@ std::optional<model::Collectives> collectives_section(const Ctx& c, const RoleRa
     if (r.dtype) s += " " + *r.dtype;
     if (r.bytes) s += " " + human_bytes(static_cast<double>(*r.bytes));
     s += format_printf(" x %.3g/step", r.calls_per_step);
-    if (r.group_size) s += format_printf(" over %lld ranks", static_cast<long long>(*r.group_size));
+    if (r.group_size) s += " over " + std::to_string(*r.group_size) + " ranks";
     return s;
   };
   if (!table.empty()) {
@@ -694,7 +704,7 @@ std::optional<model::Collectives> collectives_section(const Ctx& c, const RoleRa
     std::string s = row_text(top) + ":";
     if (top.busbw_gbps) {
       s += format_printf(" busbw %.3g GB/s", *top.busbw_gbps);
-      if (top.peak_share && out.link) s += format_printf(" (%.0f%% of %s)", 100.0 * *top.peak_share, out.link->name.c_str());
+        if (top.peak_share && out.link) s += format_printf(" (%.0f%% of ", 100.0 * *top.peak_share) + out.link->name + ")";
     } else if (top.algbw_gbps) {
       s += format_printf(" algbw %.3g GB/s", *top.algbw_gbps);
     } else {
@@ -721,8 +731,8 @@ std::optional<model::Collectives> collectives_section(const Ctx& c, const RoleRa
                     "splits waiting from transfer); the peak is " + out.link->name +
                     "'s: a group that spans nodes runs over the network instead");
   if (out.instances.size() < calls.size())
-    notes.push_back(format_printf("%zu collectives beyond the first %zu are counted in the table but not matched "
-                                  "across ranks", calls.size() - out.instances.size(), out.instances.size()));
+    notes.push_back(std::to_string(calls.size() - out.instances.size()) + " collectives beyond the first " +
+                    std::to_string(out.instances.size()) + " are counted in the table but not matched across ranks");
   out.notes = std::move(notes);
   return out;
 }

@@ -298,7 +298,7 @@ bool is_one_job(const std::vector<RankReport>& reports) {
 }
 
 namespace {
-JobSummary summarize_ranks(const std::vector<RankReport>& reports, std::vector<Rank>& ranks, std::vector<const Rank*>& ok) {
+JobSummary summarize_ranks(std::vector<Rank>& ranks, std::vector<const Rank*>& ok) {
   JobSummary out;
   for (const auto& k : ranks) {
     out.ranks.push_back(row_of(k));
@@ -358,7 +358,7 @@ JobSummary summarize_job(const std::vector<RankReport>& reports) {
   std::vector<Rank> ranks;
   for (size_t i = 0; i < reports.size(); ++i) ranks.push_back(read_rank(reports[i], static_cast<int64_t>(i)));
   std::vector<const Rank*> ok;
-  JobSummary out = summarize_ranks(reports, ranks, ok);
+  JobSummary out = summarize_ranks(ranks, ok);
   out.collectives = match_collectives(reports, ranks, ok);
   return out;
 }

@@ -120,7 +120,7 @@ Verdict decide_verdict(const Report& r) {
                               (steady < steps ? fmt(steady, "%.0f") + " steady-state of " : std::string()) +
                               fmt(steps, "%.0f") + " step(s) (" + step_src + ")";
   const double dl = share(Role::kDataLoading);
-  const double cpu = share(Role::kCpu);
+  double cpu = share(Role::kCpu);  // less the shim-timed collectives on a CPU job (below)
   const double rt = share(Role::kRuntime);
 
   std::string context_ev;  // a general line appended after the class-specific evidence
@@ -190,9 +190,16 @@ Verdict decide_verdict(const Report& r) {
       ev.push_back(step_ev);
       return v;
     }
-    const double ccomm = share(Role::kCommunication);
+    double ccomm = share(Role::kCommunication);
+    if (ccomm <= 0 && r.collectives && r.collectives->timing == "shim" && r.communication.exposed_fraction) {
+      // The shim timed the collectives (`run` of a CPU job: gloo's work is in no range the capture records): the
+      // training thread's wait in them lies inside the phase ranges that the breakdown counts as CPU time.
+      ccomm = *r.communication.exposed_fraction;
+      cpu = std::max(0.0, cpu - ccomm);
+    }
     if (ccomm >= 0.30 && ccomm >= cpu) {
       ev.push_back("CPU collectives (gloo) " + pct(ccomm) + " of the step, CPU compute " + pct(cpu));
+      if (r.collectives && r.collectives->summary) ev.push_back("top collective: " + *r.collectives->summary);
       return finish(B::kCommunication, 0.5 + 0.4 * std::min(1.0, (ccomm - 0.3) / 0.3),
                     "Communication: " + pct(ccomm) + " of each step is spent in CPU collectives.");
     }

@@ -7,6 +7,18 @@
 
 namespace profile_train::report::detail {
 
+namespace {
+
+std::string size_text(int64_t b) {
+  const double v = static_cast<double>(b);
+  if (v >= 1e9) return format_fixed(v / 1e9, 2) + " GB";
+  if (v >= 1e6) return format_fixed(v / 1e6, 2) + " MB";
+  if (v >= 1e3) return format_fixed(v / 1e3, 1) + " KB";
+  return std::to_string(b) + " B";
+}
+
+}  // namespace
+
 void write_collectives(Html& h, const model::Report& r) {
   if (!r.collectives) return;
   const auto& c = *r.collectives;
@@ -31,7 +43,7 @@ void write_collectives(Html& h, const model::Report& r) {
         .text(row.group_size ? " (" + std::to_string(*row.group_size) + " ranks)" : "").raw("</td><td>")
         .text(row.dtype.value_or("?")).raw("</td><td class=\"num\"")
         .raw(row.bytes ? " data-v=\"" + std::to_string(*row.bytes) + "\"" : "").raw(">")
-        .text(row.bytes ? format_fixed(static_cast<double>(*row.bytes) / 1e6, 3) + " MB" : row.size_bucket)
+        .text(row.bytes ? size_text(*row.bytes) : row.size_bucket)
         .raw("</td><td class=\"num\">").text(fmt_count(row.calls_per_step)).raw("</td><td class=\"num\" data-v=\"")
         .raw(format_fixed(row.ms_per_step, 6)).raw("\">").text(fmt_ms(row.ms_per_step)).raw("</td><td class=\"num\">")
         .text(fmt_ms(row.mean_ms)).raw("</td><td class=\"num\">")

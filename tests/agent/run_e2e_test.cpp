@@ -495,8 +495,10 @@ TEST(RunE2E, TorchrunTwoRanksGiveOneTraceAndReportPerRank) {
 }
 
 // Issue 17 item 9 / issue 14: a launcher that is not torchrun (Lightning's devices=2 style: rank 0 starts the
-// other rank with LOCAL_RANK only, RANK never set). One report per rank with the rank torch.distributed gave,
-// communication "not measured" (gloo on the CPU), and the job summary names the planted slow-loader rank.
+// other rank with LOCAL_RANK only, RANK never set). One report per rank with the rank torch.distributed gave and
+// the job summary names the planted slow-loader rank. Issue 40: the shim times DDP's gloo all-reduces
+// (facts.collectives), so communication is measured: rank 0 waits in them for rank 1, whose data loading the
+// per-collective view names.
 TEST(RunE2E, OwnLauncherRanksGetTheirReportsAndTheJobSummaryNamesTheSlowRank) {
   REQUIRE_TORCH();
   const fs::path out = fresh_dir("run_own_launcher");
@@ -515,19 +517,54 @@ TEST(RunE2E, OwnLauncherRanksGetTheirReportsAndTheJobSummaryNamesTheSlowRank) {
   EXPECT_EQ(r0["source"]["distributed"]["world_size"], 2);
   EXPECT_EQ(r0["steps"]["count"], 8);
   EXPECT_EQ(r1["steps"]["count"], 8);
-  EXPECT_FALSE(r0["communication"]["measured"].get<bool>());
-  EXPECT_TRUE(r0["communication"]["exposed_fraction"].is_null());
-  EXPECT_NE(log.find("Comm      not measured"), std::string::npos) << log;
+  EXPECT_TRUE(r0["communication"]["measured"].get<bool>());
+  ASSERT_TRUE(r0["communication"]["exposed_fraction"].is_number()) << r0["communication"].dump();
+  EXPECT_GT(r0["communication"]["exposed_fraction"].get<double>(), 0.3) << r0["collectives"].dump();
+  EXPECT_EQ(r0["collectives"]["timing"], "shim") << r0["collectives"].dump();
+  EXPECT_EQ(r0["collectives"]["rows"][0]["kind"], "all_reduce") << r0["collectives"].dump();
+  EXPECT_EQ(r0["verdict"]["bottleneck"], "communication") << r0["verdict"].dump();
   std::ifstream jf(out / "job.json");
   ASSERT_TRUE(jf.good()) << log;
   const auto job = nlohmann::json::parse(jf);
   EXPECT_EQ(job["verdict"], "straggler") << job.dump();
   EXPECT_EQ(job["straggler"]["rank"], 1) << job.dump();
   EXPECT_EQ(job["straggler"]["phase"], "input") << job.dump();
+  EXPECT_TRUE(job["communication_measured"].get<bool>());
+  EXPECT_EQ(job["collectives"]["matched_by"], "process group and sequence number") << job.dump();
+  EXPECT_EQ(job["collectives"]["last_rank"], 1) << job.dump();
+  EXPECT_EQ(job["collectives"]["last_rank_phase"], "input") << job.dump();
+  EXPECT_NE(log.find("Straggler: rank 1"), std::string::npos) << log;
+  EXPECT_NE(log.find("in collectives for rank 1 (data loading)"), std::string::npos) << log;
+  EXPECT_NE(slurp(out / "summary.html").find("id=\"job-collectives\""), std::string::npos);
+}
+
+// The same job with the shim's collective records off (PROFILE_TRAIN_COLLECTIVES=0): communication "not measured",
+// and the job summary still names the slow-loader rank from data loading alone.
+TEST(RunE2E, OwnLauncherWithoutCollectiveRecordsSaysCommunicationIsNotMeasured) {
+  REQUIRE_TORCH();
+  const fs::path out = fresh_dir("run_own_launcher_nocomm");
+  setenv("PROFILE_TRAIN_COLLECTIVES", "0", 1);
+  Proc p = start(run_args(out, {kPython.string(), (kData / "train_own_launcher.py").string(), "--steps", "8",
+                                "--slow-rank", "1", "--sample-ms", "3"}),
+                 out / "log.txt");
+  unsetenv("PROFILE_TRAIN_COLLECTIVES");
+  const int rc = wait_exit(p);
+  const std::string log = slurp(out / "log.txt");
+  ASSERT_EQ(rc, 0) << log;
+  const auto r0 = report_of(out / "rank0");
+  ASSERT_FALSE(r0.is_null()) << log;
+  EXPECT_FALSE(r0["communication"]["measured"].get<bool>());
+  EXPECT_TRUE(r0["communication"]["exposed_fraction"].is_null());
+  EXPECT_FALSE(r0.contains("collectives")) << r0["collectives"].dump();
+  EXPECT_NE(log.find("Comm      not measured"), std::string::npos) << log;
+  std::ifstream jf(out / "job.json");
+  ASSERT_TRUE(jf.good()) << log;
+  const auto job = nlohmann::json::parse(jf);
+  EXPECT_EQ(job["verdict"], "straggler") << job.dump();
+  EXPECT_EQ(job["straggler"]["rank"], 1) << job.dump();
   EXPECT_FALSE(job["communication_measured"].get<bool>());
   EXPECT_TRUE(job["ranks"][0]["communication_wait_ms"].is_null());
   EXPECT_NE(slurp(out / "summary.html").find("id=\"comm-not-measured\""), std::string::npos);
-  EXPECT_NE(log.find("Straggler: rank 1"), std::string::npos) << log;
   EXPECT_NE(log.find("not measured  input_pipeline  <- straggler"), std::string::npos) << log;
 }
 
@@ -537,9 +574,11 @@ TEST(RunE2E, OwnLauncherWithoutAStragglerIsNotCalledBalancedWhenCommunicationIsU
   const fs::path out = fresh_dir("run_own_launcher_even");
   // Both ranks wait ~24 ms per step for their data: the noise of a loaded machine stays well under the 10%
   // straggler threshold.
+  setenv("PROFILE_TRAIN_COLLECTIVES", "0", 1);  // the shim's collective records off: the wait is not seen
   Proc p = start(run_args(out, {kPython.string(), (kData / "train_own_launcher.py").string(), "--steps", "6",
                                 "--every-rank-ms", "3"}),
                  out / "log.txt");
+  unsetenv("PROFILE_TRAIN_COLLECTIVES");
   const int rc = wait_exit(p);
   const std::string log = slurp(out / "log.txt");
   ASSERT_EQ(rc, 0) << log;

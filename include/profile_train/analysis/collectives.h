@@ -4,8 +4,9 @@
 //
 // Where each collective comes from, strongest evidence first:
 //   timing   GPU: the communication kernels (kernel_class.h), one kernel one call; no GPU activity: the host
-//            ranges of the collectives' execution (gloo:* on the process group's worker threads, nccl:* of a
-//            host-only trace); neither: the Python shim's records of each call (facts.collectives, `run`).
+//            ranges of the collectives' execution (gloo:* on the process group's worker threads; an nccl:* range is
+//            only the host's enqueue and times nothing); neither: the Python shim's records of each call
+//            (facts.collectives, `run`).
 //   args     the kernel's own Kineto collective args (PyTorch >= 2.1: trace::CollectiveArgs), else those of the
 //            operator that launched it (record_param_comms by External id), else of the communication operators
 //            around its launch on the launching thread; else the kind from a c10d::* / nccl:* name and the size
