@@ -109,6 +109,9 @@ std::optional<int64_t> collective_bytes(std::string_view kind, int64_t in_nelems
     const int64_t v = std::max(in_nelems, out_nelems);
     return v >= 0 ? std::optional<int64_t>(v * eb) : std::nullopt;
   }
+  // gather / scatter: the whole gathered (scattered) array, n x one rank's part (nccl-tests' count x nranks).
+  if (kind == "gather" && in_nelems >= 0 && group_size > 0) return in_nelems * group_size * eb;
+  if (kind == "scatter" && out_nelems >= 0 && group_size > 0) return out_nelems * group_size * eb;
   if (in_nelems >= 0) return in_nelems * eb;
   if (kind == "reduce_scatter" && out_nelems >= 0 && group_size > 0) return out_nelems * group_size * eb;
   if (out_nelems >= 0 && kind != "reduce_scatter") return out_nelems * eb;

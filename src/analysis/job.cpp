@@ -99,9 +99,15 @@ std::optional<StragglerPhase> slower_phase(const std::vector<const Rank*>& ok, c
   if (!k->ok || ok.size() < 2) return std::nullopt;
   const double in_x = k->input - others_median(ok, k, [](const Rank& r) { return r.input; });
   const double compute_x = k->compute - others_median(ok, k, [](const Rank& r) { return r.compute; });
-  if (in_x <= 0 && compute_x <= 0) return std::nullopt;
+  const double floor = 0.01 * k->step;  // within 1% of the step: no phase is slower
+  if (in_x <= floor && compute_x <= floor) return std::nullopt;
   return in_x >= compute_x ? StragglerPhase::kInput : StragglerPhase::kCompute;
 }
+
+// The others' wait in collectives, as a share of the median step, from which the rank they wait for is named.
+constexpr double kNamedWaitShare = 0.05;
+// A collective's ranks whose durations differ by less than this share of its transfer (plus 1 us): none was last.
+constexpr double kTieShare = 0.02;
 
 const char* phase_words(StragglerPhase p) { return p == StragglerPhase::kInput ? "data loading" : "compute"; }
 
@@ -111,16 +117,12 @@ const char* phase_words(StragglerPhase p) { return p == StragglerPhase::kInput ?
 std::optional<JobCollectives> match_collectives(const std::vector<RankReport>& reports, const std::vector<Rank>& ranks,
                                                 const std::vector<const Rank*>& ok) {
   std::vector<size_t> with;  // reports with collectives to match
-  bool all_seq = true;
+  int64_t with_seq = 0, without_seq = 0;
   for (size_t i = 0; i < reports.size(); ++i) {
     const auto& c = reports[i].report.collectives;
     if (!c || c->instances.empty()) continue;
     with.push_back(i);
-    for (const auto& in : c->instances)
-      if (in.seq < 0 || in.process_group.empty()) {
-        all_seq = false;
-        break;
-      }
+    for (const auto& in : c->instances) ++(in.seq >= 0 && !in.process_group.empty() ? with_seq : without_seq);
   }
   if (with.size() < 2) return std::nullopt;
   struct Seen {
@@ -131,14 +133,18 @@ std::optional<JobCollectives> match_collectives(const std::vector<RankReport>& r
   for (size_t i : with) {
     for (const auto& in : reports[i].report.collectives->instances) {
       std::string key = in.kind + '\x1f' + (in.process_group.empty() ? std::string("?") : in.process_group) + '\x1f';
-      key += all_seq ? std::to_string(in.seq) : in.step + '\x1f' + std::to_string(in.ordinal);
+      // A sequence number is the same on every rank of the group; without one, the order within the step.
+      key += in.seq >= 0 && !in.process_group.empty() ? "seq " + std::to_string(in.seq)
+                                                      : in.step + '\x1f' + std::to_string(in.ordinal);
       auto [it, fresh] = by_key.try_emplace(key);
       if (fresh) order.push_back(key);
       it->second.at.emplace_back(i, &in);
     }
   }
   JobCollectives out;
-  out.matched_by = all_seq ? "process group and sequence number" : "process group and order in each step";
+  out.matched_by = without_seq == 0 ? "process group and sequence number"
+                  : with_seq == 0  ? "process group and order in each step"
+                                   : "process group and sequence number (order in each step where none was recorded)";
   struct Acc {
     JobCollectiveRow row;
     double bytes = 0, transfer_ns = 0, wait_ns = 0, dur_ns = 0, sized_transfer_ns = 0;
@@ -185,7 +191,10 @@ std::optional<JobCollectives> match_collectives(const std::vector<RankReport>& r
       a.sized_transfer_ns += static_cast<double>(transfer);
       ++a.sized;
     }
-    ++a.last[last_ri];
+    // The last rank to arrive, where anyone waited for it (equal durations: nobody was last).
+    int64_t longest = 0;
+    for (const auto& [ri, in] : s.at) longest = std::max(longest, in->dur_ns);
+    if (static_cast<double>(longest - transfer) > kTieShare * static_cast<double>(transfer) + 1000.0) ++a.last[last_ri];
     transfer_total += static_cast<double>(transfer);
     for (const auto& [ri, in] : s.at) {
       const double w = static_cast<double>(in->dur_ns - transfer);
@@ -227,9 +236,11 @@ std::optional<JobCollectives> match_collectives(const std::vector<RankReport>& r
         r.busbw_gbps = r6(a.bytes / (a.sized_transfer_ns * 1e-9) / 1e9 * *f);
     }
     auto most = std::max_element(a.last.begin(), a.last.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
-    r.last_rank = rank_of(most->first);
-    r.last_rank_share = r6(static_cast<double>(most->second) / m);
-    r.last_rank_phase = slower_phase(ok, &ranks[most->first]);
+    if (most != a.last.end()) {
+      r.last_rank = rank_of(most->first);
+      r.last_rank_share = r6(static_cast<double>(most->second) / m);
+      r.last_rank_phase = slower_phase(ok, &ranks[most->first]);
+    }
     for (size_t i = 0; i < reports.size(); ++i) {
       auto it = a.wait_by_report.find(i);
       r.wait_ms_by_rank.push_back(it == a.wait_by_report.end() ? 0.0 : r6(it->second.first / static_cast<double>(it->second.second) / 1e6));
@@ -261,12 +272,19 @@ std::optional<JobCollectives> match_collectives(const std::vector<RankReport>& r
     waited_for[last_ri] += w;
   }
   auto top = std::max_element(waited_for.begin(), waited_for.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
-  if (top != waited_for.end() && top->second > 0) {
+  std::vector<double> step_ms;
+  for (const Rank* k : ok) step_ms.push_back(k->step);
+  const double med_step = median(step_ms);
+  // A rank is named only when the others' wait for it is material (a balanced job always has a last rank).
+  const bool material = med_step <= 0 || out.wait_ms_per_step >= kNamedWaitShare * med_step;
+  if (top != waited_for.end() && top->second > 0 && material) {
     out.last_rank = rank_of(top->first);
     out.last_rank_phase = slower_phase(ok, &ranks[top->first]);
   }
   out.rows = std::move(table);
   std::string s = "ranks wait " + fmt("%.3g", out.wait_ms_per_step) + " ms/step in collectives";
+  if (!material)
+    s += " (under " + fmt("%.0f%%", 100.0 * kNamedWaitShare) + " of the step: no rank holds the others back)";
   if (out.last_rank) {
     s += " for rank " + std::to_string(*out.last_rank);
     s += out.last_rank_phase ? std::string(" (") + phase_words(*out.last_rank_phase) + ")" : std::string(" (no phase of it slower than the others')");

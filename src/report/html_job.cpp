@@ -87,9 +87,10 @@ std::string render_job_html(const model::JobSummary& job) {
       h.raw("<h3>").text(r.kind + " " + r.size_bucket + (r.process_group ? " (group " + *r.process_group + ")" : ""))
           .raw("</h3>\n<p class=\"hint\">").text(format_fixed(r.calls_per_step, 2) + " calls/step, transfer " +
                                                   format_fixed(r.transfer_ms, 3) + " ms, waiting " +
-                                                  format_fixed(100.0 * r.wait_share, 0) + "% of the time; rank " +
-                                                  std::to_string(r.last_rank) + " arrives last in " +
-                                                  format_fixed(100.0 * r.last_rank_share, 0) + "% of them" +
+                                                  format_fixed(100.0 * r.wait_share, 0) + "% of the time; " +
+                                                  (r.last_rank < 0 ? std::string("the ranks arrive together")
+                                                                   : "rank " + std::to_string(r.last_rank) + " arrives last in " +
+                                                                         format_fixed(100.0 * r.last_rank_share, 0) + "% of them") +
                                                   (r.busbw_gbps ? ", busbw " + format_fixed(*r.busbw_gbps, 2) + " GB/s" : ""))
           .raw("</p>\n<div class=\"opbars\">\n");
       for (size_t i = 0; i < r.wait_ms_by_rank.size() && i < job.ranks.size(); ++i) {

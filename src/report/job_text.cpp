@@ -34,11 +34,16 @@ void write_job_text(const model::JobSummary& job, size_t rank_count, std::ostrea
     for (size_t i = 0; i < c.rows.size() && i < 5; ++i) {
       const auto& r = c.rows[i];
       char line[300];
-      std::snprintf(line, sizeof line, "         %-14s %-11s x%-6s transfer %8s ms  wait %8s ms (%3.0f%%)  last: rank %lld%s",
+      const std::string last =
+          r.last_rank < 0 ? std::string("none: the ranks arrive together")
+                          : "rank " + std::to_string(r.last_rank) +
+                                (r.last_rank_phase ? std::string(" (") +
+                                                         (*r.last_rank_phase == model::StragglerPhase::kInput ? "data loading" : "compute") + ")"
+                                                   : std::string());
+      std::snprintf(line, sizeof line, "         %-14s %-11s x%-6s transfer %8s ms  wait %8s ms (%3.0f%%)  last: %s",
                     r.kind.c_str(), r.size_bucket.c_str(), format_fixed(r.calls_per_step, 2).c_str(),
                     format_fixed(r.transfer_ms, 3).c_str(), format_fixed(r.wait_ms, 3).c_str(), 100.0 * r.wait_share,
-                    static_cast<long long>(r.last_rank),
-                    r.last_rank_phase ? (std::string(" (") + (*r.last_rank_phase == model::StragglerPhase::kInput ? "data loading" : "compute") + ")").c_str() : "");
+                    last.c_str());
       out << line << "\n";
     }
   }

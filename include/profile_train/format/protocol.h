@@ -25,6 +25,8 @@ inline constexpr const char* kEnvOverrides = "PROFILE_TRAIN_OVERRIDES";
 // PROFILE_TRAIN_OVERRIDES is unset: `profile-train run --apply FILE` sets it; launchers that take no wrapper set it
 // themselves.
 inline constexpr const char* kEnvApply = "PROFILE_TRAIN_APPLY";
+// "0": the shim records no collective (facts.collectives; on by default).
+inline constexpr const char* kEnvCollectives = "PROFILE_TRAIN_COLLECTIVES";
 
 struct EnvVar {
   const char* name;
@@ -35,7 +37,7 @@ inline constexpr EnvVar kEnvVars[] = {
     {kEnvOut, true, true},           {kEnvWarmupSteps, true, true},   {kEnvSteps, true, true},
     {kEnvStopAfterSteps, false, true}, {kEnvModuleRanges, false, true}, {kEnvShim, false, true},
     {kEnvBufferMb, true, false},     {kEnvFlushMs, true, false},      {kEnvOverrides, false, true},
-    {kEnvApply, false, true},
+    {kEnvApply, false, true},        {kEnvCollectives, false, true},
 };
 
 // ---- NVTX control marks: marks whose text starts with kControlPrefix steer the agent and are not recorded ----

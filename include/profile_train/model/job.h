@@ -69,7 +69,7 @@ struct JobCollectiveRow {
   double wait_ms = 0;                   // mean per call and rank
   double wait_share = 0;                // wait / (wait + transfer) over the ranks and calls
   std::optional<double> busbw_gbps;     // from the transfer time, nccl-tests' factor
-  int64_t last_rank = -1;               // the rank that arrives last most often
+  int64_t last_rank = -1;               // the rank that arrives last most often (-1: they arrive together)
   double last_rank_share = 0;           // of the matched calls
   std::optional<StragglerPhase> last_rank_phase;  // where that rank is slower than the others' median
   std::vector<double> wait_ms_by_rank;  // mean wait per call, in the order of job.ranks (0 where it did not run them)

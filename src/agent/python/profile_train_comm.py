@@ -78,9 +78,13 @@ Only while the shim is active (the capture window) and in the training process: 
 other forked child, not on the shim's own facts thread. A failure here is noted in the facts (shim_errors) and
 leaves the collective to torch, never raised into the user's program.
 
-Cost: only per collective, no dispatch mode: a few microseconds of Python per call (argument lookup, two reads
-of the group's counter, two clock reads, one list), against 30+ us for the smallest gloo collective or an NCCL
-launch; bench/shim/bench_comm_overhead.py measures it on a DDP loop.
+Cost: only per collective, no dispatch mode: about 6 us of Python per recorded call timed alone (argument lookup,
+two reads of the group's counter, two clock reads, one list; an async CPU call also a callback on its future),
+25-45 us as measured between back-to-back 1-element gloo all_reduces on a loaded 2-vCPU VM; a DDP bucket pays what
+any Python comm hook pays (torch's own allreduce_hook costs the same) plus one multiplication pass over the bucket
+(the reducer fuses it into its copy). On a small DDP loop with 7 collectives a step the whole run's CPU time was
+within the machine's noise of PROFILE_TRAIN_COLLECTIVES=0 (bench/shim/bench_comm_overhead.py,
+bench/results/shim-collectives-2026-12-07.md).
 """
 
 import functools
@@ -91,9 +95,9 @@ import time
 import weakref
 
 _MAX_INSTANCES = 20000  # kept; later ones are counted in "dropped"
-_LIVE_INSTANCES = 1000  # instances in the facts written while the window is open (rebuilt each write)
+_LIVE_INSTANCES = 256  # in the facts written while the window is open (their JSON is rebuilt at each write: ~2 ms)
 _MAX_NOTES = 20
-_HOOK_FUNCTIONS = 'torch.distributed'  # single quotes: knobs_test reads "a.b" literals as override keys
+_HOOK_FUNCTIONS = 'torch.distributed'  # single quotes: knobs_test takes double-quoted dotted words for override keys
 _HOOK_DDP = "ddp"
 _DDP_ATTR = "_profile_train_comm"  # our hook's state on a DistributedDataParallel instance
 
@@ -182,6 +186,7 @@ class CommWatch:
         self.c10d = None
         self.orig_all_reduce = None
         self.failed = 0
+        self.bc_buckets = {}     # _broadcast_coalesced: (buffer size, tensors' dtype / device / numel) -> buckets
 
     # ---- state ------------------------------------------------------------------------------------------
     def recording(self):
@@ -320,8 +325,9 @@ class CommWatch:
     def group_info(self, pg):
         info = self.pg_info.get(pg)
         if info is None:
-            try:
-                multi = len(pg._device_types) > 1
+            try:  # "cpu:gloo,cuda:nccl": one backend, and one counter, per device; "cpu:gloo,cuda:gloo": one
+                config = str(self.c10d.get_backend_config(pg))
+                multi = len({part.split(":")[-1] for part in config.split(",")}) > 1
             except Exception:
                 multi = False
             try:
@@ -373,8 +379,11 @@ class CommWatch:
         else:
             async_op = False  # send / recv: they wait
         n_in, dt_in, sz_in, t_in = self.measure(_arg(args, kwargs, in_i, in_name)) if in_name else (0, None, 0, None)
-        n_out, dt_out, sz_out, t_out = self.measure(_arg(args, kwargs, out_i, out_name)) if out_name else \
-            (0, None, 0, None)
+        if out_name == in_name:
+            n_out, dt_out, sz_out, t_out = n_in, dt_in, sz_in, t_in
+        else:
+            n_out, dt_out, sz_out, t_out = self.measure(_arg(args, kwargs, out_i, out_name)) if out_name else \
+                (0, None, 0, None)
         gname, gdesc, gsize, multi, gdevice = self.group_info(pg)
         t = t_in if t_in is not None else t_out
         if kind == "all_gather":
@@ -457,8 +466,15 @@ class CommWatch:
     def after_broadcast_coalesced(self, pre, buffer_size, call_ns, return_ns):
         pg, tensors, (gname, gdesc, gsize, multi, _), src, seq0, step = pre
         seq1 = self.read_seq(src)
-        # The broadcasts it issued: its own bucket assignment (by dtype and device, up to buffer_size bytes).
-        buckets, _ = self.torch.distributed._compute_bucket_assignment_by_size(tensors, [int(buffer_size)])
+        # The broadcasts it issued: its own bucket assignment (by dtype and device, up to buffer_size bytes), the
+        # same for the same tensor shapes (DDP's buffers before every forward): kept for them.
+        key = (int(buffer_size),) + tuple((t.dtype, t.device, t.numel()) for t in tensors)
+        buckets = self.bc_buckets.get(key)
+        if buckets is None:
+            buckets, _ = self.torch.distributed._compute_bucket_assignment_by_size(tensors, [int(buffer_size)])
+            if len(self.bc_buckets) >= 16:
+                self.bc_buckets.clear()
+            self.bc_buckets[key] = buckets
         k = len(buckets)
         exact = seq0 is not None and seq1 is not None and seq1 - seq0 == k
         for i, idx in enumerate(buckets):

@@ -40,10 +40,10 @@ def install(torch, shim):
     # PROFILE_TRAIN_COLLECTIVES=0 (then nothing of it is patched).
     if os.environ.get("PROFILE_TRAIN_COLLECTIVES", "1") != "0":
         try:
-            watch = shim._load_sibling(shim._COMM).CommWatch(S, torch)
-            if watch.install():
-                S.comm_watch = watch
-        except Exception as e:
+            S.comm_watch = shim._load_sibling(shim._COMM).CommWatch(S, torch)
+            if not S.comm_watch.install():  # no torch.distributed in this build
+                S.comm_watch = None
+        except Exception as e:  # what was patched before the failure records; the facts say what failed
             S.note_error("collectives", e)
     S.nvtx.bind_lazily(torch)
     import torch.nn as nn

@@ -8,12 +8,15 @@ No DataLoader: a step ends at the optimizer step. Everything is seeded: the same
 
 --out FILE (JSON, per rank: FILE.rank<R>.json): each step's loss (float.hex), the bucket sizes DDP used in that
 step's backward (reducer._get_zeros_like_grad_buckets after it: numel and dtype per bucket, in bucket order),
-how many times the user's comm hook ran, and a SHA-256 of the final parameters.
+how many times the user's comm hook ran, a SHA-256 of the final parameters, and the process CPU time and wall time
+per step after --warmup steps.
 --hook none | user | fp16: no comm hook, a Python hook registered after DDP's construction (divide + async
 all_reduce, like allreduce_hook, counting its calls), or the builtin FP16_COMPRESS."""
 import argparse
+import gc
 import hashlib
 import json
+import time
 
 import torch
 import torch.distributed as dist
@@ -37,6 +40,7 @@ def main():
     p.add_argument("--hook", choices=("none", "user", "fp16"), default="none")
     p.add_argument("--bucket-view", action="store_true", help="gradient_as_bucket_view=True")
     p.add_argument("--out", default="")
+    p.add_argument("--warmup", type=int, default=1, help="steps before the timed ones (cpu_ms / wall_ms per step)")
     args = p.parse_args()
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
@@ -54,7 +58,10 @@ def main():
     opt = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
     losses, buckets = [], []
+    cpu0 = wall0 = None
     for step in range(args.steps):
+        if step == min(args.warmup, args.steps - 1):
+            cpu0, wall0 = time.process_time(), time.perf_counter()
         g = torch.Generator().manual_seed(1000 * step + rank)
         x = torch.randn(args.batch_size, 64, generator=g)
         y = torch.randint(0, 10, (args.batch_size,), generator=g)
@@ -72,16 +79,23 @@ def main():
         counts = torch.ones(32, dtype=torch.float64)
         dist.all_reduce(counts, async_op=True).wait()
         losses.append(float(loss.detach()).hex())
+    timed = args.steps - min(args.warmup, args.steps - 1)
+    cpu_ms = (time.process_time() - cpu0) * 1e3 / timed if timed > 0 else None
+    wall_ms = (time.perf_counter() - wall0) * 1e3 / timed if timed > 0 else None
     digest = hashlib.sha256()
     for prm in ddp.parameters():
         digest.update(prm.detach().contiguous().numpy().tobytes())
     if args.out:
         with open("%s.rank%d.json" % (args.out, rank), "w") as fh:
             json.dump({"rank": rank, "world": world, "losses": losses, "buckets": buckets,
-                       "hook_calls": state["calls"], "params_sha256": digest.hexdigest()}, fh)
+                       "hook_calls": state["calls"], "params_sha256": digest.hexdigest(),
+                       "cpu_ms_per_step": cpu_ms, "wall_ms_per_step": wall_ms}, fh)
     print("rank %d: %d steps, last loss %s" % (rank, args.steps, losses[-1] if losses else None))
-    # Both ranks done before either tears its group down (gloo aborted a rank now and then without it).
+    # Both ranks done, and DDP's reducer (which holds the group) gone, before the group is torn down: without
+    # these gloo aborted a rank at exit now and then ("terminate called without an active exception").
     dist.barrier()
+    del ddp, opt
+    gc.collect()
     dist.destroy_process_group()
 
 
