@@ -31,19 +31,17 @@ struct Rank {
   Bottleneck verdict = Bottleneck::kUnknown;
 };
 
-Rank read_rank(const RankReport& rr, int64_t index) {
+Rank read_rank(const RankFacts& f, int64_t index) {
   Rank k;
-  const Report& r = rr.report;
-  k.file = rr.file;
-  k.rank = r.source.distributed && r.source.distributed->rank ? *r.source.distributed->rank : index;
-  k.verdict = r.verdict.bottleneck;
-  if (!r.steps.mean_ms || *r.steps.mean_ms <= 0) return k;
-  k.step = *r.steps.mean_ms;
-  k.input = r.breakdown_ms.value_or_zero(Role::kDataLoading);
+  k.file = f.file;
+  k.rank = f.rank ? *f.rank : index;
+  k.verdict = f.verdict;
+  if (!f.mean_step_ms || *f.mean_step_ms <= 0) return k;
+  k.step = *f.mean_step_ms;
+  k.input = f.input_ms;
   // Exposed communication: collectives not overlapped by compute (GPU), else CPU collectives (gloo).
-  k.comm_measured = r.communication.measured;
-  k.comm = r.communication.exposed_fraction ? *r.communication.exposed_fraction * k.step
-                                             : r.breakdown_ms.value_or_zero(Role::kCommunication);
+  k.comm_measured = f.communication_measured;
+  k.comm = f.exposed_fraction ? *f.exposed_fraction * k.step : f.communication_ms;
   k.work = std::max(0.0, k.step - k.comm);
   k.compute = std::max(0.0, k.work - k.input);
   k.ok = true;
@@ -114,15 +112,15 @@ const char* phase_words(StragglerPhase p) { return p == StragglerPhase::kInput ?
 // The collectives matched across the ranks: by process group and sequence number where every rank recorded them,
 // else by process group (kind, without one) and order within each step. A matched collective's transfer is its
 // shortest duration (the last rank to arrive waits for nobody), each rank's wait its duration minus that.
-std::optional<JobCollectives> match_collectives(const std::vector<RankReport>& reports, const std::vector<Rank>& ranks,
+std::optional<JobCollectives> match_collectives(const std::vector<RankFacts>& reports, const std::vector<Rank>& ranks,
                                                 const std::vector<const Rank*>& ok) {
   std::vector<size_t> with;  // reports with collectives to match
   int64_t with_seq = 0, without_seq = 0;
   for (size_t i = 0; i < reports.size(); ++i) {
-    const auto& c = reports[i].report.collectives;
-    if (!c || c->instances.empty()) continue;
+    const auto& c = reports[i].collectives;
+    if (c.empty()) continue;
     with.push_back(i);
-    for (const auto& in : c->instances) ++(in.seq >= 0 && !in.process_group.empty() ? with_seq : without_seq);
+    for (const auto& in : c) ++(in.seq >= 0 && !in.process_group.empty() ? with_seq : without_seq);
   }
   if (with.size() < 2) return std::nullopt;
   struct Seen {
@@ -131,7 +129,7 @@ std::optional<JobCollectives> match_collectives(const std::vector<RankReport>& r
   std::unordered_map<std::string, Seen> by_key;
   std::vector<std::string> order;  // keys in first-seen order (deterministic rows)
   for (size_t i : with) {
-    for (const auto& in : reports[i].report.collectives->instances) {
+    for (const auto& in : reports[i].collectives) {
       std::string key = in.kind + '\x1f' + (in.process_group.empty() ? std::string("?") : in.process_group) + '\x1f';
       // A sequence number is the same on every rank of the group; without one, the order within the step.
       key += in.seq >= 0 && !in.process_group.empty() ? "seq " + std::to_string(in.seq)
@@ -301,18 +299,58 @@ std::optional<JobCollectives> match_collectives(const std::vector<RankReport>& r
 
 }  // namespace
 
-bool is_one_job(const std::vector<RankReport>& reports) {
-  if (reports.size() < 2) return false;
-  std::set<int64_t> ranks;
+RankFacts rank_facts(const RankReport& rr) {
+  Report copy;  // only what rank_facts reads
+  copy.source.distributed = rr.report.source.distributed;
+  copy.verdict.bottleneck = rr.report.verdict.bottleneck;
+  copy.steps.mean_ms = rr.report.steps.mean_ms;
+  copy.breakdown_ms = rr.report.breakdown_ms;
+  copy.communication = rr.report.communication;
+  copy.collectives = rr.report.collectives;
+  return rank_facts(rr.file, std::move(copy));
+}
+
+RankFacts rank_facts(std::string file, Report&& r) {
+  RankFacts f;
+  f.file = std::move(file);
+  if (r.source.distributed) {
+    f.rank = r.source.distributed->rank;
+    f.world_size = r.source.distributed->world_size;
+  }
+  f.verdict = r.verdict.bottleneck;
+  f.mean_step_ms = r.steps.mean_ms;
+  f.input_ms = r.breakdown_ms.value_or_zero(Role::kDataLoading);
+  f.communication_ms = r.breakdown_ms.value_or_zero(Role::kCommunication);
+  f.communication_measured = r.communication.measured;
+  f.exposed_fraction = r.communication.exposed_fraction;
+  if (r.collectives) f.collectives = std::move(r.collectives->instances);
+  return f;
+}
+
+bool is_one_job(const std::vector<RankFacts>& ranks) {
+  if (ranks.size() < 2) return false;
+  std::set<int64_t> seen;
   std::optional<int64_t> world;
-  for (const auto& r : reports) {
-    const auto& d = r.report.source.distributed;
-    if (!d || !d->rank || !d->world_size) return false;
-    if (world && *world != *d->world_size) return false;
-    world = d->world_size;
-    if (!ranks.insert(*d->rank).second) return false;
+  for (const auto& r : ranks) {
+    if (!r.rank || !r.world_size) return false;
+    if (world && *world != *r.world_size) return false;
+    world = r.world_size;
+    if (!seen.insert(*r.rank).second) return false;
   }
   return true;
+}
+
+bool is_one_job(const std::vector<RankReport>& reports) {
+  std::vector<RankFacts> f;
+  for (const auto& r : reports) {
+    RankFacts k;
+    if (r.report.source.distributed) {
+      k.rank = r.report.source.distributed->rank;
+      k.world_size = r.report.source.distributed->world_size;
+    }
+    f.push_back(std::move(k));
+  }
+  return is_one_job(f);
 }
 
 namespace {
@@ -373,6 +411,13 @@ JobSummary summarize_ranks(std::vector<Rank>& ranks, std::vector<const Rank*>& o
 }  // namespace
 
 JobSummary summarize_job(const std::vector<RankReport>& reports) {
+  std::vector<RankFacts> facts;
+  facts.reserve(reports.size());
+  for (const auto& r : reports) facts.push_back(rank_facts(r));
+  return summarize_job(facts);
+}
+
+JobSummary summarize_job(const std::vector<RankFacts>& reports) {
   std::vector<Rank> ranks;
   for (size_t i = 0; i < reports.size(); ++i) ranks.push_back(read_rank(reports[i], static_cast<int64_t>(i)));
   std::vector<const Rank*> ok;

@@ -17,8 +17,12 @@
 #include <set>
 #include <sstream>
 
+#include "analyze_ray.h"
 #include "commands.h"
 #include "job_summary.h"
+#include "profile_train/common/atomic_file.h"
+#include "profile_train/model/job_json.h"
+#include "profile_train/tuner/ray_client.h"
 #include "pipeline.h"
 #include "profile_train/platform/host.h"
 #include "profile_train/analysis/job.h"
@@ -52,6 +56,14 @@ struct AnalyzeArgs {
   double max_load_seconds = 300;       // 0 = no limit
   double max_analysis_seconds = 300;   // the analysis of one loaded trace; 0 = no limit
   int jobs = 0;                        // traces loaded at once; 0 = auto (cores, memory)
+  // --executor ray (analyze_ray.h): the rank files analysed in shards, each a Ray job; --parallel jobs at once.
+  std::string executor = "local";
+  std::string ray_address;             // --ray-address, else RAY_ADDRESS
+  int parallel = 2;
+  size_t ray_shard_size = 0;           // files per shard (0: ceil(files / (2 x parallel)))
+  // Internal (a shard of --executor ray): each trace's report.json / report.html texts, its summary row and its
+  // rank facts, or its error, in one JSON file (analyze_ray.h "shard.json"); no job summary.
+  std::string shard_out;
 };
 
 // How many traces to load at once: the cores, at most 8, and no more than half the available memory holds
@@ -100,7 +112,11 @@ struct AnalyzeJob {
   bool multi = false;  // several reports: each in its own sub-folder
   std::set<std::string> used_names;
   std::vector<report::TraceRow> rows;
-  std::vector<model::RankReport> rank_reports;  // for the job summary, when the traces are ranks of one job
+  // For the job summary, when the traces are ranks of one job: what it needs of each report, not the reports
+  // (a job of hundreds of ranks is summarized in bounded memory).
+  std::vector<model::RankFacts> rank_facts;
+  std::vector<model::MissingRank> missing;  // traces of the job that could not be analysed, and why
+  nlohmann::json shard = nlohmann::json::array();  // --shard-out: one entry per trace
   int worst = kExitOk;
   bool gate = false;
 };
@@ -129,6 +145,18 @@ int check_analyze_args(std::ostream& err, const AnalyzeArgs& a, uint64_t* max_in
     err << "profile-train: --max-load-seconds: must be >= 0 (0 = no limit)\n";
     return kExitBadInput;
   }
+  if (a.executor != "local" && a.executor != "ray") {
+    err << "profile-train: --executor: must be local or ray\n";
+    return kExitBadInput;
+  }
+  if (a.executor == "ray" && (!a.perfetto.empty() || !a.explain.empty())) {
+    err << "profile-train: --executor ray: --perfetto and --explain work with the local executor only\n";
+    return kExitBadInput;
+  }
+  if (a.executor == "ray" && !tuner::kRaySupported) {
+    err << "profile-train: --executor ray: this binary was built without the HTTP client (cpp-httplib)\n";
+    return kExitBadInput;
+  }
   if (!(a.max_analysis_seconds >= 0)) {
     err << "profile-train: --max-analysis-seconds: must be >= 0 (0 = no limit)\n";
     return kExitBadInput;
@@ -153,6 +181,30 @@ int report_one(const AnalyzeArgs& a, const OutputOptions& base, const rules::Rul
   }
   std::optional<model::Report> report;
   const int rc = report_trace(one, o, &report);
+  if (!report) job.missing.push_back({label, "the analysis failed (exit " + std::to_string(rc) + ")"});
+  if (!a.shard_out.empty()) {
+    // The shard's record of this trace: the files as written (the driver writes the same bytes), the summary row
+    // and the rank facts; or the error.
+    nlohmann::json e = {{"file", label}, {"exit_code", rc}};
+    if (rc == kExitOk && report) {
+      auto slurp = [](const std::filesystem::path& f) {
+        std::ifstream in(f, std::ios::binary);
+        return std::string(std::istreambuf_iterator<char>(in), {});
+      };
+      nlohmann::json files = nlohmann::json::object();
+      for (const char* name : {"report.json", "report.html"})
+        if (std::filesystem::exists(o.out_dir / name)) files[name] = slurp(o.out_dir / name);
+      e["files"] = std::move(files);
+      e["row"] = {{"verdict", std::string(name_of(report->verdict.bottleneck))},
+                  {"confidence", report->verdict.confidence},
+                  {"mean_ms", report->steps.mean_ms.value_or(-1)},
+                  {"util", report->gpu.utilization.value_or(-1)}};
+      e["facts"] = model::to_json(analysis::rank_facts(label, model::Report(*report)));
+    } else {
+      e["error"] = "the analysis failed (exit " + std::to_string(rc) + ")";
+    }
+    job.shard.push_back(std::move(e));
+  }
   if (rc != kExitOk) return rc;
   if (!a.explain.empty())  // the rules evaluate over report.json
     *base.io.out << terminal_safe(rules::explain_rule(rules, a.explain, model::to_json(*report)), true) << "\n";
@@ -165,7 +217,7 @@ int report_one(const AnalyzeArgs& a, const OutputOptions& base, const rules::Rul
   row.util = report->gpu.utilization.value_or(-1);
   if (std::find(a.fail_on.begin(), a.fail_on.end(), row.verdict) != a.fail_on.end()) job.gate = true;
   job.rows.push_back(row);
-  if (job.multi) job.rank_reports.push_back({label, std::move(*report)});
+  if (job.multi) job.rank_facts.push_back(analysis::rank_facts(label, std::move(*report)));
   if (job.multi && !a.quiet) *base.io.out << "\n";
   return kExitOk;
 }
@@ -193,9 +245,17 @@ int output_options(const AnalyzeArgs& a, const Formats& formats, OutputOptions* 
 // After the last trace: the job summary when the traces are ranks of one job, then the exit code (the worst
 // trace's, else --fail-on's).
 int finish_analyze(const AnalyzeArgs& a, const OutputOptions& base, AnalyzeJob& job) {
-  if (analysis::is_one_job(job.rank_reports)) {
+  if (!a.shard_out.empty()) {
+    // A shard of --executor ray: its records for the driver, no job summary (it holds part of the job).
+    if (Status s = write_file_atomic(a.shard_out, nlohmann::json({{"format_version", "1"}, {"traces", job.shard}}).dump());
+        !s.ok())
+      return print_failure(*base.io.err, "profile-train", s);
+    return job.worst;
+  }
+  if (analysis::is_one_job(job.rank_facts)) {
     const Formats& f = base.formats;
-    job.worst = std::max(job.worst, report_job(base.io, job.rank_reports, base.out_dir, f.json, f.html, a.quiet || !f.text));
+    job.worst = std::max(job.worst, report_job(base.io, job.rank_facts, base.out_dir, f.json, f.html, a.quiet || !f.text,
+                                               job.missing));
   }
   if (job.worst != kExitOk) return job.worst;
   if (job.gate) {
@@ -237,6 +297,87 @@ int check_outputs_and_rules(const AnalyzeArgs& a, const OutputOptions& base, Fol
   return kExitOk;
 }
 
+// --executor ray: the traces analysed by shards on a Ray cluster (analyze_ray.h); their reports written here with
+// the bytes the workers wrote, the job summary from their rank facts, as the local path would.
+int run_analyze_ray(const AnalyzeArgs& a, const OutputOptions& base, AnalyzeJob& job) {
+  std::ostream& err = *base.io.err;
+  RayAnalyzeOptions ro;
+  const char* env_address = std::getenv("RAY_ADDRESS");
+  auto address = tuner::normalize_ray_address(!a.ray_address.empty() ? a.ray_address : env_address ? env_address : "");
+  if (!address.ok()) return print_failure(err, "profile-train: --ray-address", address.status());
+  ro.address = *address;
+  ro.parallel = std::max(1, a.parallel);
+  ro.shard_size = a.ray_shard_size;
+  std::error_code ec;
+  ro.self_exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  if (ec || ro.self_exe.empty()) {
+    err << "profile-train: cannot find this binary (/proc/self/exe): " << ec.message() << "\n";
+    return kExitFailure;
+  }
+  ro.session = std::to_string(::getpid()) + "-" +
+               std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                  std::chrono::system_clock::now().time_since_epoch()).count());
+  std::string fmts;
+  if (base.formats.json) fmts += "json";
+  if (base.formats.html) fmts += std::string(fmts.empty() ? "" : ",") + "html";
+  if (fmts.empty()) fmts = "json";
+  auto absolute = [](const std::string& p) {
+    std::error_code e;
+    const auto q = std::filesystem::absolute(p, e);
+    return e ? p : q.lexically_normal().string();
+  };
+  ro.shard_args = {"--format", fmts, "--max-input-size", a.max_input_size, "--max-load-seconds",
+                   std::to_string(a.max_load_seconds), "--max-analysis-seconds", std::to_string(a.max_analysis_seconds),
+                   "--jobs", "1"};
+  for (const auto& d : a.rules_dirs) ro.shard_args.insert(ro.shard_args.end(), {"--rules", absolute(d)});
+  if (!a.gpu_spec.empty()) ro.shard_args.insert(ro.shard_args.end(), {"--gpu-spec", absolute(a.gpu_spec)});
+  if (!a.device.empty()) ro.shard_args.insert(ro.shard_args.end(), {"--device", a.device});
+  if (a.all_steps) ro.shard_args.push_back("--all-steps");
+  auto results = analyze_on_ray(a.traces, ro, a.quiet ? err : *base.io.out);
+  if (!results.ok()) return print_failure(err, "profile-train: --executor ray", results.status());
+  for (size_t i = 0; i < results->size(); ++i) {
+    RayTraceResult& r = (*results)[i];
+    std::string folder;
+    std::filesystem::path dir = base.out_dir;
+    if (job.multi) {
+      const std::string stem = safe_name(r.file);
+      folder = stem;
+      for (int k = 2; job.used_names.count(folder); ++k) folder = stem + "-" + std::to_string(k);
+      job.used_names.insert(folder);
+      dir = base.out_dir / folder;
+    }
+    if (!r.ok) {
+      err << "profile-train: " << terminal_safe(r.file) << ": " << terminal_safe(r.error) << "\n";
+      job.worst = std::max(job.worst, r.exit_code != kExitOk ? r.exit_code : static_cast<int>(kExitBadInput));
+      job.missing.push_back({r.file, r.error});
+      continue;
+    }
+    for (const auto& [name, text] : {std::pair<const char*, const std::string*>{"report.json", &r.report_json},
+                                     {"report.html", &r.report_html}}) {
+      if (text->empty()) continue;
+      std::error_code mk;
+      std::filesystem::create_directories(dir, mk);
+      if (Status st = write_file_atomic(dir / name, *text); !st.ok()) {
+        job.worst = std::max(job.worst, print_failure(err, "profile-train", st));
+      } else if (!a.quiet) {
+        *base.io.out << "Wrote " << terminal_safe((dir / name).string()) << "\n";
+      }
+    }
+    report::TraceRow row;
+    row.file = r.file;
+    row.folder = folder;
+    row.verdict = r.row.value("verdict", std::string("unknown"));
+    row.confidence = r.row.value("confidence", 0.0);
+    row.mean_ms = r.row.value("mean_ms", -1.0);
+    row.util = r.row.value("util", -1.0);
+    if (std::find(a.fail_on.begin(), a.fail_on.end(), row.verdict) != a.fail_on.end()) job.gate = true;
+    job.rows.push_back(row);
+    if (job.multi) job.rank_facts.push_back(std::move(*r.facts));
+  }
+  if (job.multi && !job.rows.empty() && !a.quiet) report::write_trace_table(job.rows, base.out_dir, *base.io.out);
+  return finish_analyze(a, base, job);
+}
+
 int run_analyze(const AnalyzeArgs& a, const Io& io) {
   uint64_t max_input_bytes = 0;
   Formats formats;
@@ -252,6 +393,7 @@ int run_analyze(const AnalyzeArgs& a, const Io& io) {
   base.outputs_checked = a.traces.size() == 1;  // several traces: each report_one checks its own sub-folder
   AnalyzeJob job;
   job.multi = a.traces.size() > 1;
+  if (a.executor == "ray") return run_analyze_ray(a, base, job);
   // Loading dominates; the files of a multi-rank job are loaded `jobs` at a time in a sliding window (each
   // thread parses one file), the reports follow in input order.
   const int jobs = load_parallelism(a.traces, a.jobs);
@@ -301,6 +443,9 @@ int run_analyze(const AnalyzeArgs& a, const Io& io) {
     if (!loaded.ok()) {
       print_load_error(*io.err, file, loaded.status());
       job.worst = kExitBadInput;
+      job.missing.push_back({file, loaded.status().message()});
+      if (!a.shard_out.empty())
+        job.shard.push_back({{"file", file}, {"exit_code", kExitBadInput}, {"error", loaded.status().message()}});
       continue;
     }
     // An Nsight Systems export of several processes gives one report per process, as rank files do.
@@ -344,6 +489,16 @@ Runner add_analyze(CLI::App& app, Io io) {
       ->capture_default_str();
   sub->add_option("--jobs,-j", args->jobs, "Traces loaded at once (default: the cores, at most 8, within memory)")
       ->check(non_negative());
+  sub->add_option("--executor", args->executor,
+                  "local (default) or ray: the traces analysed in shards on a Ray cluster, where they are readable")
+      ->capture_default_str();
+  sub->add_option("--ray-address", args->ray_address,
+                  "Ray dashboard (Jobs API) address, http://host:8265 (default: RAY_ADDRESS)");
+  sub->add_option("--parallel", args->parallel, "--executor ray: shards in flight at once")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  sub->add_option("--ray-shard-size", args->ray_shard_size,
+                  "--executor ray: trace files per shard (default: enough for two shards per parallel slot)");
+  sub->add_option("--shard-out", args->shard_out, "")->group("");  // internal: a shard of --executor ray
   sub->add_flag("--quiet,-q", args->quiet, "No terminal summary");
   return [args, io] { return run_analyze(*args, io); };
 }

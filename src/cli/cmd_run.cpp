@@ -264,7 +264,7 @@ int run_command(RunOptions& o, const Io& io) {
   const bool ranked = cr.ranks.size() > 1;
   int report_rc = kExitOk;
   std::vector<std::string> summaries;
-  std::vector<model::RankReport> rank_reports;
+  std::vector<model::RankFacts> rank_facts;
   for (const RankCapture& rank : cr.ranks) {
     auto tr = trace::native::load_captures(rank.files);
     const std::string who = rank.rank >= 0 ? "rank " + std::to_string(rank.rank) : "run";
@@ -284,7 +284,7 @@ int run_command(RunOptions& o, const Io& io) {
     if (rc != kExitOk) report_rc = std::max(report_rc, rc);
     if (report) {
       summaries.push_back(summary_line(who, *report));
-      if (ranked) rank_reports.push_back({(opts.out_dir / "report.json").string(), std::move(*report)});
+      if (ranked) rank_facts.push_back(analysis::rank_facts((opts.out_dir / "report.json").string(), std::move(*report)));
     }
   }
   if (ranked || !summaries.empty()) {
@@ -295,8 +295,8 @@ int run_command(RunOptions& o, const Io& io) {
     for (const auto& s : summaries) *io.out << "  " << terminal_safe(s) << "\n";
   }
   // The ranks of one job (torchrun, or a launcher of its own): job.json and summary.html beside the rank folders.
-  if (analysis::is_one_job(rank_reports))
-    report_rc = std::max(report_rc, report_job(io, rank_reports, out, /*write_json=*/true, /*write_html=*/true, o.quiet));
+  if (analysis::is_one_job(rank_facts))
+    report_rc = std::max(report_rc, report_job(io, rank_facts, out, /*write_json=*/true, /*write_html=*/true, o.quiet));
   if (cr.interrupted()) return stop_rc;
   if (cr.failed()) return kExitChildFailed;
   return report_rc;

@@ -12,10 +12,15 @@
 
 namespace profile_train::cli {
 
-int report_job(const Io& io, const std::vector<model::RankReport>& reports, const std::filesystem::path& out_dir,
-               bool write_json, bool write_html, bool quiet) {
-  const model::JobSummary job = analysis::summarize_job(reports);
-  if (!quiet) report::write_job_text(job, reports.size(), *io.out);
+int report_job(const Io& io, const std::vector<model::RankFacts>& reports, const std::filesystem::path& out_dir,
+               bool write_json, bool write_html, bool quiet, const std::vector<model::MissingRank>& missing) {
+  model::JobSummary job = analysis::summarize_job(reports);
+  job.missing = missing;
+  if (!quiet) {
+    report::write_job_text(job, reports.size(), *io.out);
+    for (const auto& m : missing)
+      *io.out << "  missing: " << terminal_safe(m.file) << ": " << terminal_safe(m.reason) << "\n";
+  }
   if (write_html) {
     const auto html = out_dir / "summary.html";
     if (Status s = report::write_job_html(job, html); !s.ok()) return print_failure(*io.err, "profile-train", s);

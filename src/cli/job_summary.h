@@ -12,7 +12,8 @@ namespace profile_train::cli {
 
 // Prints the job summary on io.out (unless quiet) and writes out_dir/job.json and out_dir/summary.html when
 // asked. Returns 0, or the exit code of a failed write (one line on io.err).
-int report_job(const Io& io, const std::vector<model::RankReport>& reports, const std::filesystem::path& out_dir,
-               bool write_json, bool write_html, bool quiet);
+// `missing`: the job's rank files that could not be analysed (job.json "missing", and a line each).
+int report_job(const Io& io, const std::vector<model::RankFacts>& reports, const std::filesystem::path& out_dir,
+               bool write_json, bool write_html, bool quiet, const std::vector<model::MissingRank>& missing = {});
 
 }  // namespace profile_train::cli

@@ -80,6 +80,10 @@ json to_json(const JobSummary& job) {
   for (const auto& r : job.ranks) out["ranks"].push_back(rank_json(r));
   if (job.communication_measured) out["communication_measured"] = *job.communication_measured;
   if (job.collectives) out["collectives"] = collectives_json(*job.collectives);
+  if (!job.missing.empty()) {
+    out["missing"] = json::array();
+    for (const auto& m : job.missing) out["missing"].push_back({{"file", m.file}, {"reason", m.reason}});
+  }
   return out;
 }
 
@@ -191,6 +195,11 @@ StatusOr<JobSummary> job_summary_from_json(const json& j) {
   top.number("straggler_threshold", out.straggler_threshold);
   top.boolean("communication_measured", out.communication_measured);
   top.text("summary", out.summary);
+  if (const json* m = top.get("missing"); m != nullptr && m->is_array()) {
+    for (const auto& x : *m)
+      if (x.is_object())
+        out.missing.push_back({x.value("file", std::string()), x.value("reason", std::string())});
+  }
   if (const json* c = top.get("collectives")) {
     if (!c->is_object()) {
       top.fail("collectives", "an object");
@@ -249,6 +258,69 @@ StatusOr<JobSummary> job_summary_from_json(const json& j) {
   }
   if (!error.empty()) return BadInput("job.json: not a job summary (" + error + ")");
   return out;
+}
+
+json to_json(const RankFacts& f) {
+  json rows = json::array();
+  for (const auto& c : f.collectives)
+    rows.push_back(json::array({c.kind, c.process_group, c.seq, c.ordinal, c.step, c.step_index, c.start_ns, c.dur_ns,
+                                c.exposed_ns, or_null(c.bytes), c.group_size}));
+  return {{"file", f.file},
+          {"rank", or_null(f.rank)},
+          {"world_size", or_null(f.world_size)},
+          {"verdict", std::string(name_of(f.verdict))},
+          {"mean_step_ms", or_null(f.mean_step_ms)},
+          {"input_ms", f.input_ms},
+          {"communication_ms", f.communication_ms},
+          {"communication_measured", f.communication_measured},
+          {"exposed_fraction", or_null(f.exposed_fraction)},
+          {"collectives", std::move(rows)}};
+}
+
+StatusOr<RankFacts> rank_facts_from_json(const json& j) {
+  if (!j.is_object()) return BadInput("rank facts: not an object");
+  std::string error;
+  const JobReader k{j, "", &error};
+  RankFacts f;
+  k.text("file", f.file);
+  k.integer("rank", f.rank);
+  k.integer("world_size", f.world_size);
+  k.name("verdict", kBottleneckNames, f.verdict);
+  k.number("mean_step_ms", f.mean_step_ms);
+  k.number("input_ms", f.input_ms);
+  k.number("communication_ms", f.communication_ms);
+  if (const json* m = k.get("communication_measured")) {
+    if (m->is_boolean()) f.communication_measured = m->get<bool>();
+    else k.fail("communication_measured", "true or false");
+  }
+  k.number("exposed_fraction", f.exposed_fraction);
+  if (const json* rows = k.get("collectives")) {
+    if (!rows->is_array()) return BadInput("rank facts: collectives is not an array");
+    f.collectives.reserve(rows->size());
+    for (size_t i = 0; i < rows->size(); ++i) {
+      const json& r = (*rows)[i];
+      auto bad = [&] { return BadInput("rank facts: collectives[" + std::to_string(i) + "] is not a collective row"); };
+      if (!r.is_array() || r.size() != 11 || !r[0].is_string() || !r[1].is_string() || !r[4].is_string()) return bad();
+      for (size_t c : {2u, 3u, 5u, 6u, 7u, 8u, 10u})
+        if (!r[c].is_number_integer()) return bad();
+      if (!r[9].is_null() && !r[9].is_number_integer()) return bad();
+      CollectiveInstance in;
+      in.kind = r[0].get<std::string>();
+      in.process_group = r[1].get<std::string>();
+      in.seq = r[2].get<int64_t>();
+      in.ordinal = r[3].get<int64_t>();
+      in.step = r[4].get<std::string>();
+      in.step_index = r[5].get<int64_t>();
+      in.start_ns = r[6].get<int64_t>();
+      in.dur_ns = r[7].get<int64_t>();
+      in.exposed_ns = r[8].get<int64_t>();
+      if (!r[9].is_null()) in.bytes = r[9].get<int64_t>();
+      in.group_size = static_cast<int32_t>(r[10].get<int64_t>());
+      f.collectives.push_back(std::move(in));
+    }
+  }
+  if (!error.empty()) return BadInput("rank facts: " + error);
+  return f;
 }
 
 }  // namespace profile_train::model

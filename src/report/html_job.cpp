@@ -3,6 +3,7 @@
 // self-contained page like report.html; every program-supplied string is escaped.
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "assets.h"
 #include "html_common.h"
@@ -56,6 +57,13 @@ std::string render_job_html(const model::JobSummary& job) {
     h.raw("</div><span>").text(fmt_ms(r.mean_step_ms)).raw("</span></div>\n");
   }
   h.raw("</div>\n");
+  if (!job.missing.empty()) {
+    h.raw("<p class=\"hint\" id=\"job-missing\">").text(std::to_string(job.missing.size()) +
+                                                       " rank file(s) could not be analysed; the summary is of the others: ");
+    for (size_t i = 0; i < job.missing.size(); ++i)
+      h.text((i ? "; " : "") + job.missing[i].file + ": " + job.missing[i].reason);
+    h.raw("</p>\n");
+  }
   if (job.communication_measured == false)
     h.raw("<p class=\"hint\" id=\"comm-not-measured\">Communication was not measured (no GPU activity and no "
           "collective in the traces): each rank's compute includes its wait for the others in collectives, so only "
@@ -81,7 +89,8 @@ std::string render_job_html(const model::JobSummary& job) {
         .raw(" collectives on two ranks or more, ").text(std::to_string(c.unmatched))
         .raw(" seen on one rank only. Transfer: the shortest duration among the ranks (the last rank to arrive waits "
              "for nobody); wait: each rank's duration minus it.</p>\n");
-    for (const auto& r : c.rows) {
+    for (size_t ri = 0; ri < c.rows.size() && ri < 5; ++ri) {
+      const auto& r = c.rows[ri];
       double top = r.transfer_ms;
       for (double w : r.wait_ms_by_rank) top = std::max(top, w + r.transfer_ms);
       h.raw("<h3>").text(r.kind + " " + r.size_bucket + (r.process_group ? " (group " + *r.process_group + ")" : ""))
@@ -93,7 +102,18 @@ std::string render_job_html(const model::JobSummary& job) {
                                                                          format_fixed(100.0 * r.last_rank_share, 0) + "% of them") +
                                                   (r.busbw_gbps ? ", busbw " + format_fixed(*r.busbw_gbps, 2) + " GB/s" : ""))
           .raw("</p>\n<div class=\"opbars\">\n");
-      for (size_t i = 0; i < r.wait_ms_by_rank.size() && i < job.ranks.size(); ++i) {
+      // At most 16 bars: the ranks that wait most, and the one they wait for.
+      std::vector<size_t> shown;
+      for (size_t i = 0; i < r.wait_ms_by_rank.size() && i < job.ranks.size(); ++i) shown.push_back(i);
+      if (shown.size() > 16) {
+        std::stable_sort(shown.begin(), shown.end(), [&](size_t a, size_t b) {
+          const bool la = job.ranks[a].rank == r.last_rank, lb = job.ranks[b].rank == r.last_rank;
+          return la != lb ? la : r.wait_ms_by_rank[a] > r.wait_ms_by_rank[b];
+        });
+        shown.resize(16);
+        std::sort(shown.begin(), shown.end());
+      }
+      for (size_t i : shown) {
         const std::string rank = std::to_string(job.ranks[i].rank);
         const double w = r.wait_ms_by_rank[i];
         h.raw("<div class=\"opbar").raw(job.ranks[i].rank == r.last_rank ? " straggler" : "").raw("\"><code>rank ").text(rank)
@@ -103,9 +123,12 @@ std::string render_job_html(const model::JobSummary& job) {
               .raw("%;background:#e45756\"></span><span title=\"transfer ").text(format_fixed(r.transfer_ms, 3))
               .raw(" ms\" style=\"width:").raw(format_fixed(100.0 * r.transfer_ms / top, 2)).raw("%;background:#72b7b2\"></span>");
         }
-        h.raw("</div><span>").text(format_fixed(w, 3) + " ms wait").raw("</span></div>\n");
+        h.raw("</div><span>").text(format_fixed(w, 3) + " ms").raw("</span></div>\n");
       }
       h.raw("</div>\n");
+      if (shown.size() < std::min(r.wait_ms_by_rank.size(), job.ranks.size()))
+        h.raw("<p class=\"hint\">").text(std::to_string(std::min(r.wait_ms_by_rank.size(), job.ranks.size()) - shown.size()) +
+                                         " ranks that wait less are not drawn (job.json lists every rank).").raw("</p>\n");
     }
     h.raw("<p class=\"hint\"><span class=\"swatch\" style=\"background:#e45756\"></span>wait for the last rank &nbsp; "
           "<span class=\"swatch\" style=\"background:#72b7b2\"></span>transfer</p>\n</section>\n");

@@ -55,7 +55,8 @@ constexpr double kLostContactAfterS = 30;  // status requests failing this long:
 
 }  // namespace
 
-std::string ray_entrypoint(const std::vector<std::string>& argv, const std::string& worker_dir, const std::string& token) {
+std::string ray_entrypoint(const std::vector<std::string>& argv, const std::string& worker_dir, const std::string& token,
+                           const std::vector<std::string>& files) {
   const std::string mark = "@@PT " + token;
   std::ostringstream os;
   os << "D=" << sh_quote(worker_dir) << "; mkdir -p \"$D\" || exit 1\n";
@@ -63,7 +64,9 @@ std::string ray_entrypoint(const std::vector<std::string>& argv, const std::stri
   for (size_t i = 0; i < argv.size(); ++i) os << (i ? " " : "") << sh_quote(argv[i]);
   os << " </dev/null; rc=$?\n";
   os << "echo \"" << mark << " EXIT $rc\"\n";
-  os << "for f in report.json workload_result.json; do if [ -f \"$D/$f\" ]; then echo \"" << mark
+  os << "for f in";
+  for (const auto& f : files) os << " " << sh_quote(f);
+  os << "; do if [ -f \"$D/$f\" ]; then echo \"" << mark
      << " FILE $f\"; cat \"$D/$f\"; echo; echo \"" << mark << " END\"; fi; done\n";
   os << "rm -rf \"$D\"\nexit $rc\n";
   return os.str();

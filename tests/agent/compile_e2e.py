@@ -52,7 +52,7 @@ def main():
     check(rc == 0, "analyze exit 0 (rc %d)" % rc)
     r = json.load(open(os.path.join(work, "analyzed", "report.json")))
     c = r.get("compilation") or {}
-    check(r["schema_version"] == "1.4", "schema 1.4")
+    check(r["schema_version"] == "1.5", "schema 1.5")
     check(c.get("compiled") is True, "compiled")
     check(c.get("forward_graphs_per_step") == 3 and c.get("backward_graphs_per_step") == 3,
           "3 forward + 3 backward graphs per step: %s / %s" % (c.get("forward_graphs_per_step"), c.get("backward_graphs_per_step")))

@@ -80,7 +80,7 @@ TEST_F(AnalyzeCli, WritesReportAndPrintsVerdictFirst) {
   ASSERT_TRUE(fs::exists(dir_ / "out" / "report.json"));
   const auto report = nlohmann::json::parse(slurp(dir_ / "out" / "report.json"));
   EXPECT_EQ(report["verdict"]["bottleneck"], "input_pipeline");
-  EXPECT_EQ(report["schema_version"], "1.4");
+  EXPECT_EQ(report["schema_version"], "1.5");
   EXPECT_EQ(r.out.rfind("VERDICT", 0), 0u) << r.out;
   EXPECT_NE(r.out.find("input_pipeline"), std::string::npos);
   // Deterministic output: a second run writes the same bytes.

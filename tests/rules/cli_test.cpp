@@ -42,10 +42,10 @@ TEST_F(RulesCli, ListShowsTheCatalog) {
   EXPECT_EQ(r.code, 0) << r.out;
   for (const char* id : {"use-gpu", "dataloader-workers", "amp", "cuda-graphs", "comm-overlap"})
     EXPECT_NE(r.out.find(id), std::string::npos) << id;
-  EXPECT_NE(r.out.find("32 rules"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("37 rules"), std::string::npos) << r.out;
   CliRun j = run("rules list --json");
   ASSERT_EQ(j.code, 0) << j.out;
-  EXPECT_EQ(nlohmann::json::parse(j.out).size(), 32u);
+  EXPECT_EQ(nlohmann::json::parse(j.out).size(), 37u);
 }
 
 TEST_F(RulesCli, ShowPrintsOneRuleOrFailsWithTwo) {
@@ -84,7 +84,7 @@ TEST_F(RulesCli, CheckExitCodes) {
 
   CliRun builtin = run("rules check '" + (std::filesystem::path(PT_SOURCE_DIR) / "rules").string() + "'");
   EXPECT_EQ(builtin.code, 0) << builtin.out;
-  EXPECT_NE(builtin.out.find("OK: 32 rule(s)"), std::string::npos) << builtin.out;
+  EXPECT_NE(builtin.out.find("OK: 37 rule(s)"), std::string::npos) << builtin.out;
 }
 
 TEST_F(RulesCli, ListWithBadUserFolderFailsWithTwo) {

@@ -34,7 +34,8 @@ const char* kCatalogIds[] = {"use-gpu", "dataloader-workers", "pin-memory", "pre
                              "cuda-graphs", "ddp", "fsdp", "comm-overlap", "keep-caching-allocator",
                              "cpu-threads", "cpu-bf16-autocast", "cpu-oversubscription", "fuse-memory-bound",
                              "tensor-core-shapes", "fused-attention", "fp8-matmul", "h2d-overlap-resident",
-                             "remove-graph-breaks", "avoid-recompiles"};
+                             "remove-graph-breaks", "avoid-recompiles", "merge-small-collectives",
+                             "gradient-compression", "fsdp-prefetch", "link-bound", "inference-tp-communication"};
 
 TEST(Catalog, BuiltInHasEveryCatalogIdWithItsTier) {
   auto set = load_rules();
@@ -52,11 +53,13 @@ TEST(Catalog, BuiltInHasEveryCatalogIdWithItsTier) {
   std::map<std::string, int> tier;
   for (const auto& r : all) tier[r.id] = r.tier;
   for (const char* id : {"use-gpu", "dataloader-workers", "pin-memory", "tf32", "gpu-preprocessing",
-                         "remove-graph-breaks", "avoid-recompiles"})
+                         "remove-graph-breaks", "avoid-recompiles", "merge-small-collectives"})
     EXPECT_EQ(tier[id], 1) << id;
-  for (const char* id : {"amp", "channels-last", "batch-size"}) EXPECT_EQ(tier[id], 2) << id;
-  for (const char* id : {"gradient-accumulation", "activation-checkpointing", "cuda-graphs"}) EXPECT_EQ(tier[id], 3) << id;
-  for (const char* id : {"ddp", "fsdp", "comm-overlap"}) EXPECT_EQ(tier[id], 4) << id;
+  for (const char* id : {"amp", "channels-last", "batch-size", "gradient-compression", "fsdp-prefetch"})
+    EXPECT_EQ(tier[id], 2) << id;
+  for (const char* id : {"gradient-accumulation", "activation-checkpointing", "cuda-graphs", "inference-tp-communication"})
+    EXPECT_EQ(tier[id], 3) << id;
+  for (const char* id : {"ddp", "fsdp", "comm-overlap", "link-bound"}) EXPECT_EQ(tier[id], 4) << id;
 }
 
 TEST(Catalog, FilesOnDiskMatchTheEmbeddedCopy) {

@@ -36,6 +36,21 @@ struct RankReport {
   Report report;
 };
 
+// What the job summary needs of one rank's report: a few figures and its collectives. The ranks of a large job
+// are summarized from these without holding their reports (analysis::rank_facts); `analyze --executor ray`
+// carries them back from its workers as JSON (job_json.h: to_json, rank_facts_from_json).
+struct RankFacts {
+  std::string file;
+  std::optional<int64_t> rank, world_size;  // source.distributed
+  Bottleneck verdict = Bottleneck::kUnknown;
+  std::optional<double> mean_step_ms;       // steps.mean_ms
+  double input_ms = 0;                      // breakdown_ms.data_loading
+  double communication_ms = 0;              // breakdown_ms.communication
+  bool communication_measured = false;      // communication.measured
+  std::optional<double> exposed_fraction;   // communication.exposed_fraction
+  std::vector<CollectiveInstance> collectives;  // collectives.instances (in memory only in a report)
+};
+
 // One row of job.json "ranks"; the figures are null when the rank has no step time, communication_wait_ms also
 // when communication was not measured.
 struct JobRank {
@@ -86,6 +101,13 @@ struct JobCollectives {
   std::string summary;
 };
 
+// A rank file of the job that could not be analysed (it failed to load, its Ray task or node was lost), and why.
+// The job summary is made of the others.
+struct MissingRank {
+  std::string file;
+  std::string reason;
+};
+
 struct JobSummary {
   std::vector<JobRank> ranks;
   std::optional<int64_t> slowest_rank;
@@ -96,6 +118,7 @@ struct JobSummary {
   std::optional<bool> communication_measured;  // absent when unset (fewer than two ranks with a step time)
   std::string summary;
   std::optional<JobCollectives> collectives;   // absent when fewer than two ranks have collectives to match
+  std::vector<MissingRank> missing;            // absent from job.json when empty
 };
 
 }  // namespace profile_train::model

@@ -22,6 +22,12 @@ Status write_job_json(const std::filesystem::path& path, const JobSummary& job);
 // integer"); keys that are absent keep their defaults (null figures, verdict unknown).
 StatusOr<JobSummary> job_summary_from_json(const nlohmann::json& json);
 
+// RankFacts as JSON (`analyze --executor ray`'s shards carry them back): every number round-trips exactly, so
+// the job summary of facts read back is the one of the facts written. The collectives are rows of
+// [kind, process_group, seq, ordinal, step, step_index, start_ns, dur_ns, exposed_ns, bytes|null, group_size].
+nlohmann::json to_json(const RankFacts& facts);
+StatusOr<RankFacts> rank_facts_from_json(const nlohmann::json& json);
+
 // A job folder as `analyze TRACE... --out DIR` (DIR/<trace name>/report.json) and `run` of several ranks
 // (DIR/rankN/report.json) write it, with DIR/job.json when the reports are the ranks of one job.
 struct JobFolder {

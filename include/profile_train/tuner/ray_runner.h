@@ -37,8 +37,10 @@ struct RayRunnerOptions {
   bool check_resources = true;
 };
 
-// The shell entry point of a job: runs `argv` (each element single-quoted), then prints the markers and files.
-std::string ray_entrypoint(const std::vector<std::string>& argv, const std::string& worker_dir, const std::string& token);
+// The shell entry point of a job: runs `argv` (each element single-quoted), then prints the markers and the
+// `files` of `worker_dir` that exist, and removes the folder.
+std::string ray_entrypoint(const std::vector<std::string>& argv, const std::string& worker_dir, const std::string& token,
+                           const std::vector<std::string>& files = {"report.json", "workload_result.json"});
 
 // What the entry point printed: the exit status, host, CUDA_VISIBLE_DEVICES and the files, by name.
 struct EntrypointOutput {
