@@ -11,13 +11,29 @@ set -uo pipefail
 cmd="${1:-}"; dir="${2:-}"
 [ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: $0 start DIR RAY_EXE | stop DIR" >&2; exit 2; }
 
+sid_of() { awk '{print $6}' "/proc/$1/stat" 2>/dev/null; }  # field 6 of /proc/PID/stat: the session id
+
 stop_head() {
-  local pids=() p
+  local pids=() p sids=" " own
+  own="$(sid_of $$)"
   for p in /proc/[0-9]*; do
     p="${p#/proc/}"
     [ "$p" = "$$" ] && continue
-    if cat "/proc/$p/cmdline" 2>/dev/null | tr "\0" " " | grep -qF -- "$dir"; then pids+=("$p"); fi
+    if cat "/proc/$p/cmdline" 2>/dev/null | tr "\0" " " | grep -qF -- "$dir"; then
+      pids+=("$p")
+      local s; s="$(sid_of "$p")"
+      [ -n "$s" ] && [ "$s" != "$own" ] && sids+="$s "
+    fi
   done
+  # The head was started in a session of its own (setsid): its daemons that renamed themselves
+  # (ray::DashboardAgent, ray::RuntimeEnvAgent) or carry no DIR (the Ray client server) are in it too.
+  if [ "$sids" != " " ]; then
+    for p in /proc/[0-9]*; do
+      p="${p#/proc/}"
+      [ "$p" = "$$" ] && continue
+      case "$sids" in *" $(sid_of "$p") "*) pids+=("$p") ;; esac
+    done
+  fi
   ((${#pids[@]})) || return 0
   kill -TERM "${pids[@]}" 2>/dev/null
   for _ in $(seq 1 50); do
