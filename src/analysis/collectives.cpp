@@ -689,6 +689,15 @@ std::optional<model::Collectives> collectives_section(const Ctx& c, const RoleRa
       out.small = sm;
     }
   }
+  {
+    // FSDP / ZeRO-3's signature: parameters all-gathered and gradients reduce-scattered every step.
+    double ag = 0, rs = 0;
+    for (const auto& r : table) {
+      if (r.kind == "all_gather") ag += r.calls_per_step;
+      if (r.kind == "reduce_scatter") rs += r.calls_per_step;
+    }
+    out.sharded_pattern = ag >= 1 && rs >= 1;
+  }
   for (const auto& r : table)
     if (r.peak_share && r.bytes && *r.bytes >= 1000000)
       out.best_peak_share = std::max(out.best_peak_share.value_or(0.0), *r.peak_share);

@@ -325,6 +325,15 @@ std::optional<model::Compilation> compilation_section(const Ctx& c, const nlohma
       if (s.breaks.size() > 3) text += "; ...";
       s.breaks_summary = text;
     }
+    // torch.compile's modes as the program called it (facts.compile.calls[].mode; "default" when not given).
+    if (auto calls = cf->find("calls"); calls != cf->end() && calls->is_array()) {
+      for (const auto& call : *calls) {
+        if (!call.is_object()) continue;
+        const auto m = call.find("mode");
+        const std::string mode = m != call.end() && m->is_string() ? m->get<std::string>() : "default";
+        if (std::find(s.modes.begin(), s.modes.end(), mode) == s.modes.end() && s.modes.size() < 8) s.modes.push_back(mode);
+      }
+    }
     s.recompile_reasons = events_at(*cf, "recompile_reasons");
     if (!s.recompile_reasons.empty()) {
       std::string text;

@@ -114,6 +114,7 @@ PT_REPORT_FIELDS(Compilation) {
   v("compile_in_window_ms", s.compile_in_window_ms);
   v("compile_in_window_share", s.compile_in_window_share);
   v("unique_graphs", s.unique_graphs);
+  v("modes", s.modes);
   v("graph_breaks", s.graph_breaks);
   v("recompiles", s.recompiles);
   v("compile_time_s", s.compile_time_s);
@@ -169,6 +170,7 @@ PT_REPORT_FIELDS(Collectives) {
   v("exposed_summary", s.exposed_summary);
   v("fp32_allreduce_exposed_share", s.fp32_allreduce_exposed_share);
   v("allgather_exposed_share", s.allgather_exposed_share);
+  v("sharded_pattern", s.sharded_pattern);
   v("small", s.small);
   v("best_peak_share", s.best_peak_share);
   v("notes", s.notes);

@@ -44,9 +44,24 @@ def free_port():
 
 
 def run(cmd, cwd, env=None, timeout=300):
-    p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout,
-                       env=dict(os.environ, **(env or {})))
+    """Runs cmd; a torchrun job whose gloo teardown aborted a rank after the program finished ("terminate called
+    without an active exception": torchrun exits 1, `profile-train run` 4, with or without the shim) is run once
+    more, and the first attempt's error lines are printed."""
+    for attempt in (1, 2):
+        p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout,
+                           env=dict(os.environ, **(env or {})))
+        teardown = "terminate called" in p.stdout or "ChildFailedError" in p.stdout
+        if p.returncode == 0 or attempt == 2 or "torchrun" not in " ".join(cmd) or not teardown:
+            return p.returncode, p.stdout
+        errors = [l for l in p.stdout.splitlines() if "terminate" in l or "Error" in l or "error" in l][:8]
+        print("note: attempt 1 exited %d at the job's teardown, running it again: %s" % (p.returncode, errors),
+              flush=True)
     return p.returncode, p.stdout
+
+
+def error_lines(log):
+    return "\n".join(l for l in log.splitlines()
+                     if any(w in l for w in ("terminate", "Error", "error:", "Traceback", "Signal", "exitcode")))[:3000] + "\n"
 
 
 def job(torchrun, out, nproc=2, hook="none", extra=()):
@@ -248,7 +263,7 @@ def main():
         rc, log = run([binary, "run", "--out", folder, "--"] + job(torchrun, os.path.join(work, "shim-" + hook),
                                                                    hook=hook), work)
         check(rc == 0, "profile-train run (hook %s) exit 0 (rc %d)%s" % (hook, rc, "" if rc == 0 else
-                                                                          "\n" + log[-3000:]))
+                                                                          "\n" + error_lines(log) + log[-3000:]))
         plain, shim = outputs(os.path.join(work, "plain-" + hook), 2), outputs(os.path.join(work, "shim-" + hook), 2)
         same_numbers(plain, shim, "hook " + hook)
         reps = reports(folder, 2)

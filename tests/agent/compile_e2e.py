@@ -117,6 +117,35 @@ def main():
     check(f.get("unique_graphs") == 1, "one graph: %s" % f.get("unique_graphs"))
     check("remove-graph-breaks" not in {x["id"] for x in r["recommendations"]}, "no remove-graph-breaks")
 
+    # Planted recompiles: the batch size cycles through 4 sizes with dynamic=False; the steps after the warm-up
+    # meet new shapes too, so dynamo recompiles inside the window and avoid-recompiles is bounded, naming the guard.
+    rc, out = run([binary, "run", "--out", "run-shapes", "--warmup-steps", "1", "--", py, PROGRAM, "--steps", "10",
+                   "--no-breaks", "--shapes", "4"], work)
+    check(rc == 0, "run (changing shapes) exit 0 (rc %d)" % rc)
+    r = json.load(open(os.path.join(work, "run-shapes", "report.json")))
+    f = r["facts"].get("compile") or {}
+    check(f.get("recompiles", 0) >= 3, "dynamo recompiled for each new shape: %s" % f.get("recompiles"))
+    reasons = " ".join(x.get("reason", "") for x in f.get("recompile_reasons", []))
+    check("size" in reasons or "shape" in reasons, "the guard that failed names the size: %s" % reasons[:300])
+    c = r.get("compilation") or {}
+    check(c.get("recompiles") == f.get("recompiles") and c.get("recompiles_summary"),
+          "compilation.recompiles and its summary: %s / %s" % (c.get("recompiles"), c.get("recompiles_summary")))
+    rec = {x["id"]: x for x in r["recommendations"]}
+    check("avoid-recompiles" in rec, "avoid-recompiles fires on planted recompiles")
+    check("cuda-graphs" not in rec, "no CUDA graphs for shapes that change")
+    line = next((l for l in out.splitlines() if l.startswith("Compile ")), "")
+    check("recompile" in line, "terminal Compile line counts the recompiles: %s" % line)
+
+    # mode="reduce-overhead" (CUDA graphs; on the CPU it compiles and skips the graphs): the mode is recorded and
+    # the CUDA-graph advice, which it already applies, is never given.
+    rc, out = run([binary, "run", "--out", "run-ro", "--", py, PROGRAM, "--steps", "8", "--no-breaks",
+                   "--mode", "reduce-overhead"], work)
+    check(rc == 0, "run (reduce-overhead) exit 0 (rc %d)" % rc)
+    r = json.load(open(os.path.join(work, "run-ro", "report.json")))
+    c = r.get("compilation") or {}
+    check(c.get("modes") == ["reduce-overhead"], "compilation.modes: %s" % c.get("modes"))
+    check("cuda-graphs" not in {x["id"] for x in r["recommendations"]}, "no cuda-graphs advice under reduce-overhead")
+
     print("%d failure(s)" % len(failures))
     return 1 if failures else 0
 

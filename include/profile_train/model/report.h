@@ -495,6 +495,7 @@ struct Compilation {
   std::optional<double> compile_in_window_share;    // the same, of the steady steps' time
   // The shim's (facts.compile: torch._dynamo's counters and compilation metrics); null when not recorded.
   std::optional<int64_t> unique_graphs;
+  std::vector<std::string> modes;  // 1.5: torch.compile's modes as called ("default", "reduce-overhead", ...)
   std::optional<int64_t> graph_breaks;
   std::optional<int64_t> recompiles;
   std::optional<double> compile_time_s;
@@ -573,6 +574,7 @@ struct Collectives {
   std::optional<std::string> exposed_summary;// the most exposed rows, "all_reduce float32 25 MB: 3.1 ms/step exposed; ..."
   std::optional<double> fp32_allreduce_exposed_share;  // of the step: exposed float32 all_reduce time
   std::optional<double> allgather_exposed_share;       // of the step: exposed all_gather + reduce_scatter time
+  bool sharded_pattern = false;  // all_gather and reduce_scatter both run every step (FSDP / ZeRO-3)
   std::optional<SmallCollectives> small;     // calls under kSmallCollectiveBytes, when their sizes are known
   std::optional<double> best_peak_share;     // the highest busbw / peak of a row with >= 1 MB messages
   std::vector<std::string> notes;

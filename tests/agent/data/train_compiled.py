@@ -4,6 +4,10 @@
   train_compiled.py --kineto FILE [--steps N]   the same loop under torch.profiler, Kineto trace written to FILE
   train_compiled.py --explain FILE              torch._dynamo.explain's break reasons as JSON lines {file, line, reason}
   --no-breaks                                   the same model written without the breaks (torch.where, no print)
+  --shapes N                                    the batch size cycles through N sizes (dynamic=False): a recompile
+                                                for each new shape, in the steady steps too
+  --mode MODE                                   torch.compile(mode=MODE), e.g. reduce-overhead (on the CPU it
+                                                compiles, and CUDA graphs are skipped)
 """
 import argparse
 import json
@@ -39,6 +43,10 @@ def main():
     ap.add_argument("--kineto")
     ap.add_argument("--explain")
     ap.add_argument("--no-breaks", action="store_true")
+    ap.add_argument("--shapes", type=int, default=1)
+    ap.add_argument("--mode")
+    ap.add_argument("--timing", help="write {cpu_s, wall_s, steps} of the steps after --timing-warmup as JSON here")
+    ap.add_argument("--timing-warmup", type=int, default=5)
     args = ap.parse_args()
     torch.manual_seed(0)
     torch.set_num_threads(1)
@@ -54,19 +62,37 @@ def main():
                                     "line": frame.lineno if frame else None,
                                     "reason": r.reason.splitlines()[0]}) + "\n")
         return
-    cmodel = torch.compile(model)
+    kwargs = {}
+    if args.mode:
+        kwargs["mode"] = args.mode
+    if args.shapes > 1:
+        kwargs["dynamic"] = False  # every new batch size is a new graph: planted recompiles
+    cmodel = torch.compile(model, **kwargs)
+    sizes = [256 - 32 * i for i in range(max(1, args.shapes))]
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     loss_fn = nn.CrossEntropyLoss()
 
+    count = [0]
+
     def step():
+        n = sizes[count[0] % len(sizes)]
+        count[0] += 1
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(cmodel(x), y)
+        loss = loss_fn(cmodel(x[:n]), y[:n])
         loss.backward()
         opt.step()
 
     if not args.kineto:
-        for _ in range(args.steps):
+        import time
+        t0 = c0 = None
+        for i in range(args.steps):
+            if i == args.timing_warmup:
+                t0, c0 = time.monotonic(), time.process_time()
             step()
+        if args.timing and t0 is not None:
+            with open(args.timing, "w") as f:
+                json.dump({"cpu_s": time.process_time() - c0, "wall_s": time.monotonic() - t0,
+                           "steps": args.steps - args.timing_warmup}, f)
         return
     from torch.profiler import ProfilerActivity, profile, schedule
     with profile(activities=[ProfilerActivity.CPU], record_shapes=True,
