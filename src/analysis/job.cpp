@@ -129,11 +129,19 @@ std::optional<JobCollectives> match_collectives(const std::vector<RankFacts>& re
   std::unordered_map<std::string, Seen> by_key;
   std::vector<std::string> order;  // keys in first-seen order (deterministic rows)
   for (size_t i : with) {
+    // Without a sequence number, a collective is the k-th of its kind, group and size in its step: a call's size
+    // (nccl-tests' S) is the same on every rank, except an all_to_all's, whose splits may differ. Ranks whose traces
+    // hold different collectives (sampled, trimmed) then match only the calls that agree.
+    std::map<std::string, int64_t> nth;
     for (const auto& in : reports[i].collectives) {
       std::string key = in.kind + '\x1f' + (in.process_group.empty() ? std::string("?") : in.process_group) + '\x1f';
-      // A sequence number is the same on every rank of the group; without one, the order within the step.
-      key += in.seq >= 0 && !in.process_group.empty() ? "seq " + std::to_string(in.seq)
-                                                      : in.step + '\x1f' + std::to_string(in.ordinal);
+      if (in.seq >= 0 && !in.process_group.empty()) {
+        key += "seq " + std::to_string(in.seq);  // the same on every rank of the group
+      } else {
+        key += in.step + '\x1f';
+        if (in.kind != "all_to_all" && in.bytes) key += std::to_string(*in.bytes) + " B\x1f";
+        key += std::to_string(nth[key]++);
+      }
       auto [it, fresh] = by_key.try_emplace(key);
       if (fresh) order.push_back(key);
       it->second.at.emplace_back(i, &in);

@@ -18,13 +18,18 @@ inline std::string compilation_line(const model::Compilation& c) {
   if (c.forward_graphs_per_step)
     add(num(*c.forward_graphs_per_step) + " forward + " + num(c.backward_graphs_per_step.value_or(0)) + " backward graph calls/step");
   if (c.graph_breaks) {
-    std::string b = std::to_string(*c.graph_breaks) + (*c.graph_breaks == 1 ? " graph break" : " graph breaks");
+    // Distinct breaks (file:line, reason) when the shim recorded them: dynamo's counter counts a break again at
+    // every compilation of its frame (a recompile meets the same breaks).
+    const int64_t distinct = c.breaks.empty() ? *c.graph_breaks : static_cast<int64_t>(c.breaks.size());
+    std::string b = std::to_string(distinct) + (distinct == 1 ? " graph break" : " graph breaks");
     if (!c.breaks.empty()) {
       b += " (";
       for (size_t i = 0; i < c.breaks.size() && i < 3; ++i)
         b += (i ? "; " : "") + (c.breaks[i].where ? *c.breaks[i].where + ": " : std::string()) + c.breaks[i].reason;
       if (c.breaks.size() > 3) b += "; ...";
       b += ")";
+      if (*c.graph_breaks > distinct)
+        b += ", met " + std::to_string(*c.graph_breaks) + " times while compiling";
     }
     add(b);
   } else if (c.graph_breaks_per_step) {
