@@ -399,8 +399,9 @@ std::optional<model::Collectives> collectives_section(const Ctx& c, const RoleRa
   std::string timing;
   bool host_compute_known = true;  // host ranges: the training thread's operators are in the trace
 
-  // 1. GPU: one communication kernel, one call.
-  const HostComm host(t);
+  // 1. GPU: one communication kernel, one call. The communication operators by thread are indexed only when a
+  // kernel needs them (a trace without collectives pays nothing).
+  std::optional<HostComm> host;
   int64_t filled_from_shim = 0;
   for (size_t p = 0; p < c.idx.kernels.size(); ++p) {
     if (c.idx.kernel_class(p).kind != KernelKind::kCommunication) continue;
@@ -417,7 +418,8 @@ std::optional<model::Collectives> collectives_section(const Ctx& c, const RoleRa
     const size_t rt = c.idx.runtime_of(k.correlation);
     if ((!info.has_size() || info.kind.empty()) && rt != TraceIndex::Correlation::kNone) {
       const Event& r = t.events[rt];
-      if (auto i = host.around(r.pid, r.tid, r.start_ns)) complete(info, *i);
+      if (!host) host.emplace(t);
+      if (auto i = host->around(r.pid, r.tid, r.start_ns)) complete(info, *i);
     }
     if ((!info.has_size() || info.kind.empty()) && rt != TraceIndex::Correlation::kNone && !shim.empty()) {
       // The shim's call the launch happened in (its [call, return] span holds the launch).
