@@ -21,7 +21,6 @@ using trace::Event;
 
 namespace {
 
-bool begins(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 bool has(std::string_view s, std::string_view p) { return s.find(p) != std::string_view::npos; }
 
 }  // namespace
@@ -32,18 +31,18 @@ std::string collective_kind(std::string_view name) {
   std::string t;  // without underscores: allreduce, allgatherbase, reducescattertensorcoalesced, ...
   for (char ch : s)
     if (ch != '_') t += ch;
-  if (t.empty() || begins(t, "wait") || t == "coalesced" || t == "startcoalescing" || t == "endcoalescing")
+  if (t.empty() || t.starts_with("wait") || t == "coalesced" || t == "startcoalescing" || t == "endcoalescing")
     return "";
   if (has(t, "allreduce")) return "all_reduce";
   if (has(t, "reducescatter")) return "reduce_scatter";
   if (has(t, "allgather")) return "all_gather";
   if (has(t, "alltoall")) return "all_to_all";
   if (has(t, "broadcast")) return "broadcast";
-  if (has(t, "sendrecv") || begins(t, "send") || begins(t, "recv") || begins(t, "isend") ||
-      begins(t, "irecv") || has(t, "batchisendirecv") || has(t, "p2p"))
+  if (has(t, "sendrecv") || t.starts_with("send") || t.starts_with("recv") || t.starts_with("isend") ||
+      t.starts_with("irecv") || has(t, "batchisendirecv") || has(t, "p2p"))
     return "send_recv";
   if (has(t, "barrier")) return "barrier";
-  if (begins(t, "reduce")) return "reduce";
+  if (t.starts_with("reduce")) return "reduce";
   if (has(t, "gather")) return "gather";
   if (has(t, "scatter")) return "scatter";
   return "other";
@@ -51,7 +50,7 @@ std::string collective_kind(std::string_view name) {
 
 std::string collective_kind_of_kernel(std::string_view kernel_name) {
   const std::string l = ascii_lower(kernel_name);
-  if (!begins(l, "nccl") && !begins(l, "rccl")) return "";
+  if (!l.starts_with("nccl") && !l.starts_with("rccl")) return "";
   const size_t a = l.find('_');
   if (a == std::string::npos) return "";
   size_t b = l.find_first_of("_(<", a + 1);
@@ -62,8 +61,8 @@ std::string collective_kind_of_kernel(std::string_view kernel_name) {
 
 std::optional<DtypeInfo> collective_dtype(std::string_view text) {
   std::string s = ascii_lower(trim_space(text));
-  if (begins(s, "c10::")) s = s.substr(5);
-  if (begins(s, "torch.")) s = s.substr(6);
+  if (s.starts_with("c10::")) s = s.substr(5);
+  if (s.starts_with("torch.")) s = s.substr(6);
   struct Entry {
     std::string_view text, name;
     int bytes;
@@ -228,7 +227,7 @@ std::optional<Info> info_from_host(const trace::Trace& t, const Event& o) {
   i.kind = collective_kind(name);
   if (i.kind.empty()) return std::nullopt;
   i.evidence = "operator";
-  if ((begins(name, "nccl:") || begins(name, "gloo:")) && o.inputs > 0 && o.inputs < t.op_inputs.size()) {
+  if ((name.starts_with("nccl:") || name.starts_with("gloo:")) && o.inputs > 0 && o.inputs < t.op_inputs.size()) {
     const trace::OpInputs& in = t.op_inputs[o.inputs];
     if (auto n = tensor_elements(t.strings.get(in.dims))) {
       i.in = *n;
@@ -393,6 +392,12 @@ std::optional<model::Collectives> collectives_section(const Ctx& c, const RoleRa
     auto it = std::upper_bound(steps.begin(), steps.end(), ts, [](TimeNs v, const Step& s) { return v < s.end; });
     return it != steps.end() && it->start <= ts ? static_cast<int64_t>(it - steps.begin()) : -1;
   };
+  // A call's time inside its step not covered by the merged `compute` intervals.
+  auto exposed_in_step = [&](const Call& cl, const Intervals& compute) -> TimeNs {
+    const Step& st = steps[static_cast<size_t>(cl.step)];
+    const TimeNs s = std::max(cl.start, st.start), e = std::min(cl.start + cl.dur, st.end);
+    return e > s ? (e - s) - covered(compute, s, e) : 0;
+  };
   const std::vector<ShimCall> shim = shim_calls(facts);
   std::vector<Call> calls;
   std::vector<std::string> notes;
@@ -449,12 +454,7 @@ std::optional<model::Collectives> collectives_section(const Ctx& c, const RoleRa
   }
   if (!calls.empty()) {
     timing = "gpu_kernels";
-    const Intervals& compute = roles[Role::kKernel];
-    for (Call& cl : calls) {
-      const Step& st = steps[static_cast<size_t>(cl.step)];
-      const TimeNs s = std::max(cl.start, st.start), e = std::min(cl.start + cl.dur, st.end);
-      cl.exposed = e > s ? (e - s) - covered(compute, s, e) : 0;
-    }
+    for (Call& cl : calls) cl.exposed = exposed_in_step(cl, roles[Role::kKernel]);
     if (filled_from_shim > 0)
       notes.push_back(std::to_string(filled_from_shim) +
                       " communication kernels have their kind and size from the shim's record of the call that "
@@ -470,7 +470,7 @@ std::optional<model::Collectives> collectives_section(const Ctx& c, const RoleRa
       const std::string& n = t.name(e);
       // gloo's ranges are the collective's execution on its worker thread; an nccl:* range is only the host's
       // enqueue of GPU work the trace lacks, which times nothing.
-      if (!begins(n, "gloo:")) continue;
+      if (!n.starts_with("gloo:")) continue;
       TimeNs& until = open_until[{e.pid, e.tid}];
       if (e.start_ns < until) continue;  // nested in a kept range
       until = e.end_ns();
@@ -484,11 +484,7 @@ std::optional<model::Collectives> collectives_section(const Ctx& c, const RoleRa
       timing = "host_ranges";
       const Intervals compute = host_compute(t, c.si.main_pid, c.si.main_tid);
       host_compute_known = !intersect_intervals(compute, c.windows).empty();
-      for (Call& cl : calls) {
-        const Step& st = steps[static_cast<size_t>(cl.step)];
-        const TimeNs s = std::max(cl.start, st.start), e = std::min(cl.start + cl.dur, st.end);
-        cl.exposed = e > s ? (e - s) - covered(compute, s, e) : 0;
-      }
+      for (Call& cl : calls) cl.exposed = exposed_in_step(cl, compute);
       notes.push_back(host_compute_known
                           ? "timed by the collectives' host ranges (gloo:* on the process group's worker threads); "
                             "exposed: not overlapped by an operator of the training thread"
@@ -500,6 +496,7 @@ std::optional<model::Collectives> collectives_section(const Ctx& c, const RoleRa
   // 3. Neither: the shim's records (`run` of a CPU program: gloo's work is in no range the capture records).
   if (calls.empty() && !shim.empty()) {
     std::map<int64_t, std::pair<TimeNs, TimeNs>> tail;  // step -> (last async issue, last async end)
+    std::vector<bool> async;                              // parallel to calls
     for (const ShimCall& sc : shim) {
       if (sc.device == "cuda") continue;  // a GPU call's time is its kernel's, which the capture lacks
       const TimeNs end = sc.end >= sc.call ? sc.end : (sc.async ? -1 : sc.ret);
@@ -507,6 +504,7 @@ std::optional<model::Collectives> collectives_section(const Ctx& c, const RoleRa
       const int64_t s = step_of(sc.call);
       if (s < 0) continue;
       calls.push_back(Call{sc.info, sc.call, std::max<TimeNs>(end - sc.call, 1), 0, s, std::nullopt});
+      async.push_back(sc.async);
       if (sc.async) {
         auto& tl = tail[s];
         tl.first = std::max(tl.first, sc.call);
@@ -517,13 +515,9 @@ std::optional<model::Collectives> collectives_section(const Ctx& c, const RoleRa
       timing = "shim";
       // A blocking call holds the training thread all its time; asynchronous ones (DDP's buckets) hide behind the
       // backward pass that issues them until the last is issued: what runs past that point is waited for.
-      size_t i = 0;
-      for (const ShimCall& sc : shim) {
-        if (sc.device == "cuda") continue;
-        const TimeNs end = sc.end >= sc.call ? sc.end : (sc.async ? -1 : sc.ret);
-        if (end < 0 || step_of(sc.call) < 0) continue;
-        Call& cl = calls[i++];
-        if (!sc.async) {
+      for (size_t i = 0; i < calls.size(); ++i) {
+        Call& cl = calls[i];
+        if (!async[i]) {
           cl.exposed = cl.dur;
         } else {
           const auto& tl = tail[cl.step];

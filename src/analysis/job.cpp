@@ -162,8 +162,8 @@ std::optional<JobCollectives> match_collectives(const std::vector<RankFacts>& re
     int32_t n = -1;
   };
   std::map<std::tuple<std::string, std::string, std::string>, Acc> rows;
-  std::vector<std::string> row_order;
   std::map<size_t, double> wait_total;  // report -> ns waited over all matched collectives
+  std::map<size_t, double> waited_for;  // report -> ns the others waited for it where it arrived last
   double transfer_total = 0;
   std::set<std::pair<size_t, int64_t>> steps_seen;  // (report, step) with a matched collective
   for (const std::string& key : order) {
@@ -202,8 +202,10 @@ std::optional<JobCollectives> match_collectives(const std::vector<RankFacts>& re
     for (const auto& [ri, in] : s.at) longest = std::max(longest, in->dur_ns);
     if (static_cast<double>(longest - transfer) > kTieShare * static_cast<double>(transfer) + 1000.0) ++a.last[last_ri];
     transfer_total += static_cast<double>(transfer);
+    double waited = 0;
     for (const auto& [ri, in] : s.at) {
       const double w = static_cast<double>(in->dur_ns - transfer);
+      waited += w;
       a.wait_ns += w;
       a.dur_ns += static_cast<double>(in->dur_ns);
       auto& wr = a.wait_by_report[ri];
@@ -214,6 +216,7 @@ std::optional<JobCollectives> match_collectives(const std::vector<RankFacts>& re
       wait_total[ri] += w;
       steps_seen.insert({ri, in->step_index});
     }
+    waited_for[last_ri] += waited;  // the rank the others wait for: where it arrives last, the waits add up
   }
   if (out.matched == 0) {
     out.summary = "No collective could be matched across the ranks (" + std::to_string(out.unmatched) +
@@ -262,21 +265,6 @@ std::optional<JobCollectives> match_collectives(const std::vector<RankFacts>& re
   for (const auto& [ri, w] : wait_total) wait_sum += w;
   out.wait_ms_per_step = r6(wait_sum / static_cast<double>(with.size()) / std::max(1.0, steps_mean) / 1e6);
   out.transfer_ms_per_step = r6(transfer_total / std::max(1.0, steps_mean) / 1e6);
-  // The rank the others wait for: the one that arrives last where the waits add up most.
-  std::map<size_t, double> waited_for;
-  for (const std::string& key : order) {
-    const Seen& s = by_key[key];
-    std::set<size_t> reps;
-    for (const auto& [ri, in] : s.at) reps.insert(ri);
-    if (reps.size() < 2 || reps.size() != s.at.size()) continue;
-    int64_t transfer = INT64_MAX;
-    size_t last_ri = s.at.front().first;
-    double w = 0;
-    for (const auto& [ri, in] : s.at)
-      if (in->dur_ns < transfer) transfer = in->dur_ns, last_ri = ri;
-    for (const auto& [ri, in] : s.at) w += static_cast<double>(in->dur_ns - transfer);
-    waited_for[last_ri] += w;
-  }
   auto top = std::max_element(waited_for.begin(), waited_for.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
   std::vector<double> step_ms;
   for (const Rank* k : ok) step_ms.push_back(k->step);
@@ -307,18 +295,10 @@ std::optional<JobCollectives> match_collectives(const std::vector<RankFacts>& re
 
 }  // namespace
 
-RankFacts rank_facts(const RankReport& rr) {
-  Report copy;  // only what rank_facts reads
-  copy.source.distributed = rr.report.source.distributed;
-  copy.verdict.bottleneck = rr.report.verdict.bottleneck;
-  copy.steps.mean_ms = rr.report.steps.mean_ms;
-  copy.breakdown_ms = rr.report.breakdown_ms;
-  copy.communication = rr.report.communication;
-  copy.collectives = rr.report.collectives;
-  return rank_facts(rr.file, std::move(copy));
-}
+namespace {
 
-RankFacts rank_facts(std::string file, Report&& r) {
+// The rank facts of a report, its collectives aside.
+RankFacts figures_of(std::string file, const Report& r) {
   RankFacts f;
   f.file = std::move(file);
   if (r.source.distributed) {
@@ -331,6 +311,19 @@ RankFacts rank_facts(std::string file, Report&& r) {
   f.communication_ms = r.breakdown_ms.value_or_zero(Role::kCommunication);
   f.communication_measured = r.communication.measured;
   f.exposed_fraction = r.communication.exposed_fraction;
+  return f;
+}
+
+}  // namespace
+
+RankFacts rank_facts(const RankReport& rr) {
+  RankFacts f = figures_of(rr.file, rr.report);
+  if (rr.report.collectives) f.collectives = rr.report.collectives->instances;
+  return f;
+}
+
+RankFacts rank_facts(std::string file, Report&& r) {
+  RankFacts f = figures_of(std::move(file), r);
   if (r.collectives) f.collectives = std::move(r.collectives->instances);
   return f;
 }
@@ -350,14 +343,7 @@ bool is_one_job(const std::vector<RankFacts>& ranks) {
 
 bool is_one_job(const std::vector<RankReport>& reports) {
   std::vector<RankFacts> f;
-  for (const auto& r : reports) {
-    RankFacts k;
-    if (r.report.source.distributed) {
-      k.rank = r.report.source.distributed->rank;
-      k.world_size = r.report.source.distributed->world_size;
-    }
-    f.push_back(std::move(k));
-  }
+  for (const auto& r : reports) f.push_back(figures_of(r.file, r.report));
   return is_one_job(f);
 }
 

@@ -111,6 +111,13 @@ void print_load_error(std::ostream& err, const std::string& file, const Status& 
 struct AnalyzeJob {
   bool multi = false;  // several reports: each in its own sub-folder
   std::set<std::string> used_names;
+  // A trace's sub-folder: `stem`, else stem-2, stem-3, ... when an earlier trace of the command took it.
+  std::string folder_for(const std::string& stem) {
+    std::string folder = stem;
+    for (int k = 2; used_names.count(folder); ++k) folder = stem + "-" + std::to_string(k);
+    used_names.insert(folder);
+    return folder;
+  }
   std::vector<report::TraceRow> rows;
   // For the job summary, when the traces are ranks of one job: what it needs of each report, not the reports
   // (a job of hundreds of ranks is summarized in bounded memory).
@@ -171,9 +178,7 @@ int report_one(const AnalyzeArgs& a, const OutputOptions& base, const rules::Rul
   OutputOptions o = base;
   std::string folder;
   if (job.multi) {
-    folder = stem;
-    for (int k = 2; job.used_names.count(folder); ++k) folder = stem + "-" + std::to_string(k);
-    job.used_names.insert(folder);
+    folder = job.folder_for(stem);
     o.out_dir = base.out_dir / folder;
     if (o.perfetto) o.perfetto = o.out_dir / base.perfetto->filename();
     o.outputs_checked = false;  // another folder than the command probed: report_trace probes it
@@ -340,10 +345,7 @@ int run_analyze_ray(const AnalyzeArgs& a, const OutputOptions& base, AnalyzeJob&
     std::string folder;
     std::filesystem::path dir = base.out_dir;
     if (job.multi) {
-      const std::string stem = safe_name(r.file);
-      folder = stem;
-      for (int k = 2; job.used_names.count(folder); ++k) folder = stem + "-" + std::to_string(k);
-      job.used_names.insert(folder);
+      folder = job.folder_for(safe_name(r.file));
       dir = base.out_dir / folder;
     }
     if (!r.ok) {

@@ -130,6 +130,19 @@ struct JobReader {
   void boolean(const char* key, std::optional<bool>& out) const {
     if (const json* v = get(key)) v->is_boolean() ? void(out = v->get<bool>()) : fail(key, "true or false");
   }
+  void text(const char* key, std::optional<std::string>& out) const {
+    if (!get(key)) return;
+    std::string v;
+    text(key, v);
+    out = std::move(v);
+  }
+  template <class E, size_t N>
+  void name(const char* key, const std::array<std::string_view, N>& names, std::optional<E>& out) const {
+    if (!get(key)) return;
+    E v{};
+    name(key, names, v);
+    out = v;
+  }
   template <class E, size_t N>
   void name(const char* key, const std::array<std::string_view, N>& names, E& out) const {
     const json* v = get(key);
@@ -212,11 +225,7 @@ StatusOr<JobSummary> job_summary_from_json(const json& j) {
       k.number("wait_ms_per_step", jc.wait_ms_per_step);
       k.number("transfer_ms_per_step", jc.transfer_ms_per_step);
       k.integer("last_rank", jc.last_rank);
-      if (k.get("last_rank_phase")) {
-        StragglerPhase p{};
-        k.name("last_rank_phase", kStragglerPhaseNames, p);
-        jc.last_rank_phase = p;
-      }
+      k.name("last_rank_phase", kStragglerPhaseNames, jc.last_rank_phase);
       k.text("summary", jc.summary);
       if (const json* rows = k.get("rows"); rows != nullptr && rows->is_array()) {
         for (size_t i = 0; i < rows->size() && error.empty(); ++i) {
@@ -227,11 +236,7 @@ StatusOr<JobSummary> job_summary_from_json(const json& j) {
           const JobReader rr{(*rows)[i], "collectives.rows[" + std::to_string(i) + "].", &error};
           JobCollectiveRow row;
           rr.text("kind", row.kind);
-          if (rr.get("process_group")) {
-            std::string pg;
-            rr.text("process_group", pg);
-            row.process_group = pg;
-          }
+          rr.text("process_group", row.process_group);
           rr.integer("bytes", row.bytes);
           rr.text("size_bucket", row.size_bucket);
           rr.integer("matched", row.matched);
@@ -243,11 +248,7 @@ StatusOr<JobSummary> job_summary_from_json(const json& j) {
           rr.number("busbw_gbps", row.busbw_gbps);
           rr.integer("last_rank", row.last_rank);
           rr.number("last_rank_share", row.last_rank_share);
-          if (rr.get("last_rank_phase")) {
-            StragglerPhase p{};
-            rr.name("last_rank_phase", kStragglerPhaseNames, p);
-            row.last_rank_phase = p;
-          }
+          rr.name("last_rank_phase", kStragglerPhaseNames, row.last_rank_phase);
           if (const json* w = rr.get("wait_ms_by_rank"); w != nullptr && w->is_array())
             for (const auto& x : *w) row.wait_ms_by_rank.push_back(x.is_number() ? x.get<double>() : 0.0);
           jc.rows.push_back(std::move(row));

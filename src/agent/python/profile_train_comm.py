@@ -152,6 +152,18 @@ _END = _FIELDS.index("end_ns")
 _now = time.monotonic_ns
 
 
+def _timed_call(tls, fn, args, kwargs):
+    """fn(*args, **kwargs) -> (result, call_ns, return_ns). While it runs, tls.inside makes torch's own nested calls
+    (send -> isend, _all_gather_base -> ...) part of this one."""
+    tls.inside = True
+    call_ns = _now()
+    try:
+        result = fn(*args, **kwargs)
+    finally:
+        tls.inside = False
+    return result, call_ns, _now()
+
+
 def _arg(args, kwargs, index, name, default=None):
     if name in kwargs:
         return kwargs[name]
@@ -279,13 +291,7 @@ class CommWatch:
                 pre = None
             if pre is None:
                 return fn(*args, **kwargs)
-            tls.inside = True  # torch's own nested calls (send -> isend, _all_gather_base -> ...) are this one
-            call_ns = _now()
-            try:
-                result = fn(*args, **kwargs)
-            finally:
-                tls.inside = False
-            return_ns = _now()
+            result, call_ns, return_ns = _timed_call(tls, fn, args, kwargs)
             try:
                 watch.after(pre, result, call_ns, return_ns)
             except Exception as e:
@@ -446,13 +452,7 @@ class CommWatch:
                 watch.fail("_broadcast_coalesced", e)
             if pre is None:
                 return fn(*args, **kwargs)
-            tls.inside = True
-            call_ns = _now()
-            try:
-                result = fn(*args, **kwargs)
-            finally:
-                tls.inside = False
-            return_ns = _now()
+            result, call_ns, return_ns = _timed_call(tls, fn, args, kwargs)
             try:
                 watch.after_broadcast_coalesced(pre, _arg(args, kwargs, 2, "buffer_size"), call_ns, return_ns)
             except Exception as e:
