@@ -183,9 +183,25 @@ Source source_section(const trace::Trace& t, const TraceIndex& idx, const StepIn
 }  // namespace
 
 Report build_typed_report(const trace::Trace& t, const AnalysisOptions& options) {
+  // The analyzers are pure functions of the trace and what they are given: independent ones run on other cores
+  // (std::async) while this thread does the others; the report is the same. The costliest half of the memory
+  // section reads only the trace: it starts first, beside the index.
+  auto memory_prep_job = std::async(std::launch::async, [&t] { return prepare_memory(t); });
   const TraceIndex idx = build_index(t);
-  // The analyzers are pure functions of the trace and what they are given: independent ones run on a second
-  // core (std::async) while this thread does the others; the report is the same.
+  // What reads only the trace and the index: the facts, the workload, the data-quality counts.
+  struct Side {
+    nlohmann::json facts;
+    Workload workload;
+    DataQuality data_quality;
+    std::set<std::string> missing;
+  };
+  auto side_job = std::async(std::launch::async, [&t, &idx] {
+    Side out;
+    out.facts = infer_facts(t, idx);
+    out.workload = detect_workload(t, idx);
+    out.data_quality = data_quality_section(t, idx, out.missing);
+    return out;
+  });
   auto steps_job = std::async(std::launch::async, [&t, &idx] { return detect_steps(t, idx); });
   const RoleRanges roles = build_role_ranges(t, idx);
   Intervals kern_main;
@@ -214,11 +230,11 @@ Report build_typed_report(const trace::Trace& t, const AnalysisOptions& options)
   auto attribution_job = std::async(std::launch::async, [&t, &idx, &c] {
     return attribute_operators(t, idx, c.windows, idx.main_device, c.busy);
   });
-  auto memory_job = std::async(std::launch::async, [&t, &si, &sec] {
+  auto memory_job = std::async(std::launch::async, [&t, &si, &sec, &memory_prep_job] {
     // The memory section covers the whole capture (every step, not only the steady ones), with the steps
     // section's phase ranges of the main thread (computed once there).
     std::pair<std::optional<Memory>, int64_t> m;
-    m.first = memory_section(t, si.steps, sec.phase_ranges ? &*sec.phase_ranges : nullptr, &m.second);
+    m.first = memory_section(t, memory_prep_job.get(), si.steps, sec.phase_ranges ? &*sec.phase_ranges : nullptr, &m.second);
     return m;
   });
 
@@ -261,7 +277,8 @@ Report build_typed_report(const trace::Trace& t, const AnalysisOptions& options)
   if (spec) fill_device_from_spec(*r.device, *spec, spec_notes);
   r.efficiency = efficiency_section({attribution, c.nsteps, c.total_ns, spec, t.has_input_shapes(),
                                      idx.has_gpu_activity, kernel_class_times(c)});
-  r.facts = infer_facts(t, idx);
+  Side side = side_job.get();
+  r.facts = std::move(side.facts);
   if (sec.accumulation > 0) {
     // Counted in the trace: backward passes per optimizer step. It replaces what the shim counted from
     // DataLoader fetches, which a prefetching loader inflates.
@@ -316,7 +333,8 @@ Report build_typed_report(const trace::Trace& t, const AnalysisOptions& options)
   r.compilation = compilation_section(c, r.facts);
   // Static and activation memory, and the batch that fits (the shim's facts.memory).
   r.memory_budget = memory_budget_section(r.facts, r.device);
-  r.data_quality = data_quality_section(t, idx, missing);
+  r.data_quality = std::move(side.data_quality);
+  missing.insert(side.missing.begin(), side.missing.end());
   r.data_quality.notes.insert(r.data_quality.notes.end(), spec_notes.begin(), spec_notes.end());
   if (!t.memory.empty()) {
     r.data_quality.memory_events_rejected = memory_rejected;
@@ -328,7 +346,7 @@ Report build_typed_report(const trace::Trace& t, const AnalysisOptions& options)
   r.source.notes.insert(r.source.notes.end(), device_notes.begin(), device_notes.end());
   // What the window is, before the verdict reads it: what the capture traced, training or inference, warm or cold.
   r.source.capture = capture_section(t, idx, r);
-  r.source.workload = detect_workload(t, idx);
+  r.source.workload = std::move(side.workload);
   r.steps.cold_window = cold_window(t, idx, si, c.busy);
   // recommendations and plan are written with the rules (rules::apply_rules).
   r.verdict = decide_verdict(r);

@@ -155,16 +155,32 @@ std::optional<model::Compilation> compilation_section(const Ctx& c, const nlohma
   std::set<std::string> fx_keys, frame_ids;
   std::map<std::string, std::pair<int64_t, TimeNs>> host_kernels;  // cpp_fused_* / triton_* host ranges
   auto thread_key = [](const Event& e) { return e.pid * 1000003 + e.tid; };
+  // What a name says, decided once per distinct name (a trace repeats a few thousand names millions of times).
+  // Bits: the name is torch.compile work, a compiled range, an Inductor kernel's (kSeen: decided).
+  enum : uint8_t { kCompileWork = 1, kCompiled = 2, kInductorKernel = 4, kSeen = 8 };
+  std::vector<uint8_t> name_kind(t.strings.size(), 0);
+  auto kind_of = [&](trace::StringId id) {
+    uint8_t& k = name_kind[id];
+    if (k == 0) {
+      const std::string_view name = t.strings.get(id);
+      k = kSeen | (is_compile_range(name) ? kCompileWork : 0) |
+          (compiled_range_of(name) != CompiledRange::kNone ? kCompiled : 0) |
+          (parse_inductor_kernel(name) ? kInductorKernel : 0);
+    }
+    return k;
+  };
   for (const Event& e : t.events) {
-    if (!is_host_range(e) || !c.in_window(e.start_ns)) continue;
+    if (!is_host_range(e)) continue;
+    const uint8_t kind = kind_of(e.name);
+    if (kind == kSeen || !c.in_window(e.start_ns)) continue;
     const std::string_view name = t.name(e);
-    if (is_compile_range(name)) {
+    if (kind & kCompileWork) {
       compile.push_back({e.start_ns, e.end_ns()});
       continue;
     }
     const CompiledRange k = compiled_range_of(name);
     if (k == CompiledRange::kNone) {
-      if (e.cat == Category::kCpuOp && parse_inductor_kernel(name)) {
+      if (e.cat == Category::kCpuOp) {  // kInductorKernel
         auto& row = host_kernels[std::string(name)];
         ++row.first;
         row.second += e.dur_ns;
@@ -206,27 +222,42 @@ std::optional<model::Compilation> compilation_section(const Ctx& c, const nlohma
   TimeNs kernel_ns = 0, compiled_ns = 0, inductor_ns = 0, replay_ns = 0;
   std::map<std::string, std::pair<int64_t, TimeNs>> gpu_kernels;
   std::vector<int8_t> replay_name(t.strings.size(), -1);  // by StringId: is the launch a graph launch
-  for (size_t i : idx.kernels) {
-    const Event& k = t.events[i];
-    if (device_of(k) != idx.main_device || !c.in_window(k.start_ns)) continue;
-    kernel_ns += k.dur_ns;
-    const std::string_view name = t.name(k);
-    if (parse_inductor_kernel(name) && !starts_with(name, "cpp_fused_")) {
-      inductor_ns += k.dur_ns;
-      auto& row = gpu_kernels[std::string(name)];
-      ++row.first;
-      row.second += k.dur_ns;
-    }
-    const size_t r = k.correlation >= 0 ? idx.runtime_of(k.correlation) : TraceIndex::Correlation::kNone;
-    if (r == TraceIndex::Correlation::kNone) continue;
-    const Event& launch = t.events[r];
+  auto is_graph_launch = [&](const Event& launch) {
     int8_t& replay = replay_name[launch.name];
     if (replay < 0) {
       const std::string_view base = runtime_base_name(t.name(launch));
       replay = (starts_with(base, "cudaGraphLaunch") || starts_with(base, "hipGraphLaunch") ||
                 starts_with(base, "cuGraphLaunch")) ? 1 : 0;
     }
-    if (replay) replay_ns += k.dur_ns;
+    return replay == 1;
+  };
+  // A kernel's launch is looked up only when it can tell something: a graph launch somewhere in the trace, or
+  // compiled graph calls on a thread.
+  bool any_graph_launch = false;
+  for (size_t i : idx.runtimes)
+    if (is_graph_launch(t.events[i])) {
+      any_graph_launch = true;
+      break;
+    }
+  const bool need_launch = any_graph_launch || !graphs_by_thread.empty();
+  for (size_t i : idx.kernels) {
+    const Event& k = t.events[i];
+    if (device_of(k) != idx.main_device || !c.in_window(k.start_ns)) continue;
+    kernel_ns += k.dur_ns;
+    if (kind_of(k.name) & kInductorKernel) {
+      const std::string_view name = t.name(k);
+      if (!starts_with(name, "cpp_fused_")) {
+        inductor_ns += k.dur_ns;
+        auto& row = gpu_kernels[std::string(name)];
+        ++row.first;
+        row.second += k.dur_ns;
+      }
+    }
+    if (!need_launch) continue;
+    const size_t r = k.correlation >= 0 ? idx.runtime_of(k.correlation) : TraceIndex::Correlation::kNone;
+    if (r == TraceIndex::Correlation::kNone) continue;
+    const Event& launch = t.events[r];
+    if (is_graph_launch(launch)) replay_ns += k.dur_ns;
     auto g = graphs_by_thread.find(thread_key(launch));
     if (g != graphs_by_thread.end()) {
       const Intervals& v = g->second;
@@ -237,14 +268,7 @@ std::optional<model::Compilation> compilation_section(const Ctx& c, const nlohma
   int64_t graph_launches = 0;
   for (size_t i : idx.runtimes) {
     const Event& e = t.events[i];
-    if (!c.in_window(e.start_ns)) continue;
-    int8_t& replay = replay_name[e.name];
-    if (replay < 0) {
-      const std::string_view base = runtime_base_name(t.name(e));
-      replay = (starts_with(base, "cudaGraphLaunch") || starts_with(base, "hipGraphLaunch") ||
-                starts_with(base, "cuGraphLaunch")) ? 1 : 0;
-    }
-    if (replay) ++graph_launches;
+    if (any_graph_launch && c.in_window(e.start_ns) && is_graph_launch(e)) ++graph_launches;
   }
 
   const nlohmann::json* cf = facts.is_object() && facts.contains("compile") && facts["compile"].is_object()

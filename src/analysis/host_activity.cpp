@@ -3,6 +3,7 @@
 // allocator; synchronization -> drop the per-step sync; kernel-launch API -> CUDA graphs / torch.compile;
 // operators -> a bigger batch or fewer, larger ops), so the carving order puts the most specific cause first.
 #include <array>
+#include <vector>
 
 #include "profile_train/analysis/analyzers.h"
 
@@ -20,16 +21,21 @@ HostIdleActivity host_idle_activity(const trace::Trace& t, const TraceIndex& idx
 
   enum { kAlloc, kMemcpyApi, kSync, kLaunch, kOtherRuntime, kCount };
   std::array<Intervals, kCount> rt;
+  // Each distinct runtime call name is classified once (a trace repeats a few names millions of times).
+  std::vector<int8_t> kind_of(t.strings.size(), -1);
   for (size_t i : idx.runtimes) {
     const Event& e = t.events[i];
     if (e.is_gpu || e.dur_ns <= 0) continue;
-    const std::string_view n = runtime_base_name(t.name(e));
-    const Interval iv{e.start_ns, e.end_ns()};
-    if (is_allocator_call(n)) rt[kAlloc].push_back(iv);
-    else if (is_memcpy_call(n)) rt[kMemcpyApi].push_back(iv);
-    else if (is_sync_call(n)) rt[kSync].push_back(iv);
-    else if (is_launch_call(n)) rt[kLaunch].push_back(iv);
-    else rt[kOtherRuntime].push_back(iv);
+    int8_t& kind = kind_of[e.name];
+    if (kind < 0) {
+      const std::string_view n = runtime_base_name(t.name(e));
+      kind = is_allocator_call(n) ? kAlloc
+             : is_memcpy_call(n)  ? kMemcpyApi
+             : is_sync_call(n)    ? kSync
+             : is_launch_call(n)  ? kLaunch
+                                  : kOtherRuntime;
+    }
+    rt[static_cast<size_t>(kind)].push_back({e.start_ns, e.end_ns()});
   }
   // Carve: each activity takes only the idle time no earlier one claimed.
   auto take = [&](Intervals ranges) {

@@ -13,8 +13,26 @@ namespace profile_train::analysis {
 
 using namespace profile_train::model;  // the documents' types (report, job, diff, tune)
 
+// Named (not anonymous): MemoryPrep, declared in the header, holds them.
+namespace memory_types {
+// Device index in the section: one per (type, id) pair the plugin names alike (any non-CPU type is "GPU<id>").
+struct DeviceKey {
+  bool cpu = false;
+  int32_t id = -1;
+  bool operator<(const DeviceKey& o) const { return cpu != o.cpu ? !cpu : id < o.id; }  // GPUs first
+};
+// Operator attribution: per sample, the node (global index) of the operator range it belongs to, or -1; and
+// the per-device operator tables.
+struct Attribution {
+  std::vector<int64_t> sample_op;  // parallel to the good samples: the operator's event index, or -1
+  std::map<DeviceKey, std::map<std::string, MemoryOperator>> rows;
+};
+}  // namespace memory_types
+
 namespace {
 
+using memory_types::Attribution;
+using memory_types::DeviceKey;
 using trace::Category;
 using trace::MemorySample;
 
@@ -40,12 +58,6 @@ struct Node {
   bool op = false, processed = false, merged = false;
 };
 
-// Device index in the section: one per (type, id) pair the plugin names alike (any non-CPU type is "GPU<id>").
-struct DeviceKey {
-  bool cpu = false;
-  int32_t id = -1;
-  bool operator<(const DeviceKey& o) const { return cpu != o.cpu ? !cpu : id < o.id; }  // GPUs first
-};
 DeviceKey key_of(const MemorySample& m) { return {m.device_type == 0, m.device_type == 0 ? -1 : m.device_id}; }
 
 struct SelfMetrics {
@@ -65,12 +77,6 @@ struct SelfMetrics {
   bool any() const { return increase != 0 || alloc_bytes != 0 || alloc_count != 0; }
 };
 
-// Operator attribution: per sample, the node (global index) of the operator range it belongs to, or -1; and
-// the per-device operator tables.
-struct Attribution {
-  std::vector<int64_t> sample_op;  // parallel to the good samples: the operator's event index, or -1
-  std::map<DeviceKey, std::map<std::string, MemoryOperator>> rows;
-};
 
 Attribution attribute(const trace::Trace& t, const std::vector<const MemorySample*>& samples,
                       const std::map<DeviceKey, size_t>& dev_index) {
@@ -93,6 +99,13 @@ Attribution attribute(const trace::Trace& t, const std::vector<const MemorySampl
   for (size_t i = 0; i < samples.size(); ++i) samples_by_thread[{samples[i]->pid, samples[i]->tid}].push_back(i);
 
   const size_t ndev = dev_index.size();
+  std::vector<int8_t> operator_name(t.strings.size(), -1);  // is_memory_operator's name test, once per name
+  auto is_operator = [&](const trace::Event& e) {
+    if (e.cat != Category::kCpuOp) return false;
+    int8_t& op = operator_name[e.name];
+    if (op < 0) op = is_memory_operator(t, e) ? 1 : 0;
+    return op == 1;
+  };
   std::vector<Node> nodes;
   std::vector<SelfMetrics> self;  // [node * ndev + device]
   for (const auto& [thread, evs] : by_thread) {
@@ -106,7 +119,7 @@ Attribution attribute(const trace::Trace& t, const std::vector<const MemorySampl
       Node n;
       n.event = ei;
       n.parent = stack.empty() ? -1 : stack.back();
-      n.op = is_memory_operator(t, e);
+      n.op = is_operator(e);
       nodes.push_back(n);
       const int id = static_cast<int>(nodes.size()) - 1;
       if (n.parent >= 0 && nodes[n.parent].child_count++ == 0) nodes[n.parent].first_child = id;
@@ -181,7 +194,7 @@ Attribution attribute(const trace::Trace& t, const std::vector<const MemorySampl
     const size_t to = static_cast<size_t>(compact[static_cast<size_t>(nodes[i].parent)]) * ndev;
     for (size_t d = 0; d < ndev; ++d) incl[to + d].add(incl[from + d]);
   }
-  std::unordered_map<trace::StringId, int64_t> calls;
+  std::vector<int64_t> calls(t.strings.size(), 0);  // by name
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node& n = nodes[i];
     if (n.merged || !n.op) continue;
@@ -244,26 +257,48 @@ std::string memory_device_name(int32_t device_type, int32_t device_id) {
   return device_type == 0 ? std::string("CPU") : "GPU" + std::to_string(device_id);
 }
 
-std::optional<Memory> memory_section(const trace::Trace& t, const std::vector<Step>& steps, const PhaseIndex* phases,
-                                     int64_t* rejected) {
-  *rejected = 0;
-  std::vector<const MemorySample*> samples;  // in time order (finalize sorted them)
-  samples.reserve(t.memory.size());
-  std::map<DeviceKey, int64_t> rejected_on;  // per device
+struct MemoryPrep {
+  int64_t rejected = 0;
+  std::vector<const trace::MemorySample*> samples;  // the good ones, in time order (finalize sorted them)
+  std::map<memory_types::DeviceKey, int64_t> rejected_on;  // per device
+  std::map<memory_types::DeviceKey, size_t> dev_index;
+  memory_types::Attribution attr;
+};
+
+void MemoryPrepDeleter::operator()(MemoryPrep* p) const { delete p; }
+
+MemoryPrepPtr prepare_memory(const trace::Trace& t) {
+  MemoryPrepPtr p(new MemoryPrep);
+  p->samples.reserve(t.memory.size());
   for (const auto& m : t.memory) {
     if (is_bad_memory_sample(m)) {
-      ++*rejected;
-      ++rejected_on[key_of(m)];
+      ++p->rejected;
+      ++p->rejected_on[key_of(m)];
     } else {
-      samples.push_back(&m);
+      p->samples.push_back(&m);
     }
   }
-  if (samples.empty()) return std::nullopt;
-  std::map<DeviceKey, size_t> dev_index;
-  for (const auto* m : samples) dev_index.emplace(key_of(*m), 0);
+  if (p->samples.empty()) return p;
+  for (const auto* m : p->samples) p->dev_index.emplace(key_of(*m), 0);
   size_t k = 0;
-  for (auto& [key, i] : dev_index) i = k++;
-  Attribution attr = attribute(t, samples, dev_index);
+  for (auto& [key, i] : p->dev_index) i = k++;
+  p->attr = attribute(t, p->samples, p->dev_index);
+  return p;
+}
+
+std::optional<Memory> memory_section(const trace::Trace& t, const std::vector<Step>& steps, const PhaseIndex* phases,
+                                     int64_t* rejected) {
+  return memory_section(t, prepare_memory(t), steps, phases, rejected);
+}
+
+std::optional<Memory> memory_section(const trace::Trace& t, MemoryPrepPtr prep, const std::vector<Step>& steps,
+                                     const PhaseIndex* phases, int64_t* rejected) {
+  *rejected = prep->rejected;
+  const std::vector<const MemorySample*>& samples = prep->samples;
+  const std::map<DeviceKey, int64_t>& rejected_on = prep->rejected_on;
+  const std::map<DeviceKey, size_t>& dev_index = prep->dev_index;
+  Attribution& attr = prep->attr;
+  if (samples.empty()) return std::nullopt;
 
   const TimeNs t0 = t.events.empty() ? samples.front()->ts_ns : std::min(t.events.front().start_ns, samples.front()->ts_ns);
   Memory mem;

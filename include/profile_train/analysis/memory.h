@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 
 #include "profile_train/analysis/analyzers.h"
@@ -43,6 +44,18 @@ std::string memory_device_name(int32_t device_type, int32_t device_id);
 // The memory section; nullopt when the trace has no usable memory sample. `steps` (all steps, in order) and
 // `phases` place the peak; `rejected` receives the number of bad samples.
 std::optional<model::Memory> memory_section(const trace::Trace& t, const std::vector<Step>& steps,
+                                            const PhaseIndex* phases, int64_t* rejected);
+
+// The same in two halves: prepare_memory() reads only the trace (the samples, the operator ranges they fall in:
+// the costly half), so that it can run while the steps are still being found; memory_section(prep, ...) is
+// the rest. The result is the one above.
+struct MemoryPrep;
+struct MemoryPrepDeleter {
+  void operator()(MemoryPrep* p) const;
+};
+using MemoryPrepPtr = std::unique_ptr<MemoryPrep, MemoryPrepDeleter>;
+MemoryPrepPtr prepare_memory(const trace::Trace& t);
+std::optional<model::Memory> memory_section(const trace::Trace& t, MemoryPrepPtr prep, const std::vector<Step>& steps,
                                             const PhaseIndex* phases, int64_t* rejected);
 
 }  // namespace profile_train::analysis
