@@ -185,8 +185,9 @@ Source source_section(const trace::Trace& t, const TraceIndex& idx, const StepIn
 Report build_typed_report(const trace::Trace& t, const AnalysisOptions& options) {
   // The analyzers are pure functions of the trace and what they are given: independent ones run on other cores
   // (std::async) while this thread does the others; the report is the same. The costliest half of the memory
-  // section reads only the trace: it starts first, beside the index.
+  // section and of the operator attribution read only the trace: they start first, beside the index.
   auto memory_prep_job = std::async(std::launch::async, [&t] { return prepare_memory(t); });
+  auto operator_tree_job = std::async(std::launch::async, [&t] { return build_operator_tree(t); });
   const TraceIndex idx = build_index(t);
   // What reads only the trace and the index: the facts, the workload, the data-quality counts.
   struct Side {
@@ -227,8 +228,8 @@ Report build_typed_report(const trace::Trace& t, const AnalysisOptions& options)
 
   // The operator attribution and the memory section read only the trace, the index and the step windows: each
   // runs on a thread of its own while this one builds the GPU, host and communication sections (same results).
-  auto attribution_job = std::async(std::launch::async, [&t, &idx, &c] {
-    return attribute_operators(t, idx, c.windows, idx.main_device, c.busy);
+  auto attribution_job = std::async(std::launch::async, [&t, &idx, &c, &operator_tree_job] {
+    return attribute_operators(t, idx, operator_tree_job.get(), c.windows, idx.main_device, c.busy);
   });
   auto memory_job = std::async(std::launch::async, [&t, &si, &sec, &memory_prep_job] {
     // The memory section covers the whole capture (every step, not only the steady ones), with the steps
@@ -262,9 +263,24 @@ Report build_typed_report(const trace::Trace& t, const AnalysisOptions& options)
     }
   }
   if (t.devices.empty()) missing.insert("deviceProperties");
+  // The host section beside the GPU section and the attribution; then this thread does the facts and the
+  // compiled program while the others finish.
+  auto host_job = std::async(std::launch::async, [&c, &roles] { return host_section(c, roles); });
   r.gpu = gpu_section(c, missing);
-  r.host = host_section(c, roles);
   r.communication = communication_section(c, roles);
+  Side side = side_job.get();
+  r.facts = std::move(side.facts);
+  if (sec.accumulation > 0) {
+    // Counted in the trace: backward passes per optimizer step. It replaces what the shim counted from
+    // DataLoader fetches, which a prefetching loader inflates.
+    r.facts["training"] = {{"gradient_accumulation_steps", sec.accumulation}, {"step_boundary", "optimizer step"}};
+    auto& inferred = r.facts["inferred"];
+    if (inferred.is_array() && std::find(inferred.begin(), inferred.end(), "training.gradient_accumulation_steps") == inferred.end())
+      inferred.push_back("training.gradient_accumulation_steps");
+  }
+  // The compiled program: torch.compile's ranges and kernels, graph replays, the shim's dynamo counters.
+  r.compilation = compilation_section(c, r.facts);
+  r.host = host_job.get();
   const OperatorAttribution attribution = attribution_job.get();
   auto [memory, memory_rejected] = memory_job.get();
   r.operators = operators_section(c, attribution);
@@ -277,16 +293,6 @@ Report build_typed_report(const trace::Trace& t, const AnalysisOptions& options)
   if (spec) fill_device_from_spec(*r.device, *spec, spec_notes);
   r.efficiency = efficiency_section({attribution, c.nsteps, c.total_ns, spec, t.has_input_shapes(),
                                      idx.has_gpu_activity, kernel_class_times(c)});
-  Side side = side_job.get();
-  r.facts = std::move(side.facts);
-  if (sec.accumulation > 0) {
-    // Counted in the trace: backward passes per optimizer step. It replaces what the shim counted from
-    // DataLoader fetches, which a prefetching loader inflates.
-    r.facts["training"] = {{"gradient_accumulation_steps", sec.accumulation}, {"step_boundary", "optimizer step"}};
-    auto& inferred = r.facts["inferred"];
-    if (inferred.is_array() && std::find(inferred.begin(), inferred.end(), "training.gradient_accumulation_steps") == inferred.end())
-      inferred.push_back("training.gradient_accumulation_steps");
-  }
   {
     r.memory = std::move(memory);
     // gpu.memory takes the main GPU's figures from it (a reconstructed peak includes the baseline).
@@ -329,8 +335,6 @@ Report build_typed_report(const trace::Trace& t, const AnalysisOptions& options)
     (*it)["instances_recorded"] = inst.is_array() ? inst.size() : 0;
     it->erase("instances");
   }
-  // The compiled program: torch.compile's ranges and kernels, graph replays, the shim's dynamo counters.
-  r.compilation = compilation_section(c, r.facts);
   // Static and activation memory, and the batch that fits (the shim's facts.memory).
   r.memory_budget = memory_budget_section(r.facts, r.device);
   r.data_quality = std::move(side.data_quality);

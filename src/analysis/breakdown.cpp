@@ -104,8 +104,9 @@ IdleBreakdown idle_breakdown(const trace::Trace& t, const TraceIndex& idx, int32
     return it != windows.end() && it->start <= ts;
   };
   for (auto& [stream, list] : by_stream) {
-    std::stable_sort(list.begin(), list.end(),
-                     [](const Event* a, const Event* b) { return a->start_ns < b->start_ns; });
+    // Each index list is in start order: a stream with one kind of activity is sorted already.
+    auto by_start = [](const Event* a, const Event* b) { return a->start_ns < b->start_ns; };
+    if (!std::is_sorted(list.begin(), list.end(), by_start)) std::stable_sort(list.begin(), list.end(), by_start);
     for (size_t k = 1; k < list.size(); ++k) {
       const Event& cur = *list[k];
       if (!in_window(cur.start_ns)) continue;

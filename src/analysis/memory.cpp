@@ -1,5 +1,6 @@
 // The memory analyzer (include/profile_train/analysis/memory.h says what it computes and how).
 #include "profile_train/analysis/memory.h"
+#include "profile_train/common/huge_pages.h"
 
 #include <algorithm>
 #include <map>
@@ -52,6 +53,11 @@ bool is_memory_operator(const trace::Trace& t, const trace::Event& e) {
 
 struct Node {
   size_t event = 0;
+  // The event's times, name and kind, copied here: the passes over the tree read nodes in order instead of
+  // events at scattered places.
+  TimeNs start = 0, end = 0;
+  trace::StringId name = 0;
+  bool cpu_op = false;
   int parent = -1;  // -1: the thread's root; a merged node's children keep it until the merge pass re-points them
   int first_child = -1;  // the first child (the only one when child_count is 1)
   int child_count = 0;
@@ -107,17 +113,24 @@ Attribution attribute(const trace::Trace& t, const std::vector<const MemorySampl
     return op == 1;
   };
   std::vector<Node> nodes;
+  size_t ranges = 0;
+  for (const auto& [thread, evs] : by_thread) ranges += evs.size();
+  reserve_huge(nodes, ranges);
   std::vector<SelfMetrics> self;  // [node * ndev + device]
   for (const auto& [thread, evs] : by_thread) {
     const int base = static_cast<int>(nodes.size());
     std::vector<int> stack;
     for (size_t ei : evs) {
       const auto& e = t.events[ei];
-      while (!stack.empty() && !(e.start_ns < t.events[nodes[stack.back()].event].end_ns())) stack.pop_back();
+      while (!stack.empty() && !(e.start_ns < nodes[stack.back()].end)) stack.pop_back();
       // A range that outlasts the one it starts in is malformed nesting; the plugin drops it (op_tree.py).
-      if (!stack.empty() && e.end_ns() > t.events[nodes[stack.back()].event].end_ns()) continue;
+      if (!stack.empty() && e.end_ns() > nodes[stack.back()].end) continue;
       Node n;
       n.event = ei;
+      n.start = e.start_ns;
+      n.end = e.end_ns();
+      n.name = e.name;
+      n.cpu_op = e.cat == Category::kCpuOp;
       n.parent = stack.empty() ? -1 : stack.back();
       n.op = is_operator(e);
       nodes.push_back(n);
@@ -132,9 +145,7 @@ Attribution attribute(const trace::Trace& t, const std::vector<const MemorySampl
       if (nodes[id].merged) continue;
       while (nodes[id].child_count == 1) {
         const int c = nodes[id].first_child;
-        const auto& pe = t.events[nodes[id].event];
-        const auto& ce = t.events[nodes[c].event];
-        if (pe.name != ce.name || pe.cat != Category::kCpuOp || ce.cat != Category::kCpuOp) break;
+        if (nodes[id].name != nodes[c].name || !nodes[id].cpu_op || !nodes[c].cpu_op) break;
         nodes[c].merged = true;
         nodes[id].child_count = nodes[c].child_count;
         nodes[id].first_child = nodes[c].first_child;
@@ -158,12 +169,12 @@ Attribution attribute(const trace::Trace& t, const std::vector<const MemorySampl
     size_t p = 0;
     for (size_t si : sidx) {
       const TimeNs ts = samples[si]->ts_ns;
-      for (; p < order.size() && t.events[nodes[order[p]].event].start_ns <= ts; ++p) {
+      for (; p < order.size() && nodes[order[p]].start <= ts; ++p) {
         const int id = order[p];
         while (!stack.empty() && stack.back() != nodes[id].parent) stack.pop_back();
         stack.push_back(id);
       }
-      while (!stack.empty() && t.events[nodes[stack.back()].event].end_ns() <= ts) stack.pop_back();
+      while (!stack.empty() && nodes[stack.back()].end <= ts) stack.pop_back();
       if (stack.empty()) continue;  // outside every range of the thread
       const int d = stack.back();
       nodes[d].processed = true;
@@ -198,7 +209,7 @@ Attribution attribute(const trace::Trace& t, const std::vector<const MemorySampl
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node& n = nodes[i];
     if (n.merged || !n.op) continue;
-    if (n.parent < 0 || nodes[n.parent].processed) ++calls[t.events[n.event].name];
+    if (n.parent < 0 || nodes[n.parent].processed) ++calls[n.name];
   }
   for (const auto& [key, d] : dev_index) {
     std::map<trace::StringId, MemoryOperator> rows;
@@ -208,8 +219,7 @@ Attribution attribute(const trace::Trace& t, const std::vector<const MemorySampl
       const SelfMetrics& s = self[static_cast<size_t>(compact[i]) * ndev + d];
       const SelfMetrics& c = incl[static_cast<size_t>(compact[i]) * ndev + d];
       if (!s.any() && !c.any()) continue;
-      const auto& e = t.events[n.event];
-      MemoryOperator& r = rows[e.name];
+      MemoryOperator& r = rows[n.name];
       r.self_increase_bytes = sat_add(r.self_increase_bytes, s.increase);
       r.self_allocation_bytes = sat_add(r.self_allocation_bytes, s.alloc_bytes);
       r.self_allocation_count = sat_add(r.self_allocation_count, s.alloc_count);

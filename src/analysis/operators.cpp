@@ -9,6 +9,7 @@
 
 #include "profile_train/analysis/analyzers.h"
 #include "profile_train/analysis/efficiency.h"
+#include "profile_train/common/huge_pages.h"
 
 namespace profile_train::analysis {
 
@@ -35,17 +36,25 @@ struct ThreadKey {
 
 }  // namespace
 
-OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex& idx, const Intervals& windows,
-                                        int32_t device, const Intervals& busy) {
-  OperatorAttribution out;
-  out.has_operators = idx.has_cpu_ops;
-  auto in_window = [&](TimeNs ts) {
-    auto it = std::upper_bound(windows.begin(), windows.end(), ts, [](TimeNs v, const Interval& w) { return v < w.end; });
-    return it != windows.end() && it->start <= ts;
-  };
-  const Intervals idle = subtract_intervals(windows, busy);
-  out.idle_ns = total_length(idle);
+// The host side of the attribution, which reads only the trace: each runtime call's innermost operator and
+// module range, each operator's self time and enclosing operator.
+struct OperatorTree {
+  static constexpr size_t kNone = SIZE_MAX;
+  static constexpr uint32_t kNoParent = UINT32_MAX;
+  // Indexed by event: runtime call -> innermost op / module event (kNone if none); cpu_op -> self time.
+  std::vector<size_t> op_of_call, module_of_call;
+  std::vector<TimeNs> self_ns;
+  // With recorded inputs: each cpu_op's enclosing cpu_op (the roofline's grouping walks up to its operator).
+  std::vector<uint32_t> parent_op;
+  std::vector<size_t> ops_seen;  // cpu_op events, in no particular order
+  std::vector<size_t> outermost_ops;
+  bool has_backward_modules = false;
+};
 
+void OperatorTreeDeleter::operator()(OperatorTree* p) const { delete p; }
+
+OperatorTreePtr build_operator_tree(const trace::Trace& t) {
+  OperatorTreePtr tree(new OperatorTree);
   // Per thread: its operators and module ranges, and the runtime calls to resolve.
   std::map<ThreadKey, std::vector<size_t>> ranges, calls;
   // The lists of the previous event's thread: host events come in runs of one thread.
@@ -78,16 +87,19 @@ OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex&
       last_calls->push_back(i);
     }
   }
-  // Indexed by event: runtime call -> innermost op / module event (kNone if none); cpu_op -> self time.
-  constexpr size_t kNone = SIZE_MAX;
-  std::vector<size_t> op_of_call(t.events.size(), kNone), module_of_call(t.events.size(), kNone);
-  std::vector<TimeNs> self_ns(t.events.size(), 0);
-  // With recorded inputs: each cpu_op's enclosing cpu_op (the roofline's grouping walks up to its operator).
-  constexpr uint32_t kNoParent = UINT32_MAX;
+  constexpr size_t kNone = OperatorTree::kNone;
+  constexpr uint32_t kNoParent = OperatorTree::kNoParent;
+  std::vector<size_t>& op_of_call = tree->op_of_call;
+  std::vector<size_t>& module_of_call = tree->module_of_call;
+  std::vector<TimeNs>& self_ns = tree->self_ns;
+  std::vector<uint32_t>& parent_op = tree->parent_op;
+  std::vector<size_t>& ops_seen = tree->ops_seen;
+  std::vector<size_t>& outermost_ops = tree->outermost_ops;
+  assign_huge(op_of_call, t.events.size(), kNone);
+  assign_huge(module_of_call, t.events.size(), kNone);
+  assign_huge(self_ns, t.events.size(), TimeNs{0});
   const bool shapes = t.has_input_shapes();
-  std::vector<uint32_t> parent_op(shapes ? t.events.size() : 0, kNoParent);
-  std::vector<size_t> ops_seen;  // cpu_op events, in no particular order
-  std::vector<size_t> outermost_ops;
+  assign_huge(parent_op, shapes ? t.events.size() : 0, kNoParent);
   for (auto& [key, rs] : ranges) {
     std::sort(rs.begin(), rs.end(), [&](size_t a, size_t b) {
       const Event &x = t.events[a], &y = t.events[b];
@@ -124,11 +136,37 @@ OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex&
       } else {
         close_until(mods, e.start_ns);
         mods.push_back(r);
-        if (!out.has_backward_modules && t.name(e).rfind(kModuleBackwardPrefix, 0) == 0) out.has_backward_modules = true;
+        if (!tree->has_backward_modules && t.name(e).rfind(kModuleBackwardPrefix, 0) == 0) tree->has_backward_modules = true;
       }
     }
     resolve_calls_before(std::numeric_limits<TimeNs>::max());
   }
+  return tree;
+}
+
+OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex& idx, const Intervals& windows,
+                                        int32_t device, const Intervals& busy) {
+  return attribute_operators(t, idx, build_operator_tree(t), windows, device, busy);
+}
+
+OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex& idx, OperatorTreePtr tree,
+                                        const Intervals& windows, int32_t device, const Intervals& busy) {
+  OperatorAttribution out;
+  out.has_operators = idx.has_cpu_ops;
+  out.has_backward_modules = tree->has_backward_modules;
+  auto in_window = [&](TimeNs ts) {
+    auto it = std::upper_bound(windows.begin(), windows.end(), ts, [](TimeNs v, const Interval& w) { return v < w.end; });
+    return it != windows.end() && it->start <= ts;
+  };
+  const Intervals idle = subtract_intervals(windows, busy);
+  out.idle_ns = total_length(idle);
+  constexpr size_t kNone = OperatorTree::kNone;
+  constexpr uint32_t kNoParent = OperatorTree::kNoParent;
+  const std::vector<size_t>& op_of_call = tree->op_of_call;
+  const std::vector<size_t>& module_of_call = tree->module_of_call;
+  const std::vector<TimeNs>& self_ns = tree->self_ns;
+  const std::vector<uint32_t>& parent_op = tree->parent_op;
+  const bool shapes = t.has_input_shapes();
 
   // GPU activities -> operator and module.
   std::unordered_map<trace::StringId, OperatorRow> by_op;
@@ -229,7 +267,7 @@ OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex&
     }
   }
   // Host self time and calls of operators starting in the windows.
-  for (size_t op : ops_seen) {
+  for (size_t op : tree->ops_seen) {
     const Event& e = t.events[op];
     if (!in_window(e.start_ns)) continue;
     OperatorRow& row = by_op[e.name];
@@ -258,7 +296,7 @@ OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex&
     out.roofline.push_back({t.strings.get(static_cast<trace::StringId>(key >> 32)), std::move(rr)});
   }
   // Outermost operators while the GPU idles.
-  for (size_t op : outermost_ops) {
+  for (size_t op : tree->outermost_ops) {
     const Event& e = t.events[op];
     if (!in_window(e.start_ns) || e.dur_ns <= 0) continue;
     const TimeNs overlap = total_length(clip_intervals(idle, e.start_ns, e.end_ns()));

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "profile_train/common/huge_pages.h"
+
 namespace profile_train::trace {
 
 const char* to_string(Category c) {
@@ -71,7 +73,8 @@ void radix_sort_by_start(std::vector<SortKey>& keys) {
   for (const SortKey& k : keys) all |= k.start;
   constexpr int kDigitBits = 11;
   constexpr size_t kBuckets = size_t{1} << kDigitBits;
-  std::vector<SortKey> tmp(keys.size());
+  std::vector<SortKey> tmp;
+  assign_huge(tmp, keys.size(), SortKey{});
   std::vector<size_t> count(kBuckets);
   for (int shift = 0; shift < 64 && (all >> shift) != 0; shift += kDigitBits) {
     std::fill(count.begin(), count.end(), 0);
@@ -113,7 +116,8 @@ void sort_events(std::vector<Event>& events) {
     min_start = std::min(min_start, b.start_ns);
   }
   if (!sorted) {
-    std::vector<SortKey> keys(events.size());
+    std::vector<SortKey> keys;
+    assign_huge(keys, events.size(), SortKey{});
     for (size_t i = 0; i < events.size(); ++i)
       keys[i] = {static_cast<uint64_t>(events[i].start_ns) - static_cast<uint64_t>(min_start), i};
     radix_sort_by_start(keys);

@@ -33,8 +33,8 @@ TEST(Intervals, MergeIntersectSubtract) {
   EXPECT_EQ(total_length(clip_intervals(m, 4, 12)), 1 + 2);
 }
 
-// The flat id map behind TraceIndex's lookups, in both layouts: hashed (ids spread wide) and packed into an
-// array (ids within 4x their number), and an insert after packing.
+// The flat id map behind TraceIndex's lookups, in both layouts: hashed (ids spread wide) and packed into
+// pages (ids in runs), and an insert after packing.
 TEST(IdMap, HashedPackedAndInsertAfterPack) {
   IdMap<size_t> dense, sparse;
   for (int64_t k = 100; k < 1100; ++k) EXPECT_TRUE(dense.try_emplace(k, static_cast<size_t>(k * 3)).second);
@@ -64,6 +64,39 @@ TEST(IdMap, HashedPackedAndInsertAfterPack) {
   EXPECT_EQ(*dense.find(5'000'000'000), 1u);
   EXPECT_EQ(*dense.find(777), 777u * 3);
   EXPECT_EQ(dense.find(99), nullptr);
+}
+
+// Ids in runs far apart, each run with gaps (CUPTI correlation ids of a trace joined from several captures): the
+// packed pages answer exactly as the hash table did, for every id in and between the runs; ids one per page
+// over a wide range stay hashed and answer the same.
+TEST(IdMap, RunsWithGapsPackIntoPagesSameAnswers) {
+  for (const int64_t gap : {int64_t{1}, int64_t{6}, int64_t{15}, int64_t{4096}}) {
+    IdMap<uint32_t> m;
+    std::vector<std::pair<int64_t, uint32_t>> stored;
+    for (int64_t run = 0; run < 10; ++run)
+      for (int64_t j = 0; j < 700; ++j) {
+        const int64_t id = 34'417 + run * 10'000'000 + j * gap;
+        const auto v = static_cast<uint32_t>(stored.size());
+        if (m.try_emplace(id, v).second) stored.push_back({id, v});
+      }
+    m.pack();
+    ASSERT_EQ(m.size(), stored.size()) << gap;
+    for (const auto& [id, v] : stored) {
+      ASSERT_NE(m.find(id), nullptr) << gap << " " << id;
+      EXPECT_EQ(*m.find(id), v);
+    }
+    for (const auto& [id, v] : stored) {  // neighbours that were not stored
+      if (gap > 1) {
+        EXPECT_EQ(m.find(id + 1), nullptr) << gap << " " << id;
+      }
+    }
+    EXPECT_EQ(m.find(34'416), nullptr);
+    EXPECT_EQ(m.find(34'417 + 10 * 10'000'000), nullptr);
+    EXPECT_EQ(m.find(std::numeric_limits<int64_t>::max()), nullptr);
+    EXPECT_TRUE(m.try_emplace(1, 99).second);  // an insert after pack() goes back to the hash table
+    EXPECT_EQ(*m.find(1), 99u);
+    for (const auto& [id, v] : stored) ASSERT_EQ(*m.find(id), v) << gap;
+  }
 }
 
 TEST(Classify, RuntimeNamesAndKernels) {

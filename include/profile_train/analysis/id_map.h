@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "profile_train/common/huge_pages.h"
+
 namespace profile_train::analysis {
 
 template <class V>
@@ -19,8 +21,12 @@ class IdMap {
   const V* find(int64_t key) const {
     if (key < 0 || size_ == 0) return nullptr;
     if (dense_) {
+      if (key < min_) return nullptr;
       const uint64_t at = static_cast<uint64_t>(key) - static_cast<uint64_t>(min_);
-      return key >= min_ && at < present_.size() && present_[at] ? &vals_[at] : nullptr;
+      const uint64_t page = at >> kPageBits;
+      if (page >= page_of_.size() || page_of_[page] == 0) return nullptr;
+      const size_t slot_at = (size_t{page_of_[page] - 1} << kPageBits) | static_cast<size_t>(at & (kPage - 1));
+      return present_[slot_at] ? &vals_[slot_at] : nullptr;
     }
     for (size_t at = slot(key);; at = (at + 1) & mask_) {
       if (keys_[at] == key) return &vals_[at];
@@ -46,28 +52,46 @@ class IdMap {
   V& operator[](int64_t key) { return *try_emplace(key, V{}).first; }
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
-  // Once filled: when the ids cover a range at most 4x their number (a trace's ids mostly count up), stores the
-  // values in one array indexed by id - min, so that lookups in id order read memory in order instead of at
-  // hashed places. Ids spread wider (a hostile or merged trace) keep the hash table. A later insert undoes it.
+  // Once filled: when the ids lie in runs (a trace's ids mostly count up, with gaps: CUPTI numbers every runtime
+  // call, Kineto keeps a few; traces joined end to end start new runs), stores the values in pages of kPage
+  // consecutive ids, each page an array indexed by id, so that a lookup is two array reads and lookups in id
+  // order read memory in order instead of at hashed places. Packed only while the pages hold at most 16 slots
+  // per id (at most 16 * (sizeof(V) + 1) bytes per id; the hash table takes 2 * (8 + sizeof(V))) and the page
+  // table at most one entry per id: ids spread wider (a hostile or merged trace) keep the hash table. A later
+  // insert undoes it.
   void pack() {
     if (dense_ || size_ == 0) return;
     int64_t lo = INT64_MAX, hi = INT64_MIN;
     for (int64_t k : keys_)
       if (k != kEmpty) lo = std::min(lo, k), hi = std::max(hi, k);
-    const uint64_t span = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo) + 1;
-    if (span > 4 * static_cast<uint64_t>(size_) + 64) return;
-    std::vector<char> present(span, 0);
-    std::vector<V> vals(span, V{});
+    const uint64_t span_pages = ((static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo)) >> kPageBits) + 1;
+    if (span_pages > size_ + 1) return;
+    std::vector<uint32_t> page_of(span_pages, 0);
+    uint32_t pages = 0;
+    for (int64_t k : keys_) {
+      if (k == kEmpty) continue;
+      uint32_t& p = page_of[(static_cast<uint64_t>(k) - static_cast<uint64_t>(lo)) >> kPageBits];
+      if (p == 0) {
+        p = ++pages;
+        if (uint64_t{pages} * kPage > 16 * static_cast<uint64_t>(size_) + kPage) return;
+      }
+    }
+    std::vector<char> present;
+    std::vector<V> vals;
+    assign_huge(present, size_t{pages} << kPageBits, char{0});
+    assign_huge(vals, size_t{pages} << kPageBits, V{});
     for (size_t i = 0; i < keys_.size(); ++i) {
       if (keys_[i] == kEmpty) continue;
-      const size_t at = static_cast<size_t>(static_cast<uint64_t>(keys_[i]) - static_cast<uint64_t>(lo));
-      present[at] = 1;
-      vals[at] = std::move(vals_[i]);
+      const uint64_t at = static_cast<uint64_t>(keys_[i]) - static_cast<uint64_t>(lo);
+      const size_t slot_at = (size_t{page_of[at >> kPageBits] - 1} << kPageBits) | static_cast<size_t>(at & (kPage - 1));
+      present[slot_at] = 1;
+      vals[slot_at] = std::move(vals_[i]);
     }
     keys_.clear();
     keys_.shrink_to_fit();
     vals_ = std::move(vals);
     present_ = std::move(present);
+    page_of_ = std::move(page_of);
     min_ = lo;
     dense_ = true;
   }
@@ -76,8 +100,10 @@ class IdMap {
   void unpack() {
     std::vector<char> present = std::move(present_);
     std::vector<V> vals = std::move(vals_);
+    std::vector<uint32_t> page_of = std::move(page_of_);
     present_.clear();
     vals_.clear();
+    page_of_.clear();
     keys_.clear();
     dense_ = false;
     const size_t n = size_;
@@ -90,8 +116,14 @@ class IdMap {
     vals_.assign(cap, V{});
     mask_ = cap - 1;
     shift_ = 64 - static_cast<unsigned>(__builtin_ctzll(cap));
-    for (size_t i = 0; i < present.size(); ++i)
-      if (present[i]) try_emplace(min_ + static_cast<int64_t>(i), std::move(vals[i]));
+    for (size_t page = 0; page < page_of.size(); ++page) {
+      if (page_of[page] == 0) continue;
+      const size_t first = size_t{page_of[page] - 1} << kPageBits;
+      for (size_t j = 0; j < kPage; ++j)
+        if (present[first + j])
+          try_emplace(static_cast<int64_t>(static_cast<uint64_t>(min_) + (uint64_t{page} << kPageBits) + j),
+                      std::move(vals[first + j]));
+    }
   }
   static constexpr int64_t kEmpty = -1;
   size_t slot(int64_t key) const {
@@ -102,8 +134,8 @@ class IdMap {
     std::vector<int64_t> keys = std::move(keys_);
     std::vector<V> vals = std::move(vals_);
     const size_t cap = keys.empty() ? 16 : keys.size() * 2;
-    keys_.assign(cap, kEmpty);
-    vals_.assign(cap, V{});
+    assign_huge(keys_, cap, kEmpty);
+    assign_huge(vals_, cap, V{});
     mask_ = cap - 1;
     shift_ = 64 - static_cast<unsigned>(__builtin_ctzll(cap));
     size_ = 0;
@@ -114,7 +146,12 @@ class IdMap {
   std::vector<V> vals_;
   size_t mask_ = 0, size_ = 0;
   unsigned shift_ = 64;
-  bool dense_ = false;         // pack(): vals_[id - min_] where present_[id - min_]
+  static constexpr unsigned kPageBits = 12;
+  static constexpr size_t kPage = size_t{1} << kPageBits;
+  // pack(): id's page p = (id - min_) >> kPageBits; page_of_[p] = its page's number + 1 (0: no id there); the
+  // value at vals_[(number << kPageBits) | (id - min_) % kPage] where present_ says so.
+  bool dense_ = false;
+  std::vector<uint32_t> page_of_;
   std::vector<char> present_;
   int64_t min_ = 0;
 };

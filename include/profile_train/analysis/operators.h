@@ -2,7 +2,9 @@
 // One analyzer of build_typed_report (analysis/analyzers.h includes them all).
 #pragma once
 
+
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -75,5 +77,17 @@ struct OperatorAttribution {
 };
 OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex& idx, const Intervals& windows,
                                         int32_t device, const Intervals& busy);
+
+// The same in two halves: build_operator_tree() reads only the trace (every runtime call's innermost operator and
+// module range, every operator's self time: the costly half), so that it can run while the steps are still being
+// found; attribute_operators(tree, ...) is the rest. The result is the one above.
+struct OperatorTree;
+struct OperatorTreeDeleter {
+  void operator()(OperatorTree* p) const;
+};
+using OperatorTreePtr = std::unique_ptr<OperatorTree, OperatorTreeDeleter>;
+OperatorTreePtr build_operator_tree(const trace::Trace& t);
+OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex& idx, OperatorTreePtr tree,
+                                        const Intervals& windows, int32_t device, const Intervals& busy);
 
 }  // namespace profile_train::analysis

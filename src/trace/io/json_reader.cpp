@@ -37,6 +37,7 @@ void JsonReader::refill(size_t mark) {
                         std::to_string(max_element_ >> 20) + " MiB (limit)"};
     const size_t new_cap = std::max(cap_ * 2, keep + chunk_);
     std::unique_ptr<char[]> bigger(new char[new_cap + kPad]);
+    advise_huge_pages(bigger.get(), new_cap + kPad);
     std::memcpy(bigger.get(), buf, keep);
     buf_ = std::move(bigger);
     cap_ = new_cap;

@@ -24,6 +24,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "profile_train/common/huge_pages.h"
 #include "profile_train/trace/importer.h"
 
 namespace profile_train::trace::detail {
@@ -136,6 +137,7 @@ class JsonReader {
       : src_(src), max_depth_(max_depth), chunk_(chunk), max_element_(max_element), base_(base) {
     cap_ = chunk_;
     buf_.reset(new char[cap_ + kPad]);
+    advise_huge_pages(buf_.get(), cap_ + kPad);
     std::memset(buf_.get(), 0, kPad);
     p_ = end_ = buf_.get();
   }

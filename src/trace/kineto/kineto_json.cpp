@@ -13,6 +13,7 @@
 
 #include "importers/importers_internal.h"
 #include "kineto/kineto_parser.h"
+#include "profile_train/common/huge_pages.h"
 
 namespace profile_train::trace {
 namespace kineto {
@@ -144,6 +145,7 @@ void KinetoParser::import_complete(const RawEvent& e, Cls cls) {
       if (!found && cpu_pid_counts_.size() < 256) cpu_pid_counts_.emplace_back(ev.pid, 1);
     }
   }
+  grow_huge(trace_.events);
   trace_.events.push_back(ev);
   ++trace_.quality.events_imported;
 }
@@ -163,6 +165,7 @@ void KinetoParser::import_instant(const RawEvent& e, Cls cls) {
     m.addr = e.mem_addr;
     m.pid = resolve_id(e.pid);
     m.tid = resolve_id(e.tid);
+    grow_huge(trace_.memory);
     trace_.memory.push_back(m);
     ++trace_.quality.events_imported;
     return;
@@ -263,8 +266,11 @@ Trace KinetoParser::finish() {
     for (auto& m : t.memory) m.ts_ns += base_time_ns_;
     t.meta.base_time_ns = base_time_ns_;
   }
-  int64_t negative_ts = 0;
-  for (const auto& ev : t.events) negative_ts += ev.start_ns < 0;
+  int64_t negative_ts = 0, runtime_events = 0;  // one pass over the events for both
+  for (const auto& ev : t.events) {
+    negative_ts += ev.start_ns < 0;
+    runtime_events += ev.cat == Category::kRuntime || ev.cat == Category::kDriver;
+  }
   if (negative_ts > 0) {
     t.quality.clock_anomalies += negative_ts;
     t.quality.notes.push_back(std::to_string(negative_ts) + " events start before time 0 (clock anomaly)");
@@ -276,9 +282,6 @@ Trace KinetoParser::finish() {
                                                 : "no deviceProperties in the trace: GPU metrics that need SM counts are unavailable");
   }
   // What the capture traced: GPU activity or CUDA/HIP runtime calls show that ProfilerActivity.CUDA was on.
-  int64_t runtime_events = 0;
-  for (const auto& ev : t.events)
-    runtime_events += ev.cat == Category::kRuntime || ev.cat == Category::kDriver;
   using Traced = trace::TraceMeta::Traced;
   if (gpu_events_ > 0 || runtime_events > 0) {
     t.meta.gpu_traced = Traced::kYes;
@@ -323,7 +326,7 @@ Trace KinetoParser::finish() {
     for (const auto& [cat, n] : unknown_cats_) s += " " + cat + " (" + std::to_string(n) + ")";
     t.quality.notes.push_back(s);
   }
-  t.finalize();
+  if (!sorted_) t.finalize();  // the parts were each sorted and merged in finalize's order (join_parts)
   return std::move(trace_);
 }
 

@@ -20,6 +20,7 @@
 
 #include "importers/importers_internal.h"
 #include "kineto/kineto_parser.h"
+#include "profile_train/common/huge_pages.h"
 
 namespace profile_train::trace::kineto {
 namespace {
@@ -45,13 +46,20 @@ size_t find_event_start(std::string_view s, bool newline) {
 
 // Merges sorted `b` into sorted `a` (b emptied), from the back: no buffer besides a's room for b, and on equal
 // elements a's come first (a stable merge).
-template <typename T, typename Less>
-void merge_into(std::vector<T>& a, std::vector<T>& b, Less less) {
+// `fix(element)` is applied to each element of b as it is placed (`less` must not read what it changes).
+template <typename T, typename Less, typename Fix>
+void merge_into(std::vector<T>& a, std::vector<T>& b, Less less, Fix fix) {
   size_t i = a.size(), j = b.size(), k = a.size() + b.size();
+  reserve_huge(a, k);
   a.resize(k);
   while (j > 0) {
-    if (i > 0 && less(b[j - 1], a[i - 1])) a[--k] = a[--i];
-    else a[--k] = b[--j];
+    if (i > 0 && less(b[j - 1], a[i - 1])) {
+      a[--k] = a[--i];
+    } else {
+      T& x = a[--k];
+      x = b[--j];
+      fix(x);
+    }
   }
   std::vector<T>().swap(b);
 }
@@ -74,7 +82,7 @@ std::unordered_map<int64_t, int64_t> join_made_ids(std::map<std::string, int64_t
 // A guess at the room a vector will need: where the address space is short it just grows as it fills.
 void reserve_events(std::vector<Event>& v, size_t n) {
   try {
-    v.reserve(n);
+    reserve_huge(v, n);
   } catch (const std::exception&) {  // bad_alloc, length_error
   }
 }
@@ -311,20 +319,19 @@ void KinetoParser::absorb(KinetoParser& b) {
     for (StringId* id : {&a.name, &a.dtype, &a.pg_name, &a.pg_desc, &a.pg_ranks, &a.in_split, &a.out_split}) *id = str[*id];
     colls[j] = intern_collective(a);
   }
-  // Both parts are sorted (sort_part): merged, ties to this part's first, that is finalize's stable order.
-  for (Event& ev : bt.events) {
+  // Both parts are sorted (sort_part): merged, ties to this part's first, that is finalize's stable order. The
+  // part's ids are made this part's as its events are placed (the order reads only times).
+  merge_into(t.events, bt.events, event_before, [&](Event& ev) {
     ev.name = str[ev.name];
     ev.inputs = inputs[ev.inputs];
     ev.coll = colls[ev.coll];
     ev.pid = id_of(ev.pid);
     ev.tid = id_of(ev.tid);
-  }
-  merge_into(t.events, bt.events, event_before);
-  for (MemorySample& m : bt.memory) {
+  });
+  merge_into(t.memory, bt.memory, memory_before, [&](MemorySample& m) {
     m.pid = id_of(m.pid);
     m.tid = id_of(m.tid);
-  }
-  merge_into(t.memory, bt.memory, memory_before);
+  });
 #define PT_ADD_COUNTER(name, problem, label) t.quality.name += bt.quality.name;
   PT_DATA_QUALITY_COUNTERS(PT_ADD_COUNTER)
 #undef PT_ADD_COUNTER
