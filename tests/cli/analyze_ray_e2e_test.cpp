@@ -6,6 +6,7 @@
 // starts once).
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -128,10 +129,13 @@ TEST(AnalyzeRay, AnUnreadableFileAndAKilledShardAreMissingAndTheRestIsSummarized
   REQUIRE_RAY();
   const fs::path job = make_job("faults", 4);
   auto files = rank_files(job, 4);
-  // A rank file no worker can read, and one whose shard hangs (a FIFO nobody writes) until its worker process is
-  // killed.
+  // A rank file no worker can read, and one whose shard hangs (a FIFO whose writer never writes) until its worker
+  // process is killed.
   const fs::path gone = job / "rank4-gone.pt.trace.json", fifo = job / "rank5-hangs.pt.trace.json";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // Its writer: open (O_RDWR does not wait for a reader) and silent, so the shard's read waits.
+  const int writer = ::open(fifo.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(writer, 0);
   files.push_back(gone.string());
   files.push_back(fifo.string());
   const fs::path out = g_dir / "faults-out";
@@ -151,7 +155,7 @@ TEST(AnalyzeRay, AnUnreadableFileAndAKilledShardAreMissingAndTheRestIsSummarized
         if (c == '\0') c = ' ';
       if (cmdline.find("--shard-out") != std::string::npos && cmdline.find(fifo.string()) != std::string::npos &&
           cmdline.find("profile-train analyze") != std::string::npos) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(300));  // mid-job: it has opened the FIFO
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));  // mid-job: it is reading the FIFO
         killed = ::kill(std::stoi(pid), SIGKILL) == 0;
         break;
       }
@@ -177,6 +181,7 @@ TEST(AnalyzeRay, AnUnreadableFileAndAKilledShardAreMissingAndTheRestIsSummarized
   for (const auto& e : fs::recursive_directory_iterator(out))
     EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << e.path();
   EXPECT_FALSE(fs::exists(out / "rank5-hangs"));
+  ::close(writer);
   fs::remove(fifo);
 }
 

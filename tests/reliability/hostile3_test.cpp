@@ -2,6 +2,8 @@
 // end to end through the binary. Each test failed on the code before its fix (beb4711).
 #include <sys/stat.h>
 
+#include <atomic>
+
 #include <nlohmann/json.hpp>
 
 #include "outputs_util.h"
@@ -322,6 +324,68 @@ TEST_F(Hostile3, AnUnknownRuleIdIsExit2ForExplainToo) {
   expect_one_line(e.err, {"no_such_rule"});
   const Result s = run({"rules", "show", "no_such_rule"});
   EXPECT_EQ(s.rc, 2);
+}
+
+// ---- a FIFO as the trace: opening one waits for a writer, reading one consumes its bytes ----------------------
+
+TEST_F(Hostile3, ATraceThatIsAFifoWithNoWriterIsOneLineNotAHang) {
+  const fs::path fifo = dir_ / "pipe.pt.trace.json";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  // Before the fix, open() waited for a writer forever (the test's timeout killed it).
+  const Raw r = raw({"analyze", fifo.string(), "--out", (dir_ / "out").string()}, 0, false, 30);
+  EXPECT_EQ(r.rc, 2) << r.err;
+  expect_one_line(r.err, {fifo.string()});
+  EXPECT_LT(r.seconds, 20) << r.err;
+}
+
+TEST_F(Hostile3, ATraceFedThroughAFifoGivesTheReportOfTheFile) {
+  const fs::path trace = small_trace("t.json");
+  const Result file = run({"analyze", trace.string(), "--out", (dir_ / "from-file").string(), "--format", "json"});
+  ASSERT_EQ(file.rc, 0) << file.err;
+  const fs::path fifo = dir_ / "fed.pt.trace.json";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  // A writer as a shell's `cat trace > fifo` is: its open() waits for a reader, then it writes the trace and
+  // closes. The reader may start before the writer has reached its open(): it then reads an empty stream and
+  // exits 2, the writer's next write fails (EPIPE), and both try again.
+  const auto old_pipe = ::signal(SIGPIPE, SIG_IGN);
+  std::atomic<bool> done{false};
+  std::thread writer([&] {
+    const std::string text = slurp(trace);
+    for (bool written = false; !written && !done.load();) {
+      const int fd = ::open(fifo.c_str(), O_WRONLY | O_CLOEXEC);
+      if (fd < 0) return;
+      if (done.load()) {  // the test's own open, to let this one return
+        ::close(fd);
+        return;
+      }
+      size_t at = 0;
+      while (at < text.size()) {
+        const ssize_t n = ::write(fd, text.data() + at, text.size() - at);
+        if (n <= 0) break;
+        at += static_cast<size_t>(n);
+      }
+      written = at == text.size();  // else the reader had gone (EPIPE): the next one gets the whole trace
+      ::close(fd);
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  Raw r;
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    r = raw({"analyze", fifo.string(), "--out", (dir_ / "from-fifo").string(), "--format", "json"}, 0, false, 60);
+    if (r.rc == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  done = true;
+  const int release = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);  // a waiting open() returns
+  writer.join();
+  if (release >= 0) ::close(release);
+  ::signal(SIGPIPE, old_pipe);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto a = json::parse(slurp(dir_ / "from-file" / "report.json"));
+  auto b = json::parse(slurp(dir_ / "from-fifo" / "report.json"));
+  a["source"].erase("files");
+  b["source"].erase("files");
+  EXPECT_EQ(a, b);
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 #include "io/byte_sources.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -17,15 +19,31 @@ namespace profile_train::trace::detail {
 // ---- FileSource ---------------------------------------------------------------------------------------
 
 StatusOr<std::unique_ptr<FileSource>> FileSource::open(const std::string& path) {
-  struct stat st{};
-  if (::stat(path.c_str(), &st) != 0) {
+  // O_NONBLOCK: opening a FIFO for reading would wait for a writer, forever if none comes. Open, then see what
+  // it is; reads block again as usual (a FIFO with no writer reads as empty).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
     const int err = errno;
     if (err == ENOENT || err == ENOTDIR) return NotFound(path + ": no such file");
     return IoError(path + ": cannot open: " + std::strerror(err));
   }
-  if (S_ISDIR(st.st_mode)) return BadInput(path + ": is a directory, not a trace file");
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return IoError(path + ": cannot open: " + std::strerror(errno));
+  struct stat st{};
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return IoError(path + ": cannot open: " + std::strerror(err));
+  }
+  if (S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    return BadInput(path + ": is a directory, not a trace file");
+  }
+  const int flags = ::fcntl(fd, F_GETFL);
+  std::FILE* f = flags == -1 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == -1 ? nullptr : ::fdopen(fd, "rb");
+  if (f == nullptr) {
+    const int err = errno;
+    ::close(fd);
+    return IoError(path + ": cannot open: " + std::strerror(err));
+  }
   const uint64_t size = S_ISREG(st.st_mode) ? static_cast<uint64_t>(st.st_size) : 0;
   return std::unique_ptr<FileSource>(new FileSource(f, path, size));
 }
