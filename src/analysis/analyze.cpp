@@ -203,7 +203,12 @@ Report build_typed_report(const trace::Trace& t, const AnalysisOptions& options)
     out.data_quality = data_quality_section(t, idx, out.missing);
     return out;
   });
-  auto steps_job = std::async(std::launch::async, [&t, &idx] { return detect_steps(t, idx); });
+  auto steps_job = std::async(std::launch::async, [&t, &idx] {
+    std::pair<StepInfo, LoopRanges> out;
+    out.first = detect_steps(t, idx);
+    out.second = loop_ranges(t, out.first.main_pid, out.first.main_tid);  // the steps section's
+    return out;
+  });
   const RoleRanges roles = build_role_ranges(t, idx);
   Intervals kern_main;
   for (size_t i : idx.kernels)
@@ -211,8 +216,10 @@ Report build_typed_report(const trace::Trace& t, const AnalysisOptions& options)
   kern_main = merge_intervals(std::move(kern_main));
   Intervals busy = device_busy(t, idx);
   Intervals optimizer = optimizer_ranges(t);
-  const StepInfo si = steps_job.get();
-  StepsSection sec = steps_section(t, idx, si, roles, kern_main, options);
+  const std::pair<StepInfo, LoopRanges> steps_found = steps_job.get();
+  const StepInfo& si = steps_found.first;
+  const LoopRanges& loop = steps_found.second;
+  StepsSection sec = steps_section(t, idx, si, loop, roles, kern_main, options);
   // Every section below covers the steady-state steps (steps.steady_state says which were left out).
   StepInfo steady = si;
   steady.steps = sec.steady;

@@ -25,5 +25,9 @@ struct StepsSection {
 // `kern_main`: merged kernel intervals of the main device (for the per-step GPU utilization).
 StepsSection steps_section(const trace::Trace& t, const TraceIndex& idx, const StepInfo& si, const RoleRanges& roles,
                            const Intervals& kern_main, const AnalysisOptions& options);
+// The same with the main thread's loop ranges given (loop_ranges(t, si.main_pid, si.main_tid), found beside the
+// steps).
+StepsSection steps_section(const trace::Trace& t, const TraceIndex& idx, const StepInfo& si, const LoopRanges& loop,
+                           const RoleRanges& roles, const Intervals& kern_main, const AnalysisOptions& options);
 
 }  // namespace profile_train::analysis
