@@ -1,7 +1,9 @@
-// IdMap: an open-addressing hash map from a non-negative 64-bit id (a correlation id, an external id) to a small
-// value, for the per-event lookups of the analysis. One flat array of keys and one of values, linear probing,
-// at most half full: no node per entry (std::unordered_map's one allocation per id cost more than the lookups
-// themselves on big traces), and nothing to free one by one.
+// IdMap: a map from a non-negative 64-bit id (a correlation id, an external id) to a small value, for the
+// per-event lookups of the analysis. Two layouts: pages of 4096 consecutive ids, each an array indexed by id
+// (where a trace's ids come in runs, as they mostly do: a lookup is two array reads, an insert no hashing), and
+// an open-addressing hash table (one flat array of keys and one of values, linear probing, at most half full)
+// for ids spread wider. No node per entry (std::unordered_map's one allocation per id cost more than the
+// lookups themselves on big traces), and nothing to free one by one.
 #pragma once
 
 #include <cstddef>
@@ -36,8 +38,14 @@ class IdMap {
   V* find(int64_t key) { return const_cast<V*>(std::as_const(*this).find(key)); }
   bool contains(int64_t key) const { return find(key) != nullptr; }
   // Inserts `value` under `key` (>= 0) unless the key is present; returns the stored value and whether it is new.
+  // A map starts paged (see pack()): ids that come in runs are stored in their pages as they come, without
+  // hashing; the first id that would break the pages' bounds turns it into the hash table.
   std::pair<V*, bool> try_emplace(int64_t key, V value) {
-    if (dense_) unpack();
+    if (dense_) {
+      std::pair<V*, bool> out;
+      if (paged_try_emplace(key, value, &out)) return out;
+      unpack();
+    }
     if ((size_ + 1) * 2 > keys_.size()) grow();
     for (size_t at = slot(key);; at = (at + 1) & mask_) {
       if (keys_[at] == key) return {&vals_[at], false};
@@ -52,7 +60,7 @@ class IdMap {
   V& operator[](int64_t key) { return *try_emplace(key, V{}).first; }
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
-  // Once filled: when the ids lie in runs (a trace's ids mostly count up, with gaps: CUPTI numbers every runtime
+  // Once filled (a map that left the pages while filling): when the ids lie in runs (a trace's ids mostly count up, with gaps: CUPTI numbers every runtime
   // call, Kineto keeps a few; traces joined end to end start new runs), stores the values in pages of kPage
   // consecutive ids, each page an array indexed by id, so that a lookup is two array reads and lookups in id
   // order read memory in order instead of at hashed places. Packed only while the pages hold at most 16 slots
@@ -97,6 +105,43 @@ class IdMap {
   }
 
  private:
+  // Inserts into the pages; false (nothing changed) when `key` is negative or needs more than the bounds pack()
+  // keeps: a page table of at most one entry per id, pages of at most 16 slots per id.
+  bool paged_try_emplace(int64_t key, V& value, std::pair<V*, bool>* out) {
+    if (key < 0) return false;
+    const int64_t key_page_start = key & ~static_cast<int64_t>(kPage - 1);
+    if (page_of_.empty()) {
+      min_ = key_page_start;
+    } else if (key < min_) {
+      const uint64_t shift = (static_cast<uint64_t>(min_) - static_cast<uint64_t>(key_page_start)) >> kPageBits;
+      if (page_of_.size() + shift > size_ + 1) return false;
+      page_of_.insert(page_of_.begin(), static_cast<size_t>(shift), 0);
+      min_ = key_page_start;
+    }
+    const uint64_t at = static_cast<uint64_t>(key) - static_cast<uint64_t>(min_);
+    const uint64_t page = at >> kPageBits;
+    if (page >= page_of_.size()) {
+      if (page + 1 > size_ + 1) return false;
+      page_of_.resize(static_cast<size_t>(page + 1), 0);
+    }
+    if (page_of_[page] == 0) {
+      const size_t pages = present_.size() >> kPageBits;
+      if ((pages + 1) * kPage > 16 * (size_ + 1) + kPage) return false;
+      present_.resize(present_.size() + kPage, 0);
+      vals_.resize(vals_.size() + kPage, V{});
+      page_of_[page] = static_cast<uint32_t>(pages + 1);
+    }
+    const size_t slot_at = (size_t{page_of_[page] - 1} << kPageBits) | static_cast<size_t>(at & (kPage - 1));
+    if (present_[slot_at]) {
+      *out = {&vals_[slot_at], false};
+      return true;
+    }
+    present_[slot_at] = 1;
+    vals_[slot_at] = std::move(value);
+    ++size_;
+    *out = {&vals_[slot_at], true};
+    return true;
+  }
   void unpack() {
     std::vector<char> present = std::move(present_);
     std::vector<V> vals = std::move(vals_);
@@ -150,7 +195,7 @@ class IdMap {
   static constexpr size_t kPage = size_t{1} << kPageBits;
   // pack(): id's page p = (id - min_) >> kPageBits; page_of_[p] = its page's number + 1 (0: no id there); the
   // value at vals_[(number << kPageBits) | (id - min_) % kPage] where present_ says so.
-  bool dense_ = false;
+  bool dense_ = true;
   std::vector<uint32_t> page_of_;
   std::vector<char> present_;
   int64_t min_ = 0;
