@@ -3,6 +3,10 @@
 
 #include <algorithm>
 #include <limits>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "profile_train/analysis/analyze.h"
 #include "profile_train/analysis/analyzers.h"
@@ -96,6 +100,55 @@ TEST(IdMap, RunsWithGapsPackIntoPagesSameAnswers) {
     EXPECT_TRUE(m.try_emplace(1, 99).second);  // an insert after pack() goes back to the hash table
     EXPECT_EQ(*m.find(1), 99u);
     for (const auto& [id, v] : stored) ASSERT_EQ(*m.find(id), v) << gap;
+  }
+}
+
+// The map against std::unordered_map on ids drawn as traces give them and as hostile ones could: counting up,
+// in runs with gaps, descending, shuffled runs, spread over the whole range, a mix: every insert answers alike
+// (the value kept, new or not), every id and its neighbours are found alike, before and after pack(), whichever
+// layout the map ends in.
+TEST(IdMap, SameAnswersAsAHashMapForEveryIdShape) {
+  std::mt19937_64 rng(42);
+  const std::vector<std::string> shapes = {"ascending", "runs", "descending", "shuffled_runs", "spread", "mixed"};
+  for (const std::string& shape : shapes) {
+    std::vector<int64_t> ids;
+    for (int i = 0; i < 20000; ++i) {
+      int64_t id = 0;
+      if (shape == "ascending") id = 1000 + i;
+      else if (shape == "runs") id = (i / 2000) * int64_t{10'000'000} + (i % 2000) * 6;
+      else if (shape == "descending") id = 5'000'000 - int64_t{i} * 3;
+      else if (shape == "shuffled_runs") id = static_cast<int64_t>(rng() % 8) * 1'000'000 + static_cast<int64_t>(rng() % 30000);
+      else if (shape == "spread") id = static_cast<int64_t>(rng() >> 2);
+      else id = (i % 3 == 0) ? static_cast<int64_t>(rng() >> 2) : 77 + i;
+      ids.push_back(id);
+      if (i % 7 == 0) ids.push_back(id);  // repeated ids: the first value stays
+    }
+    IdMap<uint32_t> m;
+    std::unordered_map<int64_t, uint32_t> ref;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const auto [v, added] = m.try_emplace(ids[i], static_cast<uint32_t>(i));
+      const auto [it, ref_added] = ref.try_emplace(ids[i], static_cast<uint32_t>(i));
+      ASSERT_EQ(added, ref_added) << shape << " " << ids[i];
+      ASSERT_EQ(*v, it->second) << shape << " " << ids[i];
+    }
+    for (int pass = 0; pass < 2; ++pass) {
+      ASSERT_EQ(m.size(), ref.size()) << shape;
+      for (const int64_t id : ids) {
+        for (const int64_t probe : {id - 1, id, id + 1}) {
+          const auto it = ref.find(probe);
+          const uint32_t* got = m.find(probe);
+          if (it == ref.end()) {
+            EXPECT_EQ(got, nullptr) << shape << " " << probe;
+          } else {
+            ASSERT_NE(got, nullptr) << shape << " " << probe;
+            EXPECT_EQ(*got, it->second) << shape << " " << probe;
+          }
+        }
+      }
+      EXPECT_EQ(m.find(-1), nullptr);
+      EXPECT_EQ(m.find(std::numeric_limits<int64_t>::max()), nullptr);
+      m.pack();
+    }
   }
 }
 
