@@ -169,7 +169,19 @@ OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex&
   const bool shapes = t.has_input_shapes();
 
   // GPU activities -> operator and module.
-  std::unordered_map<trace::StringId, OperatorRow> by_op;
+  // The operators' rows by name: an array indexed by the name's id (row_of), rows in the order first met.
+  std::vector<uint32_t> op_row(t.strings.size(), UINT32_MAX);
+  std::vector<OperatorRow> op_rows;
+  std::vector<trace::StringId> op_row_name;
+  auto row_of = [&](trace::StringId name) -> OperatorRow& {
+    uint32_t& r = op_row[name];
+    if (r == UINT32_MAX) {
+      r = static_cast<uint32_t>(op_rows.size());
+      op_rows.emplace_back();
+      op_row_name.push_back(name);
+    }
+    return op_rows[r];
+  };
   std::unordered_map<std::string, ModuleRow> by_module;
   struct ModuleOfRange {
     ModuleRow* row;
@@ -207,11 +219,15 @@ OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex&
   const std::vector<size_t>* lists[] = {&idx.kernels, &idx.memcpys, &idx.memsets};
   for (const auto* list : lists) {
     const bool kernels = list == &idx.kernels;
+    // The list is in start order: the window holding an activity is found by moving forward, not searched.
+    auto window = windows.begin();
     for (size_t pos = 0; pos < list->size(); ++pos) {
       const size_t i = (*list)[pos];
       const Event& g = t.events[i];
       const int32_t dev = g.device >= 0 ? g.device : static_cast<int32_t>(g.pid);
-      if (dev != device || !in_window(g.start_ns)) continue;
+      if (dev != device) continue;
+      while (window != windows.end() && window->end <= g.start_ns) ++window;
+      if (window == windows.end() || window->start > g.start_ns) continue;
       out.gpu_ns += g.dur_ns;
       size_t op = kNone, mod = kNone;
       if (const size_t* it = idx.op_by_external_id.find(g.external_id)) op = *it;
@@ -229,7 +245,7 @@ OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex&
       const bool h2d = g.cat == Category::kMemcpy && g.copy_kind == trace::CopyKind::kHtoD;
       if (op != kNone) {
         out.gpu_attributed_ns += g.dur_ns;
-        OperatorRow& row = by_op[t.events[op].name];
+        OperatorRow& row = row_of(t.events[op].name);
         row.gpu_ns += g.dur_ns;
         row.gpu_activities++;
         if (fp32) row.fp32_ns += g.dur_ns;
@@ -270,7 +286,7 @@ OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex&
   for (size_t op : tree->ops_seen) {
     const Event& e = t.events[op];
     if (!in_window(e.start_ns)) continue;
-    OperatorRow& row = by_op[e.name];
+    OperatorRow& row = row_of(e.name);
     row.host_self_ns += std::max<TimeNs>(0, self_ns[op]);
     row.calls++;
     if (shapes) {
@@ -285,7 +301,7 @@ OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex&
     sr.dims = t.strings.get(in.dims);
     sr.types = t.strings.get(in.types);
     sr.concrete = t.strings.get(in.concrete);
-    by_op[static_cast<trace::StringId>(key >> 32)].shapes.push_back(std::move(sr));
+    row_of(static_cast<trace::StringId>(key >> 32)).shapes.push_back(std::move(sr));
   }
   for (auto& [key, rr] : by_roofline) {
     const size_t at = key & 0xFFFFFFFFu;
@@ -300,11 +316,11 @@ OperatorAttribution attribute_operators(const trace::Trace& t, const TraceIndex&
     const Event& e = t.events[op];
     if (!in_window(e.start_ns) || e.dur_ns <= 0) continue;
     const TimeNs overlap = total_length(clip_intervals(idle, e.start_ns, e.end_ns()));
-    if (overlap > 0) by_op[e.name].idle_ns += overlap;
+    if (overlap > 0) row_of(e.name).idle_ns += overlap;
   }
-  for (auto& [name, row] : by_op) {
-    row.name = t.strings.get(name);
-    out.operators.push_back(std::move(row));
+  for (size_t r = 0; r < op_rows.size(); ++r) {
+    op_rows[r].name = t.strings.get(op_row_name[r]);
+    out.operators.push_back(std::move(op_rows[r]));
   }
   for (auto& [name, row] : by_module) {
     row.name = name;
