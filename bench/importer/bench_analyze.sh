@@ -26,6 +26,8 @@ big="$tmp/big.pt.trace.json"
 
 echo "== generating >= ${min_mb} MB from $(basename "$src")"
 gen="$("$py" "$here/make_big_trace.py" "$src" "$big" "$min_mb")"
+# The new file's write-back would otherwise run during the first measurements (iowait on this VM).
+sync
 echo "$gen"
 events="$(sed -n 's/.*events=\([0-9]*\).*/\1/p' <<<"$gen")"
 bytes="$(stat -c %s "$big")"

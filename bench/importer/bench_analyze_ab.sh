@@ -23,6 +23,8 @@ trap 'rm -rf "$tmp"' EXIT
 big="$tmp/big.pt.trace.json"
 echo "== generating >= ${min_mb} MB from $(basename "$src")"
 "$py" "$here/make_big_trace.py" "$src" "$big" "$min_mb"
+# The new file's write-back would otherwise run during the first measurements (iowait on this VM).
+sync
 bytes="$(stat -c %s "$big")"
 
 # one BIN: prints "wall_s cpu_s"
