@@ -63,8 +63,8 @@ class IdMap {
   // Once filled (a map that left the pages while filling): when the ids lie in runs (a trace's ids mostly count up, with gaps: CUPTI numbers every runtime
   // call, Kineto keeps a few; traces joined end to end start new runs), stores the values in pages of kPage
   // consecutive ids, each page an array indexed by id, so that a lookup is two array reads and lookups in id
-  // order read memory in order instead of at hashed places. Packed only while the pages hold at most 16 slots
-  // per id (at most 16 * (sizeof(V) + 1) bytes per id; the hash table takes 2 * (8 + sizeof(V))) and the page
+  // order read memory in order instead of at hashed places. Packed only while the pages hold at most kMaxSlots
+  // slots per id (at most 8 * (sizeof(V) + 1) bytes per id; the hash table takes 2 * (8 + sizeof(V))) and the page
   // table at most one entry per id: ids spread wider (a hostile or merged trace) keep the hash table. A later
   // insert undoes it.
   void pack() {
@@ -81,7 +81,7 @@ class IdMap {
       uint32_t& p = page_of[(static_cast<uint64_t>(k) - static_cast<uint64_t>(lo)) >> kPageBits];
       if (p == 0) {
         p = ++pages;
-        if (uint64_t{pages} * kPage > 16 * static_cast<uint64_t>(size_) + kPage) return;
+        if (uint64_t{pages} * kPage > kMaxSlots * static_cast<uint64_t>(size_) + kPage) return;
       }
     }
     std::vector<char> present;
@@ -106,7 +106,7 @@ class IdMap {
 
  private:
   // Inserts into the pages; false (nothing changed) when `key` is negative or needs more than the bounds pack()
-  // keeps: a page table of at most one entry per id, pages of at most 16 slots per id.
+  // keeps: a page table of at most one entry per id, pages of at most kMaxSlots slots per id.
   bool paged_try_emplace(int64_t key, V& value, std::pair<V*, bool>* out) {
     if (key < 0) return false;
     const int64_t key_page_start = key & ~static_cast<int64_t>(kPage - 1);
@@ -126,7 +126,7 @@ class IdMap {
     }
     if (page_of_[page] == 0) {
       const size_t pages = present_.size() >> kPageBits;
-      if ((pages + 1) * kPage > 16 * (size_ + 1) + kPage) return false;
+      if ((pages + 1) * kPage > kMaxSlots * (size_ + 1) + kPage) return false;
       present_.resize(present_.size() + kPage, 0);
       vals_.resize(vals_.size() + kPage, V{});
       page_of_[page] = static_cast<uint32_t>(pages + 1);
@@ -193,6 +193,8 @@ class IdMap {
   unsigned shift_ = 64;
   static constexpr unsigned kPageBits = 12;
   static constexpr size_t kPage = size_t{1} << kPageBits;
+  // Slots per id the pages may take (CUPTI's correlation ids in a Kineto trace: about 6).
+  static constexpr size_t kMaxSlots = 8;
   // pack(): id's page p = (id - min_) >> kPageBits; page_of_[p] = its page's number + 1 (0: no id there); the
   // value at vals_[(number << kPageBits) | (id - min_) % kPage] where present_ says so.
   bool dense_ = true;
