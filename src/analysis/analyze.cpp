@@ -219,7 +219,7 @@ Report build_typed_report(const trace::Trace& t, const AnalysisOptions& options)
   const std::pair<StepInfo, LoopRanges> steps_found = steps_job.get();
   const StepInfo& si = steps_found.first;
   const LoopRanges& loop = steps_found.second;
-  StepsSection sec = steps_section(t, idx, si, loop, roles, kern_main, options);
+  StepsSection sec = steps_section(idx, si, loop, roles, kern_main, options);
   // Every section below covers the steady-state steps (steps.steady_state says which were left out).
   StepInfo steady = si;
   steady.steps = sec.steady;
@@ -242,7 +242,8 @@ Report build_typed_report(const trace::Trace& t, const AnalysisOptions& options)
     // The memory section covers the whole capture (every step, not only the steady ones), with the steps
     // section's phase ranges of the main thread (computed once there).
     std::pair<std::optional<Memory>, int64_t> m;
-    m.first = memory_section(t, memory_prep_job.get(), si.steps, sec.phase_ranges ? &*sec.phase_ranges : nullptr, &m.second);
+    m.first = memory_section(t, memory_prep_job.get(), si.steps, sec.phase_ranges ? &*sec.phase_ranges : nullptr,
+                             &m.second);
     return m;
   });
 

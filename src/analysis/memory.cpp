@@ -1,6 +1,5 @@
 // The memory analyzer (include/profile_train/analysis/memory.h says what it computes and how).
 #include "profile_train/analysis/memory.h"
-#include "profile_train/common/huge_pages.h"
 
 #include <algorithm>
 #include <map>
@@ -8,6 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "profile_train/common/huge_pages.h"
 #include "report_context.h"
 
 namespace profile_train::analysis {
@@ -82,7 +82,6 @@ struct SelfMetrics {
   }
   bool any() const { return increase != 0 || alloc_bytes != 0 || alloc_count != 0; }
 };
-
 
 Attribution attribute(const trace::Trace& t, const std::vector<const MemorySample*>& samples,
                       const std::map<DeviceKey, size_t>& dev_index) {

@@ -59,11 +59,11 @@ int64_t count_in(const Intervals& v, TimeNs start, TimeNs end) {
 
 StepsSection steps_section(const trace::Trace& t, const TraceIndex& idx, const StepInfo& si, const RoleRanges& roles,
                            const Intervals& kern_main, const AnalysisOptions& options) {
-  return steps_section(t, idx, si, loop_ranges(t, si.main_pid, si.main_tid), roles, kern_main, options);
+  return steps_section(idx, si, loop_ranges(t, si.main_pid, si.main_tid), roles, kern_main, options);
 }
 
-StepsSection steps_section(const trace::Trace& t, const TraceIndex& idx, const StepInfo& si, const LoopRanges& loop,
-                           const RoleRanges& roles, const Intervals& kern_main, const AnalysisOptions& options) {
+StepsSection steps_section(const TraceIndex& idx, const StepInfo& si, const LoopRanges& loop, const RoleRanges& roles,
+                           const Intervals& kern_main, const AnalysisOptions& options) {
   StepsSection out;
   const size_t n = si.steps.size();
   std::vector<double> dur_ms;

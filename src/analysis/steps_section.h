@@ -26,8 +26,8 @@ struct StepsSection {
 StepsSection steps_section(const trace::Trace& t, const TraceIndex& idx, const StepInfo& si, const RoleRanges& roles,
                            const Intervals& kern_main, const AnalysisOptions& options);
 // The same with the main thread's loop ranges given (loop_ranges(t, si.main_pid, si.main_tid), found beside the
-// steps).
-StepsSection steps_section(const trace::Trace& t, const TraceIndex& idx, const StepInfo& si, const LoopRanges& loop,
-                           const RoleRanges& roles, const Intervals& kern_main, const AnalysisOptions& options);
+// steps): the rest reads no event.
+StepsSection steps_section(const TraceIndex& idx, const StepInfo& si, const LoopRanges& loop, const RoleRanges& roles,
+                           const Intervals& kern_main, const AnalysisOptions& options);
 
 }  // namespace profile_train::analysis

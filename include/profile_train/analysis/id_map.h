@@ -22,12 +22,12 @@ class IdMap {
   // The value of `key`, or nullptr. Negative keys are never stored: they find nothing.
   const V* find(int64_t key) const {
     if (key < 0 || size_ == 0) return nullptr;
-    if (dense_) {
+    if (paged_) {
       if (key < min_) return nullptr;
       const uint64_t at = static_cast<uint64_t>(key) - static_cast<uint64_t>(min_);
       const uint64_t page = at >> kPageBits;
       if (page >= page_of_.size() || page_of_[page] == 0) return nullptr;
-      const size_t slot_at = (size_t{page_of_[page] - 1} << kPageBits) | static_cast<size_t>(at & (kPage - 1));
+      const size_t slot_at = slot_in(page_of_[page], at);
       return present_[slot_at] ? &vals_[slot_at] : nullptr;
     }
     for (size_t at = slot(key);; at = (at + 1) & mask_) {
@@ -41,7 +41,7 @@ class IdMap {
   // A map starts paged (see pack()): ids that come in runs are stored in their pages as they come, without
   // hashing; the first id that would break the pages' bounds turns it into the hash table.
   std::pair<V*, bool> try_emplace(int64_t key, V value) {
-    if (dense_) {
+    if (paged_) {
       std::pair<V*, bool> out;
       if (paged_try_emplace(key, value, &out)) return out;
       unpack();
@@ -60,15 +60,15 @@ class IdMap {
   V& operator[](int64_t key) { return *try_emplace(key, V{}).first; }
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
-  // Once filled (a map that left the pages while filling): when the ids lie in runs (a trace's ids mostly count up, with gaps: CUPTI numbers every runtime
-  // call, Kineto keeps a few; traces joined end to end start new runs), stores the values in pages of kPage
-  // consecutive ids, each page an array indexed by id, so that a lookup is two array reads and lookups in id
-  // order read memory in order instead of at hashed places. Packed only while the pages hold at most kMaxSlots
-  // slots per id (at most 8 * (sizeof(V) + 1) bytes per id; the hash table takes 2 * (8 + sizeof(V))) and the page
-  // table at most one entry per id: ids spread wider (a hostile or merged trace) keep the hash table. A later
-  // insert undoes it.
+  // Once filled, for a map that left the pages while filling: when the ids lie in runs (a trace's ids mostly
+  // count up, with gaps: CUPTI numbers every runtime call, Kineto keeps a few; traces joined end to end start new
+  // runs), stores the values in pages of kPage consecutive ids, each page an array indexed by id, so that a
+  // lookup is two array reads and lookups in id order read memory in order instead of at hashed places. Packed
+  // only while the pages hold at most kMaxSlots slots per id (at most 8 * (sizeof(V) + 1) bytes per id; the hash
+  // table takes 2 * (8 + sizeof(V))) and the page table at most one entry per id: ids spread wider (a hostile or
+  // merged trace) keep the hash table. A later insert that breaks those bounds undoes it.
   void pack() {
-    if (dense_ || size_ == 0) return;
+    if (paged_ || size_ == 0) return;
     int64_t lo = INT64_MAX, hi = INT64_MIN;
     for (int64_t k : keys_)
       if (k != kEmpty) lo = std::min(lo, k), hi = std::max(hi, k);
@@ -91,7 +91,7 @@ class IdMap {
     for (size_t i = 0; i < keys_.size(); ++i) {
       if (keys_[i] == kEmpty) continue;
       const uint64_t at = static_cast<uint64_t>(keys_[i]) - static_cast<uint64_t>(lo);
-      const size_t slot_at = (size_t{page_of[at >> kPageBits] - 1} << kPageBits) | static_cast<size_t>(at & (kPage - 1));
+      const size_t slot_at = slot_in(page_of[at >> kPageBits], at);
       present[slot_at] = 1;
       vals[slot_at] = std::move(vals_[i]);
     }
@@ -101,10 +101,14 @@ class IdMap {
     present_ = std::move(present);
     page_of_ = std::move(page_of);
     min_ = lo;
-    dense_ = true;
+    paged_ = true;
   }
 
  private:
+  // The slot of the id at offset `at` from the pages' start, in the page numbered `number` (>= 1).
+  static size_t slot_in(uint32_t number, uint64_t at) {
+    return (size_t{number - 1} << kPageBits) | static_cast<size_t>(at & (kPage - 1));
+  }
   // Inserts into the pages; false (nothing changed) when `key` is negative or needs more than the bounds pack()
   // keeps: a page table of at most one entry per id, pages of at most kMaxSlots slots per id.
   bool paged_try_emplace(int64_t key, V& value, std::pair<V*, bool>* out) {
@@ -131,7 +135,7 @@ class IdMap {
       vals_.resize(vals_.size() + kPage, V{});
       page_of_[page] = static_cast<uint32_t>(pages + 1);
     }
-    const size_t slot_at = (size_t{page_of_[page] - 1} << kPageBits) | static_cast<size_t>(at & (kPage - 1));
+    const size_t slot_at = slot_in(page_of_[page], at);
     if (present_[slot_at]) {
       *out = {&vals_[slot_at], false};
       return true;
@@ -150,7 +154,7 @@ class IdMap {
     vals_.clear();
     page_of_.clear();
     keys_.clear();
-    dense_ = false;
+    paged_ = false;
     const size_t n = size_;
     size_ = 0;
     mask_ = 0;
@@ -163,7 +167,7 @@ class IdMap {
     shift_ = 64 - static_cast<unsigned>(__builtin_ctzll(cap));
     for (size_t page = 0; page < page_of.size(); ++page) {
       if (page_of[page] == 0) continue;
-      const size_t first = size_t{page_of[page] - 1} << kPageBits;
+      const size_t first = slot_in(page_of[page], 0);
       for (size_t j = 0; j < kPage; ++j)
         if (present[first + j])
           try_emplace(static_cast<int64_t>(static_cast<uint64_t>(min_) + (uint64_t{page} << kPageBits) + j),
@@ -197,7 +201,7 @@ class IdMap {
   static constexpr size_t kMaxSlots = 8;
   // pack(): id's page p = (id - min_) >> kPageBits; page_of_[p] = its page's number + 1 (0: no id there); the
   // value at vals_[(number << kPageBits) | (id - min_) % kPage] where present_ says so.
-  bool dense_ = true;
+  bool paged_ = true;
   std::vector<uint32_t> page_of_;
   std::vector<char> present_;
   int64_t min_ = 0;

@@ -2,7 +2,6 @@
 // One analyzer of build_typed_report (analysis/analyzers.h includes them all).
 #pragma once
 
-
 #include <cstdint>
 #include <memory>
 #include <string>

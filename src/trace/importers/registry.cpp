@@ -180,16 +180,15 @@ StatusOr<std::vector<Trace>> ImporterRegistry::load_set(const std::filesystem::p
   const std::string name = path.string();
   if (nsys::is_report_path(path))
     return guarded(name, [&] { return nsys::load_report(path, options); });
-  std::string head(kSniffBytes, '\0');
+  std::string head;
   std::error_code ec;
   if (std::filesystem::is_regular_file(path, ec)) {
     // Only a regular file is sniffed here: opening a FIFO would wait for a writer, and reading one would take
     // bytes the loader below never sees (the importers with a set loader read databases, never streams).
+    head.resize(kSniffBytes);
     std::ifstream in(path, std::ios::binary);
     in.read(head.data(), static_cast<std::streamsize>(head.size()));
     head.resize(static_cast<size_t>(std::max<std::streamsize>(0, in.gcount())));
-  } else {
-    head.clear();
   }
   for (const Importer& imp : importers_)
     if (imp.load_set && imp.sniff && imp.sniff(head)) return guarded(name, [&] { return imp.load_set(path, options); });

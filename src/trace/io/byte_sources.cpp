@@ -27,23 +27,21 @@ StatusOr<std::unique_ptr<FileSource>> FileSource::open(const std::string& path) 
     if (err == ENOENT || err == ENOTDIR) return NotFound(path + ": no such file");
     return IoError(path + ": cannot open: " + std::strerror(err));
   }
+  auto failed = [&](Status s) {
+    ::close(fd);
+    return s;
+  };
+  auto cannot_open = [&] {
+    const int err = errno;
+    return failed(IoError(path + ": cannot open: " + std::strerror(err)));
+  };
   struct stat st{};
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return IoError(path + ": cannot open: " + std::strerror(err));
-  }
-  if (S_ISDIR(st.st_mode)) {
-    ::close(fd);
-    return BadInput(path + ": is a directory, not a trace file");
-  }
+  if (::fstat(fd, &st) != 0) return cannot_open();
+  if (S_ISDIR(st.st_mode)) return failed(BadInput(path + ": is a directory, not a trace file"));
   const int flags = ::fcntl(fd, F_GETFL);
-  std::FILE* f = flags == -1 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == -1 ? nullptr : ::fdopen(fd, "rb");
-  if (f == nullptr) {
-    const int err = errno;
-    ::close(fd);
-    return IoError(path + ": cannot open: " + std::strerror(err));
-  }
+  if (flags == -1 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == -1) return cannot_open();
+  std::FILE* f = ::fdopen(fd, "rb");
+  if (f == nullptr) return cannot_open();
   const uint64_t size = S_ISREG(st.st_mode) ? static_cast<uint64_t>(st.st_size) : 0;
   return std::unique_ptr<FileSource>(new FileSource(f, path, size));
 }
